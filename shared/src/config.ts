@@ -1,0 +1,114 @@
+// The only reader of the environment. Entry points call loadConfig(process.env) once; everything
+// else receives the frozen Config. Invalid settings throw ConfigError, which the entry point
+// prints as one line before exiting 1 (SPEC §6).
+import os from 'node:os';
+import path from 'node:path';
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  /** Tokens accepted on the upload routes; empty = not configured (fail closed). */
+  readonly apiKeys: readonly string[];
+  /** Tokens accepted on the query route: QUERY_API_KEY when set, else API_KEY. */
+  readonly queryApiKeys: readonly string[];
+  readonly metricsToken: string | null;
+  readonly redisUrl: string | null;
+  readonly queuePrefix: string;
+  readonly databaseUrl: string | null;
+  readonly databasePoolMax: number;
+  readonly queriesFile: string | null;
+  readonly uploadDir: string;
+  readonly jobTimeoutMs: number;
+  readonly queryTimeoutMs: number;
+  readonly workerConcurrency: number;
+  readonly maxInFlightUploads: number;
+  readonly rateLimitPerMinute: number;
+  readonly bullBoardToken: string | null;
+  readonly logLevel: LogLevel;
+}
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export function loadConfig(env: Env): Config {
+  const apiKeys = keyList(env.API_KEY);
+  const queryKeys = keyList(env.QUERY_API_KEY);
+  const cpus = Math.max(1, os.availableParallelism());
+  return Object.freeze({
+    host: text(env.HOST) ?? '0.0.0.0',
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    apiKeys,
+    queryApiKeys: queryKeys.length > 0 ? queryKeys : apiKeys,
+    metricsToken: text(env.METRICS_TOKEN),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    // Hash-tagged so that every BullMQ key of one deployment lands in one Redis Cluster slot.
+    queuePrefix: text(env.QUEUE_PREFIX) ?? '{censo}',
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
+    queriesFile: text(env.QUERIES_FILE),
+    uploadDir: path.resolve(text(env.UPLOAD_DIR) ?? path.join(os.tmpdir(), 'censo-api-uploads')),
+    jobTimeoutMs: integer(env, 'JOB_TIMEOUT_MS', 120_000, 1, 3_600_000),
+    queryTimeoutMs: integer(env, 'QUERY_TIMEOUT_MS', 10_000, 1, 3_600_000),
+    workerConcurrency: integer(env, 'WORKER_CONCURRENCY', cpus, 1, 256),
+    maxInFlightUploads: integer(env, 'MAX_INFLIGHT_UPLOADS', 64, 1, 100_000),
+    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 0, 0, 10_000_000),
+    bullBoardToken: text(env.BULL_BOARD_TOKEN),
+    logLevel: logLevel(env.LOG_LEVEL),
+  });
+}
+
+function text(value: string | undefined): string | null {
+  const trimmed = value?.trim();
+  return trimmed ? trimmed : null;
+}
+
+/** Comma-separated tokens, so keys can be rotated without downtime (SPEC §4). */
+function keyList(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((token) => token.trim())
+    .filter((token) => token.length > 0);
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = text(env[name]);
+  if (raw === null) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) {
+    throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  }
+  return value;
+}
+
+function url(env: Env, name: string, protocols: readonly string[]): string | null {
+  const raw = text(env[name]);
+  if (raw === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+  }
+  return raw;
+}
+
+function logLevel(value: string | undefined): LogLevel {
+  const raw = text(value)?.toLowerCase() ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  }
+  return raw as LogLevel;
+}

@@ -1,0 +1,76 @@
+// Domain and job types shared by the core, the API and the worker. Wire field names are the
+// SPEC's, in Portuguese.
+
+/** One data row of a return file, by column role (SPEC §1.2), every value as text. */
+export interface RetornoRow {
+  /** `null` when the row's sheet/array has no `registro` column (then it counts as record 30). */
+  readonly registro: string | null;
+  /** `null` when the row's sheet/array has no `linha` column (then persons match by code). */
+  readonly linha: string | null;
+  readonly codigo: string;
+  readonly campo: string;
+  readonly mensagem: string;
+  /** `""` when the sheet/array has no `conteudo` column. */
+  readonly conteudo: string;
+}
+
+export type Chave = 'cpf' | 'nome' | 'data_nascimento' | 'inep' | 'nome_mae' | 'nome_pai';
+
+/** One tax-authority divergence, exactly as `POST /api/divergencias-rf` answers it (SPEC §3.1). */
+export interface Divergencia {
+  readonly codigo_na_escola: string;
+  readonly linha: string;
+  readonly campo: string;
+  readonly enviado: string;
+  readonly correto: string;
+  readonly is_filiacao: boolean;
+  readonly chave: Chave | null;
+}
+
+/** One corrected person, exactly as `POST /api/retorno-rf` answers it (SPEC §3.2). */
+export interface Pessoa {
+  readonly codigo_na_escola: string;
+  readonly linha: string;
+  readonly cpf: string;
+  readonly nome: string;
+  readonly data_nascimento: string;
+  readonly inep: string;
+  readonly nome_mae: string;
+}
+
+export type RetornoFormat = 'json' | 'xlsx';
+
+export interface StoredFile {
+  /** Absolute path of the upload on disk (server-generated name). */
+  readonly path: string;
+}
+
+export interface StoredRetorno extends StoredFile {
+  readonly format: RetornoFormat;
+}
+
+/** What a job needs: file paths, never bytes. The result is written to `resultPath`. */
+export type JobData =
+  | {
+      readonly kind: 'divergencias';
+      readonly retorno: StoredRetorno;
+      readonly resultPath: string;
+    }
+  | {
+      readonly kind: 'retorno-rf';
+      readonly retorno: StoredRetorno;
+      readonly txt: StoredFile;
+      readonly resultPath: string;
+    };
+
+export type JobKind = JobData['kind'];
+
+/**
+ * What a job returns. Domain failures (a bad file, a txt that does not match) are results, not
+ * job failures, so the queue never retries them; a thrown error means a bug or infrastructure.
+ * On success the response body (`{"divergencias": [...]}` or `{"pessoas": [...]}`) is at
+ * `resultPath`, and `count` says how many items it holds.
+ */
+export type JobResult =
+  | { readonly ok: true; readonly count: number; readonly bytes: number }
+  | { readonly ok: false; readonly status: 400 | 413 | 422; readonly code: string; readonly erro: string };
