@@ -12,6 +12,8 @@ export interface Config {
   /** Tokens accepted on the query route: QUERY_API_KEY when set, else API_KEY. */
   readonly queryApiKeys: readonly string[];
   readonly metricsToken: string | null;
+  /** HMAC key that makes query cursors tamper-evident; shared by every API instance. */
+  readonly cursorSecret: string;
   readonly redisUrl: string | null;
   readonly queuePrefix: string;
   readonly databaseUrl: string | null;
@@ -49,6 +51,9 @@ export function loadConfig(env: Env): Config {
     apiKeys,
     queryApiKeys: queryKeys.length > 0 ? queryKeys : apiKeys,
     metricsToken: text(env.METRICS_TOKEN),
+    // Without CURSOR_SECRET, instances that share the query keys derive the same secret, so a
+    // cursor issued by one is accepted by another; rotating the keys invalidates old cursors.
+    cursorSecret: text(env.CURSOR_SECRET) ?? `censo-cursor:${[...(queryKeys.length > 0 ? queryKeys : apiKeys)].sort().join(',')}`,
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     // Hash-tagged so that every BullMQ key of one deployment lands in one Redis Cluster slot.
     queuePrefix: text(env.QUEUE_PREFIX) ?? '{censo}',
