@@ -155,3 +155,17 @@ export const badInput = {
 function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
+
+/**
+ * A job that ended with a domain failure (JobResult `ok: false`): the status and message were
+ * decided by the job code, possibly in another process, and travel as plain data.
+ */
+export class JobRejectedError extends CensoError {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,53 @@
+// The application as a plugin tree: routes, hooks and error handling, never `listen` and never
+// process.env (STYLE §1). Entry points (server.ts) and tests build it with their own deps.
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import multipart from '@fastify/multipart';
+import type { Config, Logger } from '@censo/shared';
+import type { JobRunner } from './jobs/runner.js';
+import { requireApiKey } from './plugins/auth.js';
+import { registerErrorHandling } from './plugins/errors.js';
+import { registerRequestLog } from './plugins/request-log.js';
+import { MULTIPART_LIMITS } from './plugins/uploads.js';
+import { censusReturnRoutes } from './routes/census-return.js';
+import { healthRoutes, type ReadinessProbe } from './routes/health.js';
+import { erroSchema } from './routes/schemas.js';
+
+export interface AppDeps {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly runner: JobRunner;
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config, runner } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    // One line per request, written by request-log.ts with the route, status and job.
+    disableRequestLogging: true,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    // Uploads are streamed by @fastify/multipart; this limit only bounds other bodies.
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: true,
+  });
+
+  app.addSchema(erroSchema);
+  registerErrorHandling(app);
+  registerRequestLog(app);
+  await app.register(multipart, { limits: MULTIPART_LIMITS });
+
+  const probes: ReadinessProbe[] = [];
+  if (runner.mode === 'bullmq') probes.push({ name: 'redis', isReady: () => runner.isReady() });
+  await app.register(healthRoutes, { probes });
+
+  await app.register(async (uploads) => {
+    uploads.addHook('onRequest', requireApiKey(config.apiKeys));
+    await uploads.register(censusReturnRoutes, { config, runner });
+  });
+
+  app.addHook('onClose', async () => {
+    await runner.close();
+  });
+  return app;
+}

@@ -1,0 +1,32 @@
+// Embedded runner (no REDIS_URL): the job runs in this process, on a worker-thread pool so that
+// parsing a 25 MB workbook never blocks the event loop that serves other requests.
+import { JobTimeoutError, type JobData, type JobResult } from '@censo/shared';
+import type { JobRunner, RunOptions } from './runner.js';
+
+/** What the runner needs of the worker-thread pool (`createJobPool` in @censo/shared). */
+export interface JobExecutor {
+  run(data: JobData, signal?: AbortSignal): Promise<JobResult>;
+  close(): Promise<void>;
+}
+
+export function createInProcessRunner(pool: JobExecutor): JobRunner {
+  return {
+    mode: 'in-process',
+    async run(data: JobData, { signal, deadline }: RunOptions): Promise<JobResult> {
+      const timeout = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+      try {
+        return await pool.run(data, AbortSignal.any([signal, timeout]));
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        if (timeout.aborted) throw new JobTimeoutError();
+        throw err;
+      }
+    },
+    async isReady() {
+      return true;
+    },
+    async close() {
+      await pool.close();
+    },
+  };
+}

@@ -1,0 +1,74 @@
+// The only place that builds `{ "erro": ... }` bodies. Domain errors carry their status and
+// Portuguese message; Fastify and multipart codes are translated to the SPEC's statuses;
+// anything else is a logged 500 with a fixed message and no details (SPEC §5).
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  BadInputError,
+  CensoError,
+  FileTooLargeError,
+  badInput,
+} from '@censo/shared';
+
+const INTERNAL_ERROR = 'Erro interno do servidor.';
+const NOT_FOUND = 'Rota não encontrada.';
+
+/** Fastify / @fastify/multipart codes that are the client's fault, as our errors. */
+function translate(err: FastifyError): CensoError | null {
+  switch (err.code) {
+    case 'FST_REQ_FILE_TOO_LARGE':
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new FileTooLargeError();
+    // 406 upstream, 400 for us (SPEC §5: not multipart → 400).
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return badInput.notMultipart();
+    case 'FST_FILES_LIMIT':
+      return new BadInputError('Arquivos demais na requisição.');
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return new BadInputError('Campos demais na requisição.');
+    case 'FST_PROTO_VIOLATION':
+      return new BadInputError('Nome de campo não permitido.');
+    case 'FST_MP_PREMATURE_CLOSE':
+      return new BadInputError('A requisição terminou antes do fim do envio.');
+    default:
+      break;
+  }
+  // busboy's own parse errors ("Multipart: Boundary not found", "Unexpected end of form", ...)
+  if (/^(Multipart|Malformed|Unexpected end of (form|multipart))/i.test(err.message)) {
+    return new BadInputError('Requisição multipart malformada.');
+  }
+  if (err.validation) {
+    return new BadInputError(`Parâmetros inválidos: ${err.message}`);
+  }
+  return null;
+}
+
+export function toCensoError(err: unknown): CensoError | null {
+  if (err instanceof CensoError) return err;
+  if (err instanceof Error) return translate(err as FastifyError);
+  return null;
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const known = toCensoError(err);
+    if (known) {
+      request.log.info({ code: known.code, status: known.status }, known.message);
+      if (known.status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '5');
+      return reply.code(known.status).send({ erro: known.message });
+    }
+    const status = typeof err.statusCode === 'number' ? err.statusCode : 500;
+    if (status >= 400 && status < 500) {
+      request.log.info({ err }, 'client error');
+      return reply.code(status).send({ erro: err.message });
+    }
+    request.log.error({ err, method: request.method, url: request.url }, 'unhandled error');
+    return reply.code(500).send({ erro: INTERNAL_ERROR });
+  });
+
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ erro: NOT_FOUND }));
+}

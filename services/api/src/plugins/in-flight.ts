@@ -1,0 +1,27 @@
+// Load shedding for the upload routes: each in-flight upload holds disk space, a job slot and a
+// waiting request, so past `max` of them new ones get 503 + Retry-After at once (before the body
+// is read) instead of piling up until the disk or the queue gives way.
+import type { onRequestHookHandler } from 'fastify';
+import { OverloadedError } from '@censo/shared';
+
+export interface InFlightLimiter {
+  readonly onRequest: onRequestHookHandler;
+  current(): number;
+}
+
+export function limitInFlight(max: number): InFlightLimiter {
+  let inFlight = 0;
+  return {
+    async onRequest(_request, reply) {
+      if (inFlight >= max) {
+        reply.header('retry-after', '5');
+        throw new OverloadedError();
+      }
+      inFlight += 1;
+      reply.raw.once('close', () => {
+        inFlight -= 1;
+      });
+    },
+    current: () => inFlight,
+  };
+}

@@ -1,0 +1,81 @@
+// OpenAPI descriptions of the two upload routes. The multipart body is read by hand (streamed to
+// disk), so it is described here for the docs only, never validated by Fastify.
+import { apiKeySecurity, authErrors, errorResponses } from './schemas.js';
+
+const uploadErrors = errorResponses({
+  400: 'Arquivo ausente, extensão inválida, arquivo ilegível, campo inesperado ou requisição que não é multipart/form-data.',
+  ...authErrors,
+  413: 'Arquivo acima de 25 MB: `Arquivo excede o limite de 25 MB.`',
+  429: 'Limite de requisições por minuto da chave excedido.',
+  504: 'O processamento passou de JOB_TIMEOUT_MS: `Tempo esgotado ao processar o arquivo.`',
+});
+
+const divergencia = {
+  type: 'object',
+  required: ['codigo_na_escola', 'linha', 'campo', 'enviado', 'correto', 'is_filiacao', 'chave'],
+  properties: {
+    codigo_na_escola: { type: 'string', examples: ['ALU0001'] },
+    linha: { type: 'string', description: 'Célula `linha` do retorno ("" sem essa coluna).' },
+    campo: { type: 'string', description: 'Rótulo do campo como escrito no retorno.' },
+    enviado: { type: 'string' },
+    correto: { type: 'string' },
+    is_filiacao: { type: 'boolean' },
+    chave: {
+      type: ['string', 'null'],
+      enum: ['cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae', 'nome_pai', null],
+    },
+  },
+} as const;
+
+const pessoa = {
+  type: 'object',
+  required: ['codigo_na_escola', 'linha', 'cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae'],
+  properties: {
+    codigo_na_escola: { type: 'string', description: 'Campo 3 do registro 30 no txt.' },
+    linha: { type: 'string', description: 'Número da linha do registro 30 no txt.' },
+    cpf: { type: 'string' },
+    nome: { type: 'string' },
+    data_nascimento: { type: 'string', description: 'Sempre DD/MM/YYYY quando reconhecida.' },
+    inep: { type: 'string' },
+    nome_mae: { type: 'string', description: 'Campo 9 do txt, nunca corrigido.' },
+  },
+} as const;
+
+export const divergenciasSchema = {
+  tags: ['retorno'],
+  summary: 'Divergências com a Receita Federal listadas no retorno do Censo',
+  description:
+    'multipart/form-data com um arquivo `retorno` (.json ou .xlsx). Responde as divergências na ordem das linhas do retorno.',
+  consumes: ['multipart/form-data'],
+  security: apiKeySecurity,
+  response: {
+    200: {
+      description: 'Divergências encontradas.',
+      type: 'object',
+      required: ['divergencias'],
+      properties: { divergencias: { type: 'array', items: divergencia } },
+    },
+    ...uploadErrors,
+  },
+} as const;
+
+export const retornoRfSchema = {
+  tags: ['retorno'],
+  summary: 'Pessoas do arquivo de migração corrigidas pelas divergências da Receita Federal',
+  description:
+    'multipart/form-data com `retorno` (.json ou .xlsx) e `txt` (.txt, arquivo de migração enviado). Responde uma pessoa por registro 30 com divergência, na ordem das linhas do txt.',
+  consumes: ['multipart/form-data'],
+  security: apiKeySecurity,
+  response: {
+    200: {
+      description: 'Pessoas corrigidas.',
+      type: 'object',
+      required: ['pessoas'],
+      properties: { pessoas: { type: 'array', items: pessoa } },
+    },
+    ...uploadErrors,
+    ...errorResponses({
+      422: 'O txt não é o arquivo do retorno: `O arquivo txt não corresponde ao retorno (linha <n>).` ou `(código <c>)`.',
+    }),
+  },
+} as const;

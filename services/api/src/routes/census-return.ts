@@ -1,0 +1,65 @@
+// POST /api/divergencias-rf and POST /api/retorno-rf (SPEC §3.1, §3.2). Both store the upload,
+// hand the file paths to the job runner, and stream the job's result file back; they differ only
+// in the files they accept and the job kind.
+import { createReadStream } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import { JobRejectedError, type Config, type JobData } from '@censo/shared';
+import type { JobRunner } from '../jobs/runner.js';
+import { receiveFiles, withUploadFolder, type UploadField } from '../plugins/uploads.js';
+import { limitInFlight } from '../plugins/in-flight.js';
+import { annotateRequestLog } from '../plugins/request-log.js';
+import { divergenciasSchema, retornoRfSchema } from './census-return-schemas.js';
+
+export interface CensusReturnRoutesOptions {
+  readonly config: Config;
+  readonly runner: JobRunner;
+}
+
+interface RouteSpec {
+  readonly url: string;
+  readonly kind: JobData['kind'];
+  readonly fields: readonly UploadField[];
+  readonly schema: object;
+}
+
+const ROUTES: readonly RouteSpec[] = [
+  { url: '/api/divergencias-rf', kind: 'divergencias', fields: ['retorno'], schema: divergenciasSchema },
+  { url: '/api/retorno-rf', kind: 'retorno-rf', fields: ['retorno', 'txt'], schema: retornoRfSchema },
+];
+
+const RESULT_FILE = 'resultado.json';
+
+export async function censusReturnRoutes(
+  app: FastifyInstance,
+  { config, runner }: CensusReturnRoutesOptions,
+): Promise<void> {
+  const inFlight = limitInFlight(config.maxInFlightUploads);
+
+  for (const route of ROUTES) {
+    app.post(route.url, { schema: route.schema, onRequest: inFlight.onRequest }, async (request, reply) =>
+      withUploadFolder(config.uploadDir, request, reply, async (folder, signal) => {
+        const started = Date.now();
+        annotateRequestLog(request, { jobId: folder.id, kind: route.kind });
+        const files = await receiveFiles(request, folder, route.fields);
+        const resultPath = folder.file(RESULT_FILE);
+        const data: JobData =
+          route.kind === 'divergencias'
+            ? { kind: 'divergencias', retorno: files.retorno, resultPath }
+            : { kind: 'retorno-rf', retorno: files.retorno, txt: files.txt!, resultPath };
+
+        const result = await runner.run(data, {
+          signal,
+          id: folder.id,
+          deadline: started + config.jobTimeoutMs,
+        });
+        annotateRequestLog(request, result.ok ? { count: result.count } : { code: result.code });
+        if (!result.ok) throw new JobRejectedError(result.status, result.code, result.erro);
+
+        return reply
+          .type('application/json; charset=utf-8')
+          .header('content-length', result.bytes)
+          .send(createReadStream(resultPath));
+      }),
+    );
+  }
+}

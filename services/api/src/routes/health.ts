@@ -1,0 +1,54 @@
+// Liveness and readiness (SPEC §6), without authentication so orchestrators can probe them.
+import type { FastifyInstance } from 'fastify';
+
+export interface ReadinessProbe {
+  readonly name: string;
+  isReady(): Promise<boolean>;
+}
+
+export interface HealthRoutesOptions {
+  readonly probes: readonly ReadinessProbe[];
+}
+
+const statusSchema = {
+  type: 'object',
+  properties: {
+    status: { type: 'string' },
+    checks: { type: 'object', additionalProperties: { type: 'string', enum: ['ok', 'falha'] } },
+  },
+} as const;
+
+export async function healthRoutes(app: FastifyInstance, { probes }: HealthRoutesOptions) {
+  app.get(
+    '/healthz',
+    {
+      logLevel: 'warn',
+      schema: {
+        tags: ['operação'],
+        summary: 'Liveness: o processo responde',
+        response: { 200: statusSchema },
+      },
+    },
+    async () => ({ status: 'ok' }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      logLevel: 'warn',
+      schema: {
+        tags: ['operação'],
+        summary: 'Readiness: Redis (com REDIS_URL) e PostgreSQL (com DATABASE_URL) respondem',
+        response: { 200: statusSchema, 503: statusSchema },
+      },
+    },
+    async (_request, reply) => {
+      const results = await Promise.all(
+        probes.map(async (probe) => [probe.name, await probe.isReady().catch(() => false)] as const),
+      );
+      const ready = results.every(([, ok]) => ok);
+      const checks = Object.fromEntries(results.map(([name, ok]) => [name, ok ? 'ok' : 'falha']));
+      return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'indisponível', checks });
+    },
+  );
+}
