@@ -1,0 +1,168 @@
+// Census text file (SPEC §1.1): lines numbered from 1 counting every line, `|`-separated fields,
+// record 30 = natural person. The merge needs only the few lines the divergences point at, so the
+// reader hands every line to a visitor and keeps nothing itself; `selectRecords30` keeps only the
+// requested records, which bounds memory by the return, not by the text file.
+import { decodeCensoFile, type CensoEncoding, type DecodeOptions } from './decode.js';
+
+/** Fields 1–10 of a record 30; index 0 is field 1 (`30`). */
+export type Record30Fields = readonly [string, string, string, string, string, string, string, string, string, string];
+
+export interface Record30 {
+  readonly linha: number;
+  readonly fields: Record30Fields;
+}
+
+/** Field positions (1-based, as in INEP's layout) used by the merge. */
+export const CENSO_FIELD = { codigo: 3, inep: 4, cpf: 5, nome: 6, dataNascimento: 7, filiacao1: 9, filiacao2: 10 } as const;
+
+export function censoField(record: Record30, position: number): string {
+  return record.fields[position - 1] ?? '';
+}
+
+/**
+ * Fields 1–10 of a record-30 line, or `null` when the line is not a usable record 30.
+ * Decision: a record 30 with fewer than 10 fields is not usable (every layout year has far more),
+ * so a divergence pointing at it means the text file does not match the return (422).
+ * The first field must be exactly `30`.
+ */
+export function parseRecord30(text: string): Record30Fields | null {
+  if (!text.startsWith('30|')) return null;
+  // A limit of 11 keeps the split cheap on 100-field lines and still tells "at least 10".
+  const parts = text.split('|', 11);
+  if (parts.length < 10) return null;
+  return parts.slice(0, 10) as unknown as Record30Fields;
+}
+
+export interface LineVisitor {
+  line(linha: number, text: string): void;
+  /** Everything visited so far was decoded wrongly; it will be visited again from line 1. */
+  restart(): void;
+}
+
+export interface LineScan {
+  /** Number of lines in the file. */
+  readonly lines: number;
+  readonly encoding: CensoEncoding;
+}
+
+/**
+ * Splits decoded text into lines (LF, CRLF or CR), tracking a CR that ends one chunk so that an
+ * LF starting the next one does not count as another (empty) line.
+ */
+export class LineSplitter {
+  private pending = '';
+  private afterCr = false;
+  private count = 0;
+
+  constructor(private readonly onLine: (linha: number, text: string) => void) {}
+
+  get lines(): number {
+    return this.count;
+  }
+
+  push(text: string): void {
+    let start = 0;
+    if (this.afterCr && text.charCodeAt(0) === 10) start = 1;
+    this.afterCr = false;
+    const length = text.length;
+    for (let i = start; i < length; i++) {
+      const c = text.charCodeAt(i);
+      if (c !== 10 && c !== 13) continue;
+      const piece = text.slice(start, i);
+      this.emit(this.pending ? this.pending + piece : piece);
+      this.pending = '';
+      if (c === 13) {
+        if (i + 1 < length) {
+          if (text.charCodeAt(i + 1) === 10) i++;
+        } else {
+          this.afterCr = true;
+        }
+      }
+      start = i + 1;
+    }
+    if (start < length) this.pending += text.slice(start);
+  }
+
+  /** The last line may lack its line end. */
+  end(): void {
+    if (this.pending) this.emit(this.pending);
+    this.pending = '';
+    this.afterCr = false;
+  }
+
+  reset(): void {
+    this.pending = '';
+    this.afterCr = false;
+    this.count = 0;
+  }
+
+  private emit(text: string): void {
+    this.count++;
+    this.onLine(this.count, text);
+  }
+}
+
+export async function visitCensoLines(path: string, visitor: LineVisitor, options: DecodeOptions = {}): Promise<LineScan> {
+  const splitter = new LineSplitter((linha, text) => visitor.line(linha, text));
+  let encoding: CensoEncoding = 'utf-8';
+  for await (const event of decodeCensoFile(path, options)) {
+    if (event.type === 'restart') {
+      encoding = event.encoding;
+      splitter.reset();
+      visitor.restart();
+    } else {
+      splitter.push(event.text);
+    }
+  }
+  splitter.end();
+  return { lines: splitter.lines, encoding };
+}
+
+export interface Records30Selection {
+  /** Line numbers whose record 30 is wanted. */
+  readonly lines: ReadonlySet<number>;
+  /** Keys of codes whose FIRST record 30 is wanted, each field 3 mapped through `codeKey`. */
+  readonly codes?: ReadonlySet<string>;
+  readonly codeKey?: (codigo: string) => string;
+}
+
+export interface SelectedRecords30 extends LineScan {
+  /** Wanted lines that are usable records 30; a wanted line missing here is not one (or beyond EOF). */
+  readonly byLine: ReadonlyMap<number, Record30>;
+  /** The first usable record 30 for each wanted code key. */
+  readonly byCode: ReadonlyMap<string, Record30>;
+}
+
+export async function selectRecords30(
+  path: string,
+  selection: Records30Selection,
+  options: DecodeOptions = {},
+): Promise<SelectedRecords30> {
+  const byLine = new Map<number, Record30>();
+  const byCode = new Map<string, Record30>();
+  const codes = selection.codes && selection.codes.size > 0 ? selection.codes : null;
+  const codeKey = selection.codeKey ?? ((codigo: string) => codigo);
+  const scan = await visitCensoLines(
+    path,
+    {
+      line(linha, text) {
+        const wantedLine = selection.lines.has(linha);
+        if (!wantedLine && !codes) return;
+        const fields = parseRecord30(text);
+        if (!fields) return;
+        const record: Record30 = { linha, fields };
+        if (wantedLine) byLine.set(linha, record);
+        if (codes) {
+          const key = codeKey(fields[2]);
+          if (codes.has(key) && !byCode.has(key)) byCode.set(key, record);
+        }
+      },
+      restart() {
+        byLine.clear();
+        byCode.clear();
+      },
+    },
+    options,
+  );
+  return { ...scan, byLine, byCode };
+}

@@ -1,0 +1,101 @@
+// Which return rows are tax-authority (Receita Federal) divergences, and what field each one is
+// about (SPEC §2). Pure functions over RetornoRow; the readers decide columns, this decides rows.
+import { normalize } from './normalize.js';
+import type { Chave, Divergencia, RetornoRow } from './types.js';
+
+/** Rule 1: the `registro` value's leading number is 30; no `registro` column counts as 30. */
+export function isRegistro30(registro: string | null): boolean {
+  if (registro === null) return true;
+  const digits = /\d+/.exec(registro);
+  return digits !== null && Number(digits[0]) === 30;
+}
+
+/** Rule 2: the normalised message cites `receita federal` or the word `rfb`. */
+export function citesReceitaFederal(mensagem: string): boolean {
+  const text = normalize(mensagem);
+  return text.includes('receita federal') || /\brfb\b/.test(text);
+}
+
+/** Rule 3: `<sent> -- <correct>`, split at the first `--`; `null` when absent or correct is empty. */
+export function splitConteudo(conteudo: string): { enviado: string; correto: string } | null {
+  const at = conteudo.indexOf('--');
+  if (at < 0) return null;
+  const correto = conteudo.slice(at + 2).trim();
+  if (!correto) return null;
+  return { enviado: conteudo.slice(0, at).trim(), correto };
+}
+
+/** The label normalised, without a leading numbering (`5 - `, `5b - `) or trailing `. : ; , -`. */
+export function labelKey(campo: string): string {
+  return normalize(campo)
+    .replace(/^\d+[a-z]?\s*-\s*/, '')
+    .replace(/[\s.:;,-]+$/, '');
+}
+
+const LABELS: ReadonlyMap<string, Chave> = new Map<string, Chave>([
+  ['numero do cpf', 'cpf'],
+  ['cpf', 'cpf'],
+  ['nome completo', 'nome'],
+  ['nome', 'nome'],
+  ['data de nascimento', 'data_nascimento'],
+]);
+
+const IDENTIFICATION_LABELS: ReadonlySet<string> = new Set([
+  'identificacao unica',
+  'identificacao unica (inep)',
+  'codigo inep',
+  'id inep',
+]);
+
+const FILIATION_WORD = /\b(?:filiacao|mae|pai)\b/;
+const FILIACAO_WORD = /\bfiliacao\b/;
+const EXPLICIT_PARENT = /\bfiliacao\s*([12])\b/;
+const PAI_WORD = /\bpai\b/;
+
+export function classifyCampo(campo: string, mensagem: string): { chave: Chave | null; is_filiacao: boolean } {
+  const label = labelKey(campo);
+  const plain = LABELS.get(label);
+  if (plain) return { chave: plain, is_filiacao: false };
+  const message = normalize(mensagem);
+  if (IDENTIFICATION_LABELS.has(label)) {
+    // INEP's return files report a parent's name under the identification label; only the
+    // message tells them apart (fixture `basico`).
+    if (FILIATION_WORD.test(`${label} ${message}`)) return { chave: parent(label, message), is_filiacao: true };
+    return { chave: 'inep', is_filiacao: false };
+  }
+  if (FILIACAO_WORD.test(label)) return { chave: parent(label, message), is_filiacao: true };
+  return { chave: null, is_filiacao: false };
+}
+
+/** Explicit `filiacao 1`/`filiacao 2` (label, then message), else the word `pai`, else the mother. */
+function parent(label: string, message: string): 'nome_mae' | 'nome_pai' {
+  const explicit = EXPLICIT_PARENT.exec(label) ?? EXPLICIT_PARENT.exec(message);
+  if (explicit) return explicit[1] === '2' ? 'nome_pai' : 'nome_mae';
+  return PAI_WORD.test(label) || PAI_WORD.test(message) ? 'nome_pai' : 'nome_mae';
+}
+
+/** The divergence a row states, or `null` when the row is not a tax-authority divergence. */
+export function toDivergencia(row: RetornoRow): Divergencia | null {
+  if (!isRegistro30(row.registro)) return null;
+  if (!citesReceitaFederal(row.mensagem)) return null;
+  const content = splitConteudo(row.conteudo);
+  if (!content) return null;
+  const { chave, is_filiacao } = classifyCampo(row.campo, row.mensagem);
+  return {
+    codigo_na_escola: row.codigo.trim(),
+    linha: row.linha === null ? '' : row.linha.trim(),
+    campo: row.campo,
+    enviado: content.enviado,
+    correto: content.correto,
+    is_filiacao,
+    chave,
+  };
+}
+
+/** The divergences of a return, in the return's row order. */
+export async function* findDivergencias(rows: AsyncIterable<RetornoRow> | Iterable<RetornoRow>): AsyncGenerator<Divergencia> {
+  for await (const row of rows) {
+    const divergencia = toDivergencia(row);
+    if (divergencia) yield divergencia;
+  }
+}
