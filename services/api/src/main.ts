@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// Entry point of `npm start` (API + jobs) and `npm run start:api` (`--role=api`).
+import { ConfigError, createLogger, loadConfig } from '@censo/shared';
+import { closeOnSignals, startServer, type Role } from './server.js';
+
+const role: Role = process.argv.includes('--role=api') ? 'api' : 'all';
+
+function fail(message: string): never {
+  console.error(`censo-api: ${message}`);
+  process.exit(1);
+}
+
+let config;
+try {
+  config = loadConfig(process.env);
+} catch (err) {
+  if (err instanceof ConfigError) fail(err.message);
+  throw err;
+}
+if (role === 'api' && !config.redisUrl) {
+  fail('start:api needs REDIS_URL (the API alone cannot run jobs); use npm start for a single process');
+}
+
+const logger = createLogger(config, { service: 'censo-api', role });
+try {
+  const server = await startServer(config, role, logger);
+  closeOnSignals(server, logger);
+} catch (err) {
+  fail(`could not start: ${err instanceof Error ? err.message : String(err)}`);
+}

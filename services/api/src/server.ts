@@ -1,0 +1,65 @@
+// The process shell around the app: logger, dependencies, listen, graceful close (STYLE §1).
+// `npm start` runs role "all" (API + jobs: an in-process pool without REDIS_URL, or a BullMQ
+// worker in this same process with it); `npm run start:api` runs role "api" (needs REDIS_URL).
+import { mkdir } from 'node:fs/promises';
+import closeWithGrace from 'close-with-grace';
+import type { FastifyInstance } from 'fastify';
+import { createJobPool, createLogger, type Config, type Logger } from '@censo/shared';
+import { buildApp } from './app.js';
+import { createInProcessRunner } from './jobs/in-process.js';
+import type { JobRunner } from './jobs/runner.js';
+
+export type Role = 'all' | 'api';
+
+/** Time allowed for in-flight requests and jobs to finish after SIGTERM/SIGINT. */
+const SHUTDOWN_GRACE_MS = 30_000;
+
+export interface RunningServer {
+  readonly app: FastifyInstance;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+interface Closable {
+  close(): Promise<void>;
+}
+
+async function createRunner(config: Config, role: Role, logger: Logger): Promise<{ runner: JobRunner; worker: Closable | null }> {
+  if (!config.redisUrl) {
+    return { runner: createInProcessRunner(createJobPool({ threads: config.workerConcurrency })), worker: null };
+  }
+  const { createBullmqRunner } = await import('./jobs/bullmq.js');
+  const { startWorker } = await import('@censo/worker');
+  const worker = role === 'all' ? await startWorker(config, logger.child({ role: 'worker' })) : null;
+  return { runner: createBullmqRunner(config, logger), worker };
+}
+
+export async function startServer(config: Config, role: Role, logger = createLogger(config, { service: 'censo-api', role })): Promise<RunningServer> {
+  await mkdir(config.uploadDir, { recursive: true, mode: 0o700 });
+  const { runner, worker } = await createRunner(config, role, logger);
+  const app = await buildApp({ config, logger, runner });
+  const url = await app.listen({ host: config.host, port: config.port });
+  logger.info(
+    { url, jobs: runner.mode, worker: worker !== null, uploadDir: config.uploadDir },
+    'censo-api listening',
+  );
+
+  let closing: Promise<void> | null = null;
+  const close = () =>
+    (closing ??= (async () => {
+      // Stop taking requests and let the in-flight ones finish, then let the worker finish or
+      // hand back its active jobs.
+      await app.close();
+      await worker?.close();
+    })());
+  return { app, url, close };
+}
+
+/** Wires SIGTERM/SIGINT and fatal errors to a bounded graceful close. */
+export function closeOnSignals(server: { close(): Promise<void> }, logger: Logger): void {
+  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
+    if (err) logger.error({ err }, 'fatal error, closing');
+    else logger.info({ signal }, 'closing');
+    await server.close();
+  });
+}
