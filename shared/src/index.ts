@@ -9,3 +9,5 @@ export * from './censo/txt.js';
 export * from './dates.js';
 export * from './divergencias.js';
 export * from './merge.js';
+export * from './job.js';
+export * from './job-pool.js';

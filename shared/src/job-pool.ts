@@ -1,0 +1,68 @@
+// CPU work (xlsx/JSON parsing, the merge) runs on worker threads so the API's event loop keeps
+// answering health checks and other requests while a 25 MB file is processed.
+import { rm } from 'node:fs/promises';
+import { Piscina } from 'piscina';
+import { OverloadedError } from './errors.js';
+import type { JobData, JobResult } from './types.js';
+
+export interface JobPoolOptions {
+  readonly threads: number;
+  /** Tasks waiting for a thread before `run` rejects with OverloadedError (default max(64, threads × 16)). */
+  readonly maxQueue?: number;
+  /** An idle thread exits after this long (default 30 s); one is started again on demand. */
+  readonly idleTimeoutMs?: number;
+  /** How long `close()` lets running jobs finish before terminating their threads (default 5 s). */
+  readonly closeTimeoutMs?: number;
+}
+
+export interface JobPool {
+  /** Rejects with an error named `AbortError` when `signal` aborts; the thread is terminated. */
+  run(data: JobData, signal?: AbortSignal): Promise<JobResult>;
+  /** Cancels queued jobs, waits up to `closeTimeoutMs` for running ones, then stops every thread. */
+  close(): Promise<void>;
+}
+
+/** Compiled code only: the thread loads dist/job-thread.js next to this file. */
+const THREAD_FILE = new URL('./job-thread.js', import.meta.url).href;
+
+export function createJobPool(options: JobPoolOptions): JobPool {
+  const threads = Math.max(1, Math.floor(options.threads));
+  const pool = new Piscina({
+    filename: THREAD_FILE,
+    minThreads: 0,
+    maxThreads: threads,
+    maxQueue: options.maxQueue ?? Math.max(64, threads * 16),
+    idleTimeout: options.idleTimeoutMs ?? 30_000,
+    closeTimeout: options.closeTimeoutMs ?? 5_000,
+  });
+  // Piscina reports a close timeout as an 'error' event; unhandled, it would crash the process.
+  // close() terminates the threads right after it anyway.
+  pool.on('error', () => {});
+  let closing: Promise<void> | null = null;
+
+  return {
+    async run(data, signal) {
+      try {
+        return (await pool.run(data, signal ? { signal } : {})) as JobResult;
+      } catch (err) {
+        if (err instanceof Error && err.message === 'Task queue is at limit') throw new OverloadedError();
+        if (signal?.aborted) await removeAbandonedResult(data.resultPath);
+        throw err;
+      }
+    },
+    close() {
+      closing ??= pool.close({ force: true });
+      return closing;
+    },
+  };
+}
+
+/**
+ * A terminated thread cannot clean up after itself, so its partial result file is removed here.
+ * Termination is asynchronous: a write already handed to libuv may land after the first removal,
+ * hence one more attempt a moment later.
+ */
+async function removeAbandonedResult(path: string): Promise<void> {
+  await rm(path, { force: true }).catch(() => {});
+  setTimeout(() => void rm(path, { force: true }).catch(() => {}), 500).unref();
+}
