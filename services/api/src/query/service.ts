@@ -1,0 +1,324 @@
+// Runs the declared queries against the secretariat's PostgreSQL (SPEC §3.3). Owns the pg Pool:
+// one statement per page, always a keyset seek on the query's key with bound values, so the cost
+// of page N does not depend on N, and CSV export is the same seek repeated (each page its own
+// short statement under statement_timeout, no transaction or portal held while a slow client
+// reads; see docs/query.md).
+import { Readable } from 'node:stream';
+import pg from 'pg';
+import type { FastifyBaseLogger } from 'fastify';
+import {
+  CensoError,
+  DatabaseUnavailableError,
+  QueryTimeoutError,
+  type Config,
+} from '@censo/shared';
+import { loadCatalog, BUILTIN_QUERIES_DIR, type Catalog, type CompiledQuery, type SqlPart } from './catalog.js';
+import { encodeCursor } from './cursor.js';
+import { csvLine } from './csv.js';
+import { parseQueryRequest, type QueryRequest } from './params.js';
+
+export type QueryLogger = Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
+
+export type RunRequest = Extract<QueryRequest, { kind: 'run' }>;
+
+/** Every value is the server's text (or null): see TEXT_TYPES. */
+export type Row = readonly (string | null)[];
+
+/** The 200 body of a JSON page (SPEC §3.3); `rows` are arrays in `columns` order. */
+export interface QueryPage {
+  readonly query: string;
+  readonly count: number;
+  readonly next_cursor: string | null;
+  readonly columns: readonly string[];
+  readonly rows: readonly Row[];
+}
+
+/** The 200 body of `GET /api/query` without parameters. */
+export interface QueryListing {
+  readonly queries: readonly {
+    readonly name: string;
+    readonly description: string;
+    readonly columns: readonly string[];
+    readonly filters: readonly { readonly name: string; readonly type: string; readonly required: boolean; readonly description?: string }[];
+  }[];
+}
+
+export interface QueryService {
+  readonly catalog: Catalog;
+  /** The declared queries and their filters. */
+  describe(): QueryListing;
+  /** Strict validation of the query string; throws BadInputError (400). */
+  parse(raw: Readonly<Record<string, unknown>>): QueryRequest;
+  /** One JSON page. Throws QueryTimeoutError (504) or DatabaseUnavailableError (503). */
+  page(request: RunRequest): Promise<QueryPage>;
+  /**
+   * Every matching row as CSV. The first page is fetched before this resolves, so a timeout or an
+   * unreachable database is still a proper 504/503; later failures can only abort the stream.
+   * Destroying the stream (client gone) stops the walk after the page in flight.
+   */
+  csv(request: RunRequest, log: QueryLogger): Promise<Readable>;
+  /** For /readyz: PostgreSQL answers `SELECT 1` within a short time. */
+  isReady(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface QueryServiceOptions {
+  /** Rows per internal page of a CSV export. */
+  readonly csvPageSize?: number;
+  /** Folder of the built-in declarations (tests). */
+  readonly builtinDir?: URL;
+}
+
+/**
+ * Every column arrives as the text PostgreSQL sends, never parsed into JS numbers or Dates: a
+ * bigint or numeric keeps all its digits, and a timestamp key keeps its microseconds, so a cursor
+ * made from it seeks exactly after the last row (no row skipped or repeated across pages).
+ */
+const TEXT_TYPES = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig;
+
+const READY_TIMEOUT_MS = 2000;
+
+export async function createQueryService(config: Config, log: QueryLogger, options: QueryServiceOptions = {}): Promise<QueryService> {
+  if (config.databaseUrl === null) throw new Error('createQueryService needs DATABASE_URL');
+  // Loaded (and validated) before the pool exists: a bad QUERIES_FILE stops the process at start.
+  const catalog = await loadCatalog(config.queriesFile, options.builtinDir ?? BUILTIN_QUERIES_DIR);
+  const csvPageSize = options.csvPageSize ?? 5000;
+
+  const pool = new pg.Pool({
+    ...withReadOnlySession(config.databaseUrl),
+    max: config.databasePoolMax,
+    // Enforced by the server, so a runaway statement stops there too (SQLSTATE 57014 → 504).
+    statement_timeout: config.queryTimeoutMs,
+    // Safety net for a server that stops answering altogether, where statement_timeout cannot fire.
+    query_timeout: config.queryTimeoutMs + 5000,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30_000,
+    application_name: 'censo-api',
+  });
+  // An idle client can fail (server restart, network): pg emits it on the pool, and an unhandled
+  // 'error' event would crash the process. The pool already dropped that client.
+  pool.on('error', (err) => log.warn({ err }, 'idle PostgreSQL connection failed'));
+  async function fetch(query: CompiledQuery, filters: ReadonlyMap<string, string>, after: readonly string[] | null, limit: number): Promise<Row[]> {
+    const { text, values } = buildPageSql(query, filters, after, limit);
+    try {
+      // pool.query releases the client with the error, which discards it: a connection whose
+      // statement timed out or failed is not handed to the next request.
+      const result = await pool.query<(string | null)[]>({ text, values, rowMode: 'array', types: TEXT_TYPES });
+      return result.rows;
+    } catch (err) {
+      throw translateError(err);
+    }
+  }
+
+  function keyOf(query: CompiledQuery, row: Row): string[] {
+    return keyIndexes(query).map((index) => {
+      const value = row[index];
+      // A NULL key cannot be sought past: the declaration is wrong (docs/query.md), not the request.
+      if (value === null || value === undefined) throw new Error(`query ${query.name}: key column is NULL`);
+      return value;
+    });
+  }
+
+  let closed = false;
+  return {
+    catalog,
+
+    describe: () => describeCatalog(catalog),
+
+    parse: (raw) => parseQueryRequest(catalog, raw, config.cursorSecret),
+
+    async page(request) {
+      const { query, filters, after, limit } = request;
+      const rows = await fetch(query, filters, after, limit + 1);
+      const more = rows.length > limit;
+      const page = more ? rows.slice(0, limit) : rows;
+      const width = query.columns.length;
+      return {
+        query: query.name,
+        count: page.length,
+        next_cursor: more ? encodeCursor(config.cursorSecret, query.name, filters, keyOf(query, page[page.length - 1]!)) : null,
+        columns: query.columns,
+        rows: page.map((row) => (row.length === width ? row : row.slice(0, width))),
+      };
+    },
+
+    async csv(request, requestLog) {
+      const { query, filters } = request;
+      const width = query.columns.length;
+      const first = await fetch(query, filters, request.after, csvPageSize + 1);
+      async function* lines(): AsyncGenerator<string> {
+        let rows = first;
+        let delivered = 0;
+        let complete = false;
+        try {
+          yield csvLine(query.columns);
+          for (;;) {
+            const more = rows.length > csvPageSize;
+            const page = more ? rows.slice(0, csvPageSize) : rows;
+            // One chunk per page: memory stays at one page whatever the total row count.
+            if (page.length > 0) yield page.map((row) => csvLine(row.slice(0, width))).join('');
+            delivered += page.length;
+            if (!more) {
+              complete = true;
+              return;
+            }
+            rows = await fetch(query, filters, keyOf(query, page[page.length - 1]!), csvPageSize + 1);
+          }
+        } finally {
+          // Reached on completion, on error, and when the response stream is destroyed because the
+          // client went away (no further page is fetched then).
+          requestLog.info({ query: query.name, rows: delivered, complete }, 'csv export ended');
+        }
+      }
+      // Byte mode with a small high-water mark: the next page is fetched only once the previous
+      // one has drained towards the socket (backpressure).
+      return Readable.from(lines(), { objectMode: false, highWaterMark: 64 * 1024 });
+    },
+
+    async isReady() {
+      if (closed) return false;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS);
+        timer.unref();
+      });
+      const probe = pool.query('SELECT 1').then(() => true, () => false);
+      try {
+        return await Promise.race([probe, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      await pool.end();
+    },
+  };
+}
+
+/**
+ * Defence in depth next to a read-only role (docs/query.md): every session starts with
+ * `default_transaction_read_only = on`, sent as a startup option (no extra round trip). A URL's
+ * own `options` (e.g. `-c search_path=…`) would replace ours, so the two are merged.
+ */
+function withReadOnlySession(databaseUrl: string): { connectionString: string; options: string } {
+  const readOnly = '-c default_transaction_read_only=on';
+  const url = new URL(databaseUrl);
+  const own = url.searchParams.get('options');
+  if (own === null) return { connectionString: databaseUrl, options: readOnly };
+  url.searchParams.delete('options');
+  return { connectionString: url.href, options: `${own} ${readOnly}` };
+}
+
+function describeCatalog(catalog: Catalog): QueryListing {
+  return {
+    queries: [...catalog.values()].map((query) => ({
+      name: query.name,
+      description: query.description,
+      columns: query.columns,
+      filters: query.filters.map((filter) => ({
+        name: filter.name,
+        type: filter.type,
+        required: filter.required,
+        ...(filter.description === undefined ? {} : { description: filter.description }),
+      })),
+    })),
+  };
+}
+
+/** Where each key column sits in a fetched row: among the output columns, or appended after them. */
+function keyIndexes(query: CompiledQuery): number[] {
+  let extra = query.columns.length;
+  return query.key.map((key) => {
+    const index = query.columns.indexOf(key);
+    return index >= 0 ? index : extra++;
+  });
+}
+
+const quote = (identifier: string): string => `"${identifier}"`;
+
+/**
+ * The declared SQL wrapped in the keyset seek:
+ *   SELECT q."col", … FROM (<declared SQL>) AS q WHERE q."key" > $k ORDER BY q."key" LIMIT $n
+ * PostgreSQL pulls a simple subquery up into the outer query, so the seek and the ORDER BY reach
+ * the table's index (`EXPLAIN` shows an index scan on the key, stopping after $n rows). Optional
+ * blocks whose filters are absent are left out; every value, the cursor's too, is a bound
+ * parameter whose type PostgreSQL infers from the column it is compared with.
+ */
+export function buildPageSql(
+  query: CompiledQuery,
+  filters: ReadonlyMap<string, string>,
+  after: readonly string[] | null,
+  limit: number,
+): { text: string; values: string[] } {
+  const values: string[] = [];
+  const numbers = new Map<string, number>();
+  const render = (parts: readonly SqlPart[]): string =>
+    parts
+      .map((part) => {
+        if (part.kind === 'text') return part.text;
+        if (part.kind === 'optional') return part.params.every((name) => filters.has(name)) ? render(part.parts) : ' ';
+        let number = numbers.get(part.name);
+        if (number === undefined) {
+          const value = filters.get(part.name);
+          // Unreachable: required filters are checked by parseQueryRequest.
+          if (value === undefined) throw new Error(`query ${query.name}: missing required filter ${part.name}`);
+          values.push(value);
+          number = values.length;
+          numbers.set(part.name, number);
+        }
+        return `$${number}`;
+      })
+      .join('');
+  const inner = render(query.parts);
+  const selected = [...query.columns, ...query.key.filter((key) => !query.columns.includes(key))];
+  const keys = query.key.map((key) => `q.${quote(key)}`);
+  let seek = '';
+  if (after !== null) {
+    const placeholders = after.map((value) => {
+      values.push(value);
+      return `$${values.length}`;
+    });
+    seek = keys.length === 1
+      ? `WHERE ${keys[0]} > ${placeholders[0]}`
+      : `WHERE (${keys.join(', ')}) > (${placeholders.join(', ')})`;
+  }
+  values.push(String(limit));
+  const text = [
+    `SELECT ${selected.map((column) => `q.${quote(column)}`).join(', ')}`,
+    `FROM (\n${inner}\n) AS q`,
+    seek,
+    `ORDER BY ${keys.join(', ')}`,
+    `LIMIT $${values.length}`,
+  ].filter(Boolean).join('\n');
+  return { text, values };
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, recovery)
+  '53300', // too_many_connections
+  '28000', '28P01', // authentication failed: the database is unusable with this configuration
+  '3D000', // database does not exist
+]);
+
+/** pg's failures as the service's errors; anything else (bad declared SQL) stays a logged 500. */
+export function translateError(err: unknown): unknown {
+  if (err instanceof CensoError) return err;
+  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
+  const message = err instanceof Error ? err.message : '';
+  // 57014 is query_canceled: statement_timeout (nothing else here cancels statements).
+  if (code === '57014' || message === 'Query read timeout') return new QueryTimeoutError();
+  if (
+    UNAVAILABLE_CODES.has(code) ||
+    code.startsWith('08') || // connection_exception class
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message)
+  ) {
+    return new DatabaseUnavailableError({ cause: err });
+  }
+  return err;
+}
