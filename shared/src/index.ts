@@ -3,6 +3,7 @@ export * from './config.js';
 export * from './errors.js';
 export * from './normalize.js';
 export * from './types.js';
+export * from './retorno/index.js';
 export * from './logger.js';
 export * from './censo/decode.js';
 export * from './censo/txt.js';

@@ -1,0 +1,19 @@
+// Return-file readers (SPEC §1.2): one row stream whatever the format, in sheet/array order.
+import type { RetornoRow, StoredRetorno } from '../types.js';
+import { readJsonRetorno } from './json.js';
+import { readXlsxRetorno } from './xlsx/index.js';
+
+export { roleOf, ROLES, type Role } from './columns.js';
+
+export interface ReadRetornoOptions {
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The data rows of a stored return file. Throws BadInputError (`badInput.unreadableRetorno`)
+ * for any file that cannot be read as a return; stopping early (`break`, `return()`) or
+ * aborting closes the file.
+ */
+export function readRetorno(file: StoredRetorno, options: ReadRetornoOptions = {}): AsyncGenerator<RetornoRow, void, undefined> {
+  return file.format === 'json' ? readJsonRetorno(file.path, options.signal) : readXlsxRetorno(file.path, options.signal);
+}

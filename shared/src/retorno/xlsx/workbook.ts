@@ -1,0 +1,204 @@
+// The workbook-level parts: sheet order and date system (workbook.xml), where each sheet lives
+// (its .rels), which styles are dates (styles.xml) and the shared string table. Writers differ:
+// styles.xml and sharedStrings.xml may be missing, targets may be absolute or relative.
+import { posix } from 'node:path';
+import { badInput } from '../../errors.js';
+import { isBuiltinDateFormat, isDateFormatCode, type CellContext } from './cells.js';
+import { appendCapped, decodeOoxmlEscapes, TagScanner } from './xml.js';
+import type { ZipArchive } from './zip.js';
+
+export const NOT_A_WORKBOOK = 'o zip não contém uma pasta de trabalho do Excel (xl/workbook.xml).';
+
+export interface Workbook extends CellContext {
+  /** Worksheet part names, in the workbook's sheet order. */
+  readonly sheets: readonly string[];
+}
+
+interface Relationship {
+  readonly id: string;
+  readonly type: string;
+  readonly target: string;
+  readonly external: boolean;
+}
+
+export async function readWorkbook(zip: ZipArchive, signal?: AbortSignal): Promise<Workbook> {
+  const workbookPart = await findWorkbookPart(zip, signal);
+  const relsPart = relsPartOf(workbookPart);
+  zip.assertBudget([workbookPart, relsPart]);
+  const book = await scan(zip, workbookPart, new WorkbookScanner(), signal);
+  const rels = (await scan(zip, relsPart, new RelsScanner(), signal)).rels;
+  const dir = posix.dirname(workbookPart);
+  const byId = new Map(rels.map((rel) => [rel.id, rel]));
+
+  const sheets: string[] = [];
+  for (const id of book.sheetRelIds) {
+    const rel = byId.get(id);
+    if (!rel || rel.external) continue;
+    const part = resolveTarget(dir, rel.target);
+    if (part === undefined || !zip.has(part)) {
+      throw badInput.unreadableRetorno('uma planilha listada na pasta de trabalho não está no arquivo.');
+    }
+    sheets.push(part);
+  }
+  const stylesPart = partOfType(rels, 'styles', dir) ?? `${dir}/styles.xml`;
+  const stringsPart = partOfType(rels, 'sharedStrings', dir) ?? `${dir}/sharedStrings.xml`;
+  // Refuse a bomb from the declared sizes before inflating anything big; the streaming count in
+  // ZipArchive still guards every byte actually read.
+  zip.assertBudget([stylesPart, stringsPart, ...sheets]);
+
+  const styles = await scan(zip, stylesPart, new StylesScanner(), signal);
+  const strings = await scan(zip, stringsPart, new SharedStringsScanner(), signal);
+  return {
+    sheets,
+    date1904: book.date1904,
+    dateStyles: styles.dateStyles(),
+    sharedStrings: strings.strings,
+  };
+}
+
+async function scan<T extends TagScanner>(zip: ZipArchive, part: string, scanner: T, signal?: AbortSignal): Promise<T> {
+  for await (const chunk of zip.text(part, signal)) {
+    scanner.feed(chunk);
+    if (scanner.done) break;
+  }
+  scanner.end();
+  return scanner;
+}
+
+/** `xl/workbook.xml`, or wherever the package's root relationships say the workbook is. */
+async function findWorkbookPart(zip: ZipArchive, signal?: AbortSignal): Promise<string> {
+  if (zip.has('xl/workbook.xml')) return 'xl/workbook.xml';
+  if (zip.has('_rels/.rels')) {
+    zip.assertBudget(['_rels/.rels']);
+    const rels = (await scan(zip, '_rels/.rels', new RelsScanner(), signal)).rels;
+    const part = partOfType(rels, 'officeDocument', '');
+    if (part !== undefined && zip.has(part)) return part;
+  }
+  throw badInput.unreadableRetorno(NOT_A_WORKBOOK);
+}
+
+function relsPartOf(part: string): string {
+  const dir = posix.dirname(part);
+  return `${dir === '.' ? '' : `${dir}/`}_rels/${posix.basename(part)}.rels`;
+}
+
+function partOfType(rels: readonly Relationship[], type: string, dir: string): string | undefined {
+  const rel = rels.find((r) => !r.external && r.type.endsWith(`/${type}`));
+  return rel ? resolveTarget(dir, rel.target) : undefined;
+}
+
+/** Zip entry name of a relationship target: absolute (`/xl/...`) or relative to `dir`. */
+export function resolveTarget(dir: string, target: string): string | undefined {
+  let decoded = target.replace(/\\/g, '/');
+  try {
+    decoded = decodeURIComponent(decoded);
+  } catch {
+    // Not percent-encoded after all: use it as written.
+  }
+  const joined = decoded.startsWith('/') ? decoded.slice(1) : posix.join(dir, decoded);
+  const part = posix.normalize(joined);
+  return part.startsWith('../') || part === '..' ? undefined : part;
+}
+
+class WorkbookScanner extends TagScanner {
+  readonly sheetRelIds: string[] = [];
+  date1904 = false;
+
+  protected onOpen(name: string): void {
+    if (name === 'sheet') {
+      const id = this.attr('id');
+      if (id !== undefined) this.sheetRelIds.push(id);
+    } else if (name === 'workbookPr') {
+      const value = this.attr('date1904')?.toLowerCase();
+      this.date1904 = value === '1' || value === 'true';
+    }
+  }
+
+  protected onClose(name: string): void {
+    if (name === 'sheets') this.done = true;
+  }
+}
+
+class RelsScanner extends TagScanner {
+  readonly rels: Relationship[] = [];
+
+  protected onOpen(name: string): void {
+    if (name !== 'Relationship') return;
+    const id = this.attr('Id');
+    const target = this.attr('Target');
+    if (id === undefined || target === undefined) return;
+    this.rels.push({
+      id,
+      target,
+      type: this.attr('Type') ?? '',
+      external: this.attr('TargetMode')?.toLowerCase() === 'external',
+    });
+  }
+
+  protected onClose(): void {}
+}
+
+class StylesScanner extends TagScanner {
+  private readonly customFormats = new Map<number, string>();
+  private readonly xfFormats: number[] = [];
+  private inCellXfs = false;
+
+  dateStyles(): boolean[] {
+    return this.xfFormats.map((id) => {
+      const code = this.customFormats.get(id);
+      return code !== undefined ? isDateFormatCode(code) : isBuiltinDateFormat(id);
+    });
+  }
+
+  protected onOpen(name: string, selfClosing: boolean): void {
+    if (name === 'numFmt') {
+      const id = Number(this.attr('numFmtId'));
+      const code = this.attr('formatCode');
+      if (Number.isInteger(id) && code !== undefined) this.customFormats.set(id, code);
+    } else if (name === 'cellXfs') {
+      this.inCellXfs = !selfClosing;
+    } else if (name === 'xf' && this.inCellXfs) {
+      const id = Number(this.attr('numFmtId') ?? '0');
+      this.xfFormats.push(Number.isInteger(id) ? id : 0);
+    }
+  }
+
+  protected onClose(name: string): void {
+    if (name === 'cellXfs') this.inCellXfs = false;
+  }
+}
+
+/** `<si>` items: plain `<t>` or rich-text runs `<r><t>` concatenated; phonetic `<rPh>` ignored. */
+class SharedStringsScanner extends TagScanner {
+  readonly strings: string[] = [];
+  private current = '';
+  private inItem = false;
+  private inPhonetic = false;
+
+  protected onOpen(name: string, selfClosing: boolean): void {
+    if (name === 'si') {
+      if (selfClosing) this.strings.push('');
+      else {
+        this.inItem = true;
+        this.current = '';
+      }
+    } else if (name === 't') {
+      this.collecting = this.inItem && !this.inPhonetic && !selfClosing;
+    } else if (name === 'rPh') {
+      this.inPhonetic = !selfClosing;
+    }
+  }
+
+  protected onClose(name: string): void {
+    if (name === 't') this.collecting = false;
+    else if (name === 'rPh') this.inPhonetic = false;
+    else if (name === 'si' && this.inItem) {
+      this.strings.push(decodeOoxmlEscapes(this.current));
+      this.inItem = false;
+    }
+  }
+
+  protected override onText(text: string): void {
+    this.current = appendCapped(this.current, text);
+  }
+}

@@ -1,0 +1,199 @@
+// A minimal, streaming tag scanner for the few SpreadsheetML parts the reader needs. It is not
+// a general XML parser: it finds tags with indexOf, hands element local names (prefix dropped,
+// so `<x:row>` is `row`) to a subclass, and only gathers text when the subclass asks for it.
+// DTDs are refused outright, which is how entity-expansion and external-entity attacks are
+// kept out: without a DOCTYPE the only entities are the five predefined ones and numeric
+// character references.
+import { badInput } from '../../errors.js';
+
+export const INVALID_XML = 'contém XML inválido.';
+export const FORBIDDEN_DTD = 'declarações DOCTYPE/ENTITY não são aceitas.';
+export const TEXT_TOO_LONG = 'tem uma célula com mais de 1 milhão de caracteres.';
+
+/**
+ * Longest text a single value (or an unfinished tag) may reach. Excel caps cells at 32,767
+ * characters; this only stops a crafted file from building one enormous string.
+ */
+export const MAX_TEXT = 1 << 20;
+
+const ENTITY = /&(#[xX][0-9a-fA-F]+|#[0-9]+|lt|gt|amp|quot|apos);/g;
+const PREDEFINED: Readonly<Record<string, string>> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
+
+/** Decodes the predefined entities and numeric references; an unknown `&name;` stays as written. */
+export function decodeEntities(text: string): string {
+  if (text.indexOf('&') === -1) return text;
+  return text.replace(ENTITY, (_, body: string) => {
+    if (body.charCodeAt(0) !== 35 /* # */) return PREDEFINED[body] ?? '';
+    const hex = body.charCodeAt(1) === 120 || body.charCodeAt(1) === 88;
+    const code = hex ? parseInt(body.slice(2), 16) : parseInt(body.slice(1), 10);
+    if (!(code >= 0 && code <= 0x10ffff)) throw badInput.unreadableRetorno(INVALID_XML);
+    return String.fromCodePoint(code);
+  });
+}
+
+const OOXML_ESCAPE = /_x([0-9a-fA-F]{4})_/g;
+
+/**
+ * SpreadsheetML strings escape characters XML cannot carry as `_xHHHH_` (a carriage return is
+ * `_x000D_`); Excel writes a literal `_x` as `_x005F_x`, so decoding them all is safe.
+ */
+export function decodeOoxmlEscapes(text: string): string {
+  if (text.indexOf('_x') === -1) return text;
+  return text.replace(OOXML_ESCAPE, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+}
+
+export function appendCapped(current: string, more: string): string {
+  if (current.length + more.length > MAX_TEXT) throw badInput.unreadableRetorno(TEXT_TOO_LONG);
+  return current + more;
+}
+
+function isNameEnd(c: number): boolean {
+  // space, tab, LF, CR, '/', '>'
+  return c === 32 || c === 9 || c === 10 || c === 13 || c === 47 || c === 62;
+}
+
+export abstract class TagScanner {
+  /** Set by the subclass while it wants the text between tags (passed to `onText`). */
+  protected collecting = false;
+  /** Set by the subclass when it has read all it needs; the caller stops feeding. */
+  done = false;
+  private rest = '';
+  private pendingText = '';
+  // The tag being dispatched, for attr(): the buffer and the tag's bounds in it.
+  private buf = '';
+  private tagStart = 0;
+  private tagEnd = 0;
+
+  protected abstract onOpen(name: string, selfClosing: boolean): void;
+  protected abstract onClose(name: string): void;
+  protected onText(_text: string): void {}
+
+  feed(chunk: string): void {
+    const buf = this.rest.length > 0 ? this.rest + chunk : chunk;
+    this.rest = '';
+    this.buf = buf;
+    const n = buf.length;
+    let pos = 0;
+    while (pos < n && !this.done) {
+      const lt = buf.indexOf('<', pos);
+      if (lt === -1) {
+        if (this.collecting) this.pendingText = appendCapped(this.pendingText, buf.slice(pos));
+        pos = n;
+        break;
+      }
+      if (this.collecting && (lt > pos || this.pendingText.length > 0)) {
+        const raw = this.pendingText.length > 0 ? this.pendingText + buf.slice(pos, lt) : buf.slice(pos, lt);
+        this.pendingText = '';
+        this.onText(decodeEntities(raw));
+      }
+      if (lt + 1 >= n) {
+        pos = lt;
+        break;
+      }
+      const c1 = buf.charCodeAt(lt + 1);
+      if (c1 === 47 /* / */) {
+        const gt = buf.indexOf('>', lt + 2);
+        if (gt === -1) {
+          pos = lt;
+          break;
+        }
+        let nameEnd = lt + 2;
+        while (nameEnd < gt && !isNameEnd(buf.charCodeAt(nameEnd))) nameEnd++;
+        this.onClose(localName(buf, lt + 2, nameEnd));
+        pos = gt + 1;
+        continue;
+      }
+      if (c1 === 33 /* ! */ || c1 === 63 /* ? */) {
+        const next = this.special(buf, lt, c1);
+        if (next === -1) {
+          pos = lt;
+          break;
+        }
+        pos = next;
+        continue;
+      }
+      // Open tag: the closing '>' is the first one outside quoted attribute values.
+      let gt = -1;
+      for (let i = lt + 1; i < n; i++) {
+        const c = buf.charCodeAt(i);
+        if (c === 62) {
+          gt = i;
+          break;
+        }
+        if (c === 34 || c === 39) {
+          const q = buf.indexOf(c === 34 ? '"' : "'", i + 1);
+          if (q === -1) break;
+          i = q;
+        }
+      }
+      if (gt === -1) {
+        pos = lt;
+        break;
+      }
+      let nameEnd = lt + 1;
+      while (nameEnd < gt && !isNameEnd(buf.charCodeAt(nameEnd))) nameEnd++;
+      this.tagStart = nameEnd;
+      this.tagEnd = gt;
+      this.onOpen(localName(buf, lt + 1, nameEnd), buf.charCodeAt(gt - 1) === 47);
+      pos = gt + 1;
+    }
+    if (pos < n && !this.done) {
+      this.rest = buf.slice(pos);
+      if (this.rest.length > MAX_TEXT) throw badInput.unreadableRetorno(INVALID_XML);
+    }
+    this.buf = '';
+  }
+
+  /** Comments, CDATA, processing instructions; anything else starting `<!` is a DTD. */
+  private special(buf: string, lt: number, c1: number): number {
+    if (c1 === 63) {
+      const end = buf.indexOf('?>', lt + 2);
+      return end === -1 ? -1 : end + 2;
+    }
+    if (buf.length - lt < 9) return -1; // not enough to tell a comment from CDATA or DOCTYPE
+    if (buf.startsWith('<!--', lt)) {
+      const end = buf.indexOf('-->', lt + 4);
+      return end === -1 ? -1 : end + 3;
+    }
+    if (buf.startsWith('<![CDATA[', lt)) {
+      const end = buf.indexOf(']]>', lt + 9);
+      if (end === -1) return -1;
+      if (this.collecting) this.onText(buf.slice(lt + 9, end));
+      return end + 3;
+    }
+    throw badInput.unreadableRetorno(FORBIDDEN_DTD);
+  }
+
+  /** Value of an attribute of the tag being opened, matched by local name; entities decoded. */
+  protected attr(name: string): string | undefined {
+    const buf = this.buf;
+    const end = this.tagEnd;
+    let i = this.tagStart;
+    while (i < end) {
+      let c = buf.charCodeAt(i);
+      while (i < end && (c === 32 || c === 9 || c === 10 || c === 13 || c === 47)) c = buf.charCodeAt(++i);
+      if (i >= end) return undefined;
+      const nameStart = i;
+      while (i < end && c !== 61 /* = */ && c !== 32 && c !== 9 && c !== 10 && c !== 13) c = buf.charCodeAt(++i);
+      const nameEnd = i;
+      while (i < end && c !== 34 && c !== 39) c = buf.charCodeAt(++i);
+      if (i >= end) return undefined;
+      const close = buf.indexOf(c === 34 ? '"' : "'", i + 1);
+      if (close === -1 || close > end) return undefined;
+      if (localName(buf, nameStart, nameEnd) === name) return decodeEntities(buf.slice(i + 1, close));
+      i = close + 1;
+    }
+    return undefined;
+  }
+
+  /** Call after the last chunk. A part cut inside a tag is tolerated: zip sizes are checked. */
+  end(): void {
+    this.rest = '';
+    this.pendingText = '';
+  }
+}
+
+function localName(buf: string, start: number, end: number): string {
+  for (let i = end - 1; i >= start; i--) if (buf.charCodeAt(i) === 58 /* : */) return buf.slice(i + 1, end);
+  return buf.slice(start, end);
+}

@@ -1,0 +1,113 @@
+// The zip layer of the xlsx reader: the central directory is listed once, then parts are
+// inflated one at a time as streams of text. Every inflated byte is counted against one budget
+// for the whole file, so a zip bomb is refused while streaming, never buffered (SPEC §5).
+import { StringDecoder } from 'node:string_decoder';
+import type { Readable } from 'node:stream';
+import yauzl from 'yauzl';
+import { badInput } from '../../errors.js';
+
+/** SPEC §5: decompressed content over 400 MB makes the file unreadable. */
+export const MAX_INFLATED_BYTES = 400 * 1024 * 1024;
+// An xlsx holds tens of parts; a directory of hundreds of thousands is only there to exhaust memory.
+const MAX_ENTRIES = 50_000;
+
+export const NOT_A_ZIP = 'não é um arquivo xlsx (zip) válido.';
+export const TOO_BIG = 'conteúdo descompactado excede 400 MB.';
+
+export class ZipArchive {
+  private inflated = 0;
+  private readonly open = new Set<Readable>();
+
+  private constructor(
+    private readonly zip: yauzl.ZipFile,
+    // OPC part names are case-insensitive, so lookups go through lower case.
+    private readonly entries: ReadonlyMap<string, yauzl.Entry>,
+  ) {}
+
+  static async open(path: string): Promise<ZipArchive> {
+    const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => {
+      yauzl.open(path, { lazyEntries: true, autoClose: false, validateEntrySizes: true }, (err, file) =>
+        err ? reject(err) : resolve(file),
+      );
+    });
+    try {
+      const entries = await listEntries(zip);
+      // yauzl reports late errors as events; without a listener they would crash the process.
+      zip.on('error', () => {});
+      return new ZipArchive(zip, entries);
+    } catch (err) {
+      zip.close();
+      throw err;
+    }
+  }
+
+  has(name: string): boolean {
+    return this.entries.has(name.toLowerCase());
+  }
+
+  /** Declared (and, with validateEntrySizes, enforced) inflated size of a part; 0 when absent. */
+  size(name: string): number {
+    return this.entries.get(name.toLowerCase())?.uncompressedSize ?? 0;
+  }
+
+  /** Whether inflating these parts would pass the budget: refuses a bomb before reading it. */
+  assertBudget(names: Iterable<string>): void {
+    let total = this.inflated;
+    for (const name of new Set([...names].map((n) => n.toLowerCase()))) total += this.size(name);
+    if (total > MAX_INFLATED_BYTES) throw badInput.unreadableRetorno(TOO_BIG);
+  }
+
+  /**
+   * The part's text, chunk by chunk (UTF-8 decoded across chunk boundaries). Breaking out of
+   * the loop destroys the inflate stream.
+   */
+  async *text(name: string, signal?: AbortSignal): AsyncGenerator<string, void, undefined> {
+    const entry = this.entries.get(name.toLowerCase());
+    if (!entry) return;
+    const stream = await new Promise<Readable>((resolve, reject) => {
+      this.zip.openReadStream(entry, (err, s) => (err ? reject(err) : resolve(s)));
+    });
+    this.open.add(stream);
+    const decoder = new StringDecoder('utf8');
+    try {
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        signal?.throwIfAborted();
+        this.inflated += chunk.length;
+        if (this.inflated > MAX_INFLATED_BYTES) throw badInput.unreadableRetorno(TOO_BIG);
+        const text = decoder.write(chunk);
+        if (text.length > 0) yield text;
+      }
+      const tail = decoder.end();
+      if (tail.length > 0) yield tail;
+    } finally {
+      this.open.delete(stream);
+      stream.destroy();
+    }
+  }
+
+  close(): void {
+    for (const stream of this.open) stream.destroy();
+    this.open.clear();
+    this.zip.close();
+  }
+}
+
+function listEntries(zip: yauzl.ZipFile): Promise<Map<string, yauzl.Entry>> {
+  return new Promise((resolve, reject) => {
+    const entries = new Map<string, yauzl.Entry>();
+    zip.on('entry', (entry: yauzl.Entry) => {
+      if (entries.size >= MAX_ENTRIES) {
+        zip.removeAllListeners('entry');
+        reject(badInput.unreadableRetorno('o arquivo zip tem partes demais.'));
+        return;
+      }
+      // Directories and duplicates: the first entry of a name is the one a zip reader uses.
+      const key = entry.fileName.toLowerCase();
+      if (!key.endsWith('/') && !entries.has(key)) entries.set(key, entry);
+      zip.readEntry();
+    });
+    zip.once('end', () => resolve(entries));
+    zip.once('error', reject);
+    zip.readEntry();
+  });
+}
