@@ -3,6 +3,20 @@
 import { normalize } from './normalize.js';
 import type { Chave, Divergencia, RetornoRow } from './types.js';
 
+// A return repeats a handful of labels and messages over hundreds of thousands of rows, and
+// Unicode normalisation dominates the cost of a row: remember recent results, within a bound.
+const MEMO_LIMIT = 2048;
+const memo = new Map<string, string>();
+function normalized(text: string): string {
+  let value = memo.get(text);
+  if (value === undefined) {
+    if (memo.size >= MEMO_LIMIT) memo.clear();
+    value = normalize(text);
+    memo.set(text, value);
+  }
+  return value;
+}
+
 /** Rule 1: the `registro` value's leading number is 30; no `registro` column counts as 30. */
 export function isRegistro30(registro: string | null): boolean {
   if (registro === null) return true;
@@ -12,7 +26,7 @@ export function isRegistro30(registro: string | null): boolean {
 
 /** Rule 2: the normalised message cites `receita federal` or the word `rfb`. */
 export function citesReceitaFederal(mensagem: string): boolean {
-  const text = normalize(mensagem);
+  const text = normalized(mensagem);
   return text.includes('receita federal') || /\brfb\b/.test(text);
 }
 
@@ -27,7 +41,7 @@ export function splitConteudo(conteudo: string): { enviado: string; correto: str
 
 /** The label normalised, without a leading numbering (`5 - `, `5b - `) or trailing `. : ; , -`. */
 export function labelKey(campo: string): string {
-  return normalize(campo)
+  return normalized(campo)
     .replace(/^\d+[a-z]?\s*-\s*/, '')
     .replace(/[\s.:;,-]+$/, '');
 }
@@ -56,7 +70,7 @@ export function classifyCampo(campo: string, mensagem: string): { chave: Chave |
   const label = labelKey(campo);
   const plain = LABELS.get(label);
   if (plain) return { chave: plain, is_filiacao: false };
-  const message = normalize(mensagem);
+  const message = normalized(mensagem);
   if (IDENTIFICATION_LABELS.has(label)) {
     // INEP's return files report a parent's name under the identification label; only the
     // message tells them apart (fixture `basico`).

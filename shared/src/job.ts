@@ -7,18 +7,8 @@ import { pipeline } from 'node:stream/promises';
 import { findDivergencias } from './divergencias.js';
 import { CensoError } from './errors.js';
 import { mergePessoas } from './merge.js';
-import type { JobData, JobResult, RetornoRow, StoredRetorno } from './types.js';
-
-// TEMPORARY until shared/src/retorno/index.ts lands (written in parallel): a non-literal
-// specifier keeps this file compiling without it. Replace with a static import then.
-type ReadRetorno = (file: StoredRetorno, options?: { signal?: AbortSignal }) => AsyncGenerator<RetornoRow>;
-const RETORNO_MODULE = './retorno/index.js';
-function readRetorno(file: StoredRetorno, options?: { signal?: AbortSignal }): AsyncGenerator<RetornoRow> {
-  return (async function* () {
-    const mod = (await import(RETORNO_MODULE)) as { readRetorno: ReadRetorno };
-    yield* mod.readRetorno(file, options);
-  })();
-}
+import { readRetorno } from './retorno/index.js';
+import type { JobData, JobResult } from './types.js';
 
 export interface RunJobOptions {
   readonly signal?: AbortSignal;

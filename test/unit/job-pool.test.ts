@@ -1,0 +1,76 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createJobPool, runJob, type JobData, type JobPool } from '@censo/shared';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BASICO = path.join(ROOT, 'test/fixtures/basico');
+
+let dir: string;
+let big: string;
+let pool: JobPool;
+let n = 0;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'censo-pool-'));
+  big = path.join(dir, 'big');
+  // A return large enough that its job is still running when the test aborts it.
+  await promisify(execFile)(process.execPath, [path.join(ROOT, '../shared/tools/gen-big.mjs'), '--persons', '60000', '--out', big, '--no-xlsx'], { cwd: ROOT });
+  pool = createJobPool({ threads: 1, closeTimeoutMs: 200 });
+});
+afterAll(async () => {
+  await pool?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const result = () => path.join(dir, `${n++}-result.json`);
+const bigJob = (): JobData => ({ kind: 'retorno-rf', retorno: { path: path.join(big, 'retorno.json'), format: 'json' }, txt: { path: path.join(big, 'censo.txt') }, resultPath: result() });
+
+describe('job pool', () => {
+  it('runs runJob on a worker thread with the same result', async () => {
+    const data: JobData = { kind: 'retorno-rf', retorno: { path: path.join(BASICO, 'retorno.json'), format: 'json' }, txt: { path: path.join(BASICO, 'censo.txt') }, resultPath: result() };
+    const inThread = await pool.run(data);
+    const body = await readFile(data.resultPath, 'utf8');
+    const direct = await runJob({ ...data, resultPath: result() });
+    expect(inThread).toEqual(direct);
+    expect(JSON.parse(body)).toEqual(JSON.parse(await readFile(path.join(BASICO, 'expected-pessoas.json'), 'utf8')));
+  });
+
+  it('cancels a running job on abort: AbortError, no result file, the pool still works', async () => {
+    const data = bigJob();
+    const controller = new AbortController();
+    let abortedAt = 0;
+    // Late enough for the thread to be inside the job (the whole job takes about a second).
+    setTimeout(() => {
+      abortedAt = Date.now();
+      controller.abort();
+    }, 300);
+    const err = await pool.run(data, controller.signal).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'AbortError' });
+    expect(Date.now() - abortedAt).toBeLessThan(250);
+    await new Promise((r) => setTimeout(r, 700));
+    expect(existsSync(data.resultPath)).toBe(false);
+    const again = await pool.run(bigJob());
+    expect(again).toMatchObject({ ok: true, count: expect.any(Number) });
+  });
+
+  it('rejects with AbortError for an already aborted signal', async () => {
+    await expect(pool.run(bigJob(), AbortSignal.abort())).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('close() does not hang on a running job', async () => {
+    const own = createJobPool({ threads: 1, closeTimeoutMs: 100 });
+    const running = own.run(bigJob()).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    await own.close();
+    expect(Date.now() - started).toBeLessThan(3000);
+    // Cut short by the thread's termination, or finished within the grace period: settled either way.
+    await running;
+    await own.close();
+  });
+});
