@@ -31,7 +31,6 @@ export function createJobPool(options: JobPoolOptions): JobPool {
     filename: THREAD_FILE,
     minThreads: 0,
     maxThreads: threads,
-    maxQueue: options.maxQueue ?? Math.max(64, threads * 16),
     idleTimeout: options.idleTimeoutMs ?? 30_000,
     closeTimeout: options.closeTimeoutMs ?? 5_000,
   });
@@ -39,15 +38,22 @@ export function createJobPool(options: JobPoolOptions): JobPool {
   // close() terminates the threads right after it anyway.
   pool.on('error', () => {});
   let closing: Promise<void> | null = null;
+  // Bounded here rather than with piscina's maxQueue: piscina parks tasks that carry an
+  // AbortSignal (all of ours) in a side queue that its maxQueue does not count.
+  const capacity = threads + Math.max(0, options.maxQueue ?? Math.max(64, threads * 16));
+  let inFlight = 0;
 
   return {
     async run(data, signal) {
+      if (inFlight >= capacity) throw new OverloadedError();
+      inFlight++;
       try {
         return (await pool.run(data, signal ? { signal } : {})) as JobResult;
       } catch (err) {
-        if (err instanceof Error && err.message === 'Task queue is at limit') throw new OverloadedError();
         if (signal?.aborted) await removeAbandonedResult(data.resultPath);
         throw err;
+      } finally {
+        inFlight--;
       }
     },
     close() {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobPool, runJob, type JobData, type JobPool } from '@censo/shared';
+import { createJobPool, OverloadedError, runJob, type JobData, type JobPool } from '@censo/shared';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BASICO = path.join(ROOT, 'test/fixtures/basico');
@@ -60,6 +60,22 @@ describe('job pool', () => {
 
   it('rejects with AbortError for an already aborted signal', async () => {
     await expect(pool.run(bigJob(), AbortSignal.abort())).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('sheds load with OverloadedError (503) when its queue is full', async () => {
+    const own = createJobPool({ threads: 1, maxQueue: 1, closeTimeoutMs: 100 });
+    // A warm thread: the first job below runs at once, the second waits, the third finds no room.
+    await own.run({ kind: 'divergencias', retorno: { path: path.join(BASICO, 'retorno.json'), format: 'json' }, resultPath: result() });
+    const controller = new AbortController();
+    const settled = [own.run(bigJob(), controller.signal), own.run(bigJob(), controller.signal), own.run(bigJob(), controller.signal)].map((p) =>
+      p.catch((e: unknown) => e),
+    );
+    const third = await settled[2];
+    expect(third).toBeInstanceOf(OverloadedError);
+    expect(third).toMatchObject({ status: 503, message: 'Serviço sobrecarregado, tente novamente em instantes.' });
+    controller.abort();
+    await Promise.all(settled);
+    await own.close();
   });
 
   it('close() does not hang on a running job', async () => {
