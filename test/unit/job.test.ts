@@ -127,4 +127,17 @@ describe('runJob', () => {
     });
     expect(existsSync(resultPath)).toBe(false);
   });
+
+  it('removes the partial result file when aborted mid-way', async () => {
+    const rows = Array.from({ length: 200_000 }, (_, i) => JSON.stringify(retornoRow('2', 'ALU1', 'CPF', `${i} -- 9`)));
+    const retorno = await file('r.json', `[${rows.join(',')}]`);
+    const resultPath = result();
+    const controller = new AbortController();
+    const running = runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath }, { signal: controller.signal });
+    // Abort once the body has started to reach the disk.
+    while (!existsSync(resultPath) || (await stat(resultPath)).size === 0) await new Promise((r) => setTimeout(r, 5));
+    controller.abort();
+    await expect(running).rejects.toMatchObject({ name: 'AbortError' });
+    expect(existsSync(resultPath)).toBe(false);
+  });
 });
