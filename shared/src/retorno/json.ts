@@ -27,10 +27,10 @@ export async function* readJsonRetorno(path: string, signal?: AbortSignal): Asyn
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       signal?.throwIfAborted();
       scanner.push(chunk);
-      yield* scanner.take();
+      for (const row of scanner.take()) yield row;
     }
     scanner.end();
-    yield* scanner.take();
+    for (const row of scanner.take()) yield row;
   } catch (err) {
     throw toUnreadable(err, INVALID_JSON, signal);
   } finally {

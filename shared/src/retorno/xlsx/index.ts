@@ -23,11 +23,11 @@ export async function* readXlsxRetorno(path: string, signal?: AbortSignal): Asyn
       const sheet = new SheetScanner(book);
       for await (const chunk of zip.text(part, signal)) {
         sheet.feed(chunk);
-        yield* sheet.take();
+        for (const row of sheet.take()) yield row;
         if (sheet.done) break;
       }
       sheet.end();
-      yield* sheet.take();
+      for (const row of sheet.take()) yield row;
       usable ||= sheet.hasHeader;
       content ||= sheet.hasContent;
     }

@@ -4,7 +4,7 @@
 import type { RetornoRow } from '../../types.js';
 import { hasRequiredRoles, isBlank, roleOf, ROLES, type Role } from '../columns.js';
 import { cellText, type CellContext } from './cells.js';
-import { appendCapped, TagScanner } from './xml.js';
+import { appendCapped, TagScanner, type TagHandler } from './xml.js';
 
 /** SPEC §1.2: the header is looked for among sheet rows 1–20. */
 const HEADER_ROWS = 20;
@@ -18,11 +18,14 @@ const enum Slot {
   Conteudo = 5,
 }
 
+const CELL_ATTRS = ['r', 't', 's'] as const;
+
 const NOT_KEPT = -1;
 // While looking for the header every cell is read, to test its name.
 const PROBE = -2;
 
-export class SheetScanner extends TagScanner {
+export class SheetScanner implements TagHandler {
+  private readonly xml = new TagScanner(this);
   /** Rows ready for the caller; drained with take(). */
   private out: RetornoRow[] = [];
   /** Whether a header row was found (the sheet is usable). */
@@ -52,9 +55,21 @@ export class SheetScanner extends TagScanner {
   private inInline = false;
   private inPhonetic = false;
   private inSheetData = false;
+  private readonly cellAttrs: (string | undefined)[] = [undefined, undefined, undefined];
 
-  constructor(private readonly ctx: CellContext) {
-    super();
+  constructor(private readonly ctx: CellContext) {}
+
+  /** Whether the rest of the sheet can be skipped (its end, or no header in rows 1–20). */
+  get done(): boolean {
+    return this.xml.done;
+  }
+
+  feed(chunk: string): void {
+    this.xml.feed(chunk);
+  }
+
+  end(): void {
+    this.xml.end();
   }
 
   take(): RetornoRow[] {
@@ -63,17 +78,17 @@ export class SheetScanner extends TagScanner {
     return rows;
   }
 
-  protected onOpen(name: string, selfClosing: boolean): void {
+  open(name: string, selfClosing: boolean): void {
     switch (name) {
       case 'c':
         if (this.inSheetData) this.openCell(selfClosing);
         break;
       case 'v':
-        if (this.inCell && this.slot !== NOT_KEPT && !selfClosing) this.collecting = true;
+        if (this.inCell && this.slot !== NOT_KEPT && !selfClosing) this.xml.collecting = true;
         break;
       case 't':
         if (this.inInline && !this.inPhonetic && !selfClosing) {
-          this.collecting = true;
+          this.xml.collecting = true;
           if (this.inline === null) this.inline = '';
         }
         break;
@@ -91,16 +106,16 @@ export class SheetScanner extends TagScanner {
         break;
       case 'sheetData':
         this.inSheetData = !selfClosing;
-        if (selfClosing) this.done = true;
+        if (selfClosing) this.xml.done = true;
         break;
     }
   }
 
-  protected onClose(name: string): void {
+  close(name: string): void {
     switch (name) {
       case 'v':
       case 't':
-        this.collecting = false;
+        this.xml.collecting = false;
         break;
       case 'c':
         if (this.inCell) this.closeCell();
@@ -116,18 +131,18 @@ export class SheetScanner extends TagScanner {
         break;
       case 'sheetData':
         this.inSheetData = false;
-        this.done = true;
+        this.xml.done = true;
         break;
     }
   }
 
-  protected override onText(text: string): void {
+  text(text: string): void {
     if (this.inInline) this.inline = appendCapped(this.inline ?? '', text);
     else this.value = appendCapped(this.value, text);
   }
 
   private openRow(selfClosing: boolean): void {
-    const r = this.attr('r');
+    const r = this.xml.attr('r');
     const n = r === undefined ? NaN : Number(r);
     this.rowNumber = Number.isInteger(n) && n > 0 ? n : this.rowNumber + 1;
     this.column = -1;
@@ -150,7 +165,7 @@ export class SheetScanner extends TagScanner {
     if (this.rowNumber <= HEADER_ROWS && hasRequiredRoles(this.probeRoles)) {
       this.useHeader(this.probeRoles);
     } else if (this.rowNumber >= HEADER_ROWS) {
-      this.done = true; // no header in rows 1–20: the sheet is skipped
+      this.xml.done = true; // no header in rows 1–20: the sheet is skipped
     }
   }
 
@@ -180,7 +195,10 @@ export class SheetScanner extends TagScanner {
   }
 
   private openCell(selfClosing: boolean): void {
-    const ref = this.attr('r');
+    const attrs = this.cellAttrs;
+    attrs[0] = attrs[1] = attrs[2] = undefined;
+    this.xml.attrs(CELL_ATTRS, attrs);
+    const ref = attrs[0];
     const column = ref === undefined ? -1 : columnIndex(ref);
     this.column = column >= 0 ? column : this.column + 1;
     if (this.hasHeader) {
@@ -195,8 +213,8 @@ export class SheetScanner extends TagScanner {
       return;
     }
     this.inCell = true;
-    this.type = this.attr('t');
-    const s = this.attr('s');
+    this.type = attrs[1];
+    const s = attrs[2];
     this.style = s === undefined ? 0 : Number(s) | 0;
     this.value = '';
     this.inline = null;
@@ -204,7 +222,7 @@ export class SheetScanner extends TagScanner {
 
   private closeCell(): void {
     this.inCell = false;
-    this.collecting = false;
+    this.xml.collecting = false;
     this.inInline = false;
     this.inPhonetic = false;
     if (this.slot === NOT_KEPT) return;

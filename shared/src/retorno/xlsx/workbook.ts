@@ -4,7 +4,7 @@
 import { posix } from 'node:path';
 import { badInput } from '../../errors.js';
 import { isBuiltinDateFormat, isDateFormatCode, type CellContext } from './cells.js';
-import { appendCapped, decodeOoxmlEscapes, TagScanner } from './xml.js';
+import { appendCapped, decodeOoxmlEscapes, TagScanner, type TagHandler } from './xml.js';
 import type { ZipArchive } from './zip.js';
 
 export const NOT_A_WORKBOOK = 'o zip não contém uma pasta de trabalho do Excel (xl/workbook.xml).';
@@ -25,8 +25,8 @@ export async function readWorkbook(zip: ZipArchive, signal?: AbortSignal): Promi
   const workbookPart = await findWorkbookPart(zip, signal);
   const relsPart = relsPartOf(workbookPart);
   zip.assertBudget([workbookPart, relsPart]);
-  const book = await scan(zip, workbookPart, new WorkbookScanner(), signal);
-  const rels = (await scan(zip, relsPart, new RelsScanner(), signal)).rels;
+  const book = await scan(zip, workbookPart, new WorkbookHandler(), signal);
+  const rels = (await scan(zip, relsPart, new RelsHandler(), signal)).rels;
   const dir = posix.dirname(workbookPart);
   const byId = new Map(rels.map((rel) => [rel.id, rel]));
 
@@ -46,8 +46,8 @@ export async function readWorkbook(zip: ZipArchive, signal?: AbortSignal): Promi
   // ZipArchive still guards every byte actually read.
   zip.assertBudget([stylesPart, stringsPart, ...sheets]);
 
-  const styles = await scan(zip, stylesPart, new StylesScanner(), signal);
-  const strings = await scan(zip, stringsPart, new SharedStringsScanner(), signal);
+  const styles = await scan(zip, stylesPart, new StylesHandler(), signal);
+  const strings = await scan(zip, stringsPart, new SharedStringsHandler(), signal);
   return {
     sheets,
     date1904: book.date1904,
@@ -56,13 +56,14 @@ export async function readWorkbook(zip: ZipArchive, signal?: AbortSignal): Promi
   };
 }
 
-async function scan<T extends TagScanner>(zip: ZipArchive, part: string, scanner: T, signal?: AbortSignal): Promise<T> {
+async function scan<T extends TagHandler>(zip: ZipArchive, part: string, handler: T, signal?: AbortSignal): Promise<T> {
+  const scanner = new TagScanner(handler);
   for await (const chunk of zip.text(part, signal)) {
     scanner.feed(chunk);
     if (scanner.done) break;
   }
   scanner.end();
-  return scanner;
+  return handler;
 }
 
 /** `xl/workbook.xml`, or wherever the package's root relationships say the workbook is. */
@@ -70,7 +71,7 @@ async function findWorkbookPart(zip: ZipArchive, signal?: AbortSignal): Promise<
   if (zip.has('xl/workbook.xml')) return 'xl/workbook.xml';
   if (zip.has('_rels/.rels')) {
     zip.assertBudget(['_rels/.rels']);
-    const rels = (await scan(zip, '_rels/.rels', new RelsScanner(), signal)).rels;
+    const rels = (await scan(zip, '_rels/.rels', new RelsHandler(), signal)).rels;
     const part = partOfType(rels, 'officeDocument', '');
     if (part !== undefined && zip.has(part)) return part;
   }
@@ -100,45 +101,49 @@ export function resolveTarget(dir: string, target: string): string | undefined {
   return part.startsWith('../') || part === '..' ? undefined : part;
 }
 
-class WorkbookScanner extends TagScanner {
+class WorkbookHandler implements TagHandler {
   readonly sheetRelIds: string[] = [];
   date1904 = false;
 
-  protected onOpen(name: string): void {
+  open(name: string, _selfClosing: boolean, xml: TagScanner): void {
     if (name === 'sheet') {
-      const id = this.attr('id');
+      const id = xml.attr('id');
       if (id !== undefined) this.sheetRelIds.push(id);
     } else if (name === 'workbookPr') {
-      const value = this.attr('date1904')?.toLowerCase();
+      const value = xml.attr('date1904')?.toLowerCase();
       this.date1904 = value === '1' || value === 'true';
     }
   }
 
-  protected onClose(name: string): void {
-    if (name === 'sheets') this.done = true;
+  close(name: string, xml: TagScanner): void {
+    if (name === 'sheets') xml.done = true;
   }
+
+  text(): void {}
 }
 
-class RelsScanner extends TagScanner {
+class RelsHandler implements TagHandler {
   readonly rels: Relationship[] = [];
 
-  protected onOpen(name: string): void {
+  open(name: string, _selfClosing: boolean, xml: TagScanner): void {
     if (name !== 'Relationship') return;
-    const id = this.attr('Id');
-    const target = this.attr('Target');
+    const id = xml.attr('Id');
+    const target = xml.attr('Target');
     if (id === undefined || target === undefined) return;
     this.rels.push({
       id,
       target,
-      type: this.attr('Type') ?? '',
-      external: this.attr('TargetMode')?.toLowerCase() === 'external',
+      type: xml.attr('Type') ?? '',
+      external: xml.attr('TargetMode')?.toLowerCase() === 'external',
     });
   }
 
-  protected onClose(): void {}
+  close(): void {}
+
+  text(): void {}
 }
 
-class StylesScanner extends TagScanner {
+class StylesHandler implements TagHandler {
   private readonly customFormats = new Map<number, string>();
   private readonly xfFormats: number[] = [];
   private inCellXfs = false;
@@ -150,32 +155,34 @@ class StylesScanner extends TagScanner {
     });
   }
 
-  protected onOpen(name: string, selfClosing: boolean): void {
+  open(name: string, selfClosing: boolean, xml: TagScanner): void {
     if (name === 'numFmt') {
-      const id = Number(this.attr('numFmtId'));
-      const code = this.attr('formatCode');
+      const id = Number(xml.attr('numFmtId'));
+      const code = xml.attr('formatCode');
       if (Number.isInteger(id) && code !== undefined) this.customFormats.set(id, code);
     } else if (name === 'cellXfs') {
       this.inCellXfs = !selfClosing;
     } else if (name === 'xf' && this.inCellXfs) {
-      const id = Number(this.attr('numFmtId') ?? '0');
+      const id = Number(xml.attr('numFmtId') ?? '0');
       this.xfFormats.push(Number.isInteger(id) ? id : 0);
     }
   }
 
-  protected onClose(name: string): void {
+  close(name: string): void {
     if (name === 'cellXfs') this.inCellXfs = false;
   }
+
+  text(): void {}
 }
 
 /** `<si>` items: plain `<t>` or rich-text runs `<r><t>` concatenated; phonetic `<rPh>` ignored. */
-class SharedStringsScanner extends TagScanner {
+class SharedStringsHandler implements TagHandler {
   readonly strings: string[] = [];
   private current = '';
   private inItem = false;
   private inPhonetic = false;
 
-  protected onOpen(name: string, selfClosing: boolean): void {
+  open(name: string, selfClosing: boolean, xml: TagScanner): void {
     if (name === 'si') {
       if (selfClosing) this.strings.push('');
       else {
@@ -183,14 +190,14 @@ class SharedStringsScanner extends TagScanner {
         this.current = '';
       }
     } else if (name === 't') {
-      this.collecting = this.inItem && !this.inPhonetic && !selfClosing;
+      xml.collecting = this.inItem && !this.inPhonetic && !selfClosing;
     } else if (name === 'rPh') {
       this.inPhonetic = !selfClosing;
     }
   }
 
-  protected onClose(name: string): void {
-    if (name === 't') this.collecting = false;
+  close(name: string, xml: TagScanner): void {
+    if (name === 't') xml.collecting = false;
     else if (name === 'rPh') this.inPhonetic = false;
     else if (name === 'si' && this.inItem) {
       this.strings.push(decodeOoxmlEscapes(this.current));
@@ -198,7 +205,7 @@ class SharedStringsScanner extends TagScanner {
     }
   }
 
-  protected override onText(text: string): void {
+  text(text: string): void {
     this.current = appendCapped(this.current, text);
   }
 }

@@ -52,10 +52,20 @@ function isNameEnd(c: number): boolean {
   return c === 32 || c === 9 || c === 10 || c === 13 || c === 47 || c === 62;
 }
 
-export abstract class TagScanner {
-  /** Set by the subclass while it wants the text between tags (passed to `onText`). */
-  protected collecting = false;
-  /** Set by the subclass when it has read all it needs; the caller stops feeding. */
+/** What a part reader does with the tags the scanner finds. */
+export interface TagHandler {
+  open(name: string, selfClosing: boolean, xml: TagScanner): void;
+  close(name: string, xml: TagScanner): void;
+  /** Text between tags, entities decoded; only called while `xml.collecting` is set. */
+  text(text: string, xml: TagScanner): void;
+}
+
+// One concrete scanner class driving small handler objects, rather than a base class with
+// subclasses: the hot loop then only ever sees one object shape and stays monomorphic.
+export class TagScanner {
+  /** Set by the handler while it wants the text between tags. */
+  collecting = false;
+  /** Set by the handler when it has read all it needs; the caller stops feeding. */
   done = false;
   private rest = '';
   private pendingText = '';
@@ -64,9 +74,7 @@ export abstract class TagScanner {
   private tagStart = 0;
   private tagEnd = 0;
 
-  protected abstract onOpen(name: string, selfClosing: boolean): void;
-  protected abstract onClose(name: string): void;
-  protected onText(_text: string): void {}
+  constructor(private readonly handler: TagHandler) {}
 
   feed(chunk: string): void {
     const buf = this.rest.length > 0 ? this.rest + chunk : chunk;
@@ -84,7 +92,7 @@ export abstract class TagScanner {
       if (this.collecting && (lt > pos || this.pendingText.length > 0)) {
         const raw = this.pendingText.length > 0 ? this.pendingText + buf.slice(pos, lt) : buf.slice(pos, lt);
         this.pendingText = '';
-        this.onText(decodeEntities(raw));
+        this.handler.text(decodeEntities(raw), this);
       }
       if (lt + 1 >= n) {
         pos = lt;
@@ -99,7 +107,7 @@ export abstract class TagScanner {
         }
         let nameEnd = lt + 2;
         while (nameEnd < gt && !isNameEnd(buf.charCodeAt(nameEnd))) nameEnd++;
-        this.onClose(localName(buf, lt + 2, nameEnd));
+        this.handler.close(localName(buf, lt + 2, nameEnd), this);
         pos = gt + 1;
         continue;
       }
@@ -134,7 +142,7 @@ export abstract class TagScanner {
       while (nameEnd < gt && !isNameEnd(buf.charCodeAt(nameEnd))) nameEnd++;
       this.tagStart = nameEnd;
       this.tagEnd = gt;
-      this.onOpen(localName(buf, lt + 1, nameEnd), buf.charCodeAt(gt - 1) === 47);
+      this.handler.open(localName(buf, lt + 1, nameEnd), buf.charCodeAt(gt - 1) === 47, this);
       pos = gt + 1;
     }
     if (pos < n && !this.done) {
@@ -158,32 +166,45 @@ export abstract class TagScanner {
     if (buf.startsWith('<![CDATA[', lt)) {
       const end = buf.indexOf(']]>', lt + 9);
       if (end === -1) return -1;
-      if (this.collecting) this.onText(buf.slice(lt + 9, end));
+      if (this.collecting) this.handler.text(buf.slice(lt + 9, end), this);
       return end + 3;
     }
     throw badInput.unreadableRetorno(FORBIDDEN_DTD);
   }
 
   /** Value of an attribute of the tag being opened, matched by local name; entities decoded. */
-  protected attr(name: string): string | undefined {
+  attr(name: string): string | undefined {
+    const out: (string | undefined)[] = [undefined];
+    this.attrs([name], out);
+    return out[0];
+  }
+
+  /**
+   * Values of several attributes of the tag being opened, in one pass over it: `out[k]` gets
+   * the value of `names[k]` (matched by local name, entities decoded) or stays untouched.
+   */
+  attrs(names: readonly string[], out: (string | undefined)[]): void {
     const buf = this.buf;
     const end = this.tagEnd;
     let i = this.tagStart;
     while (i < end) {
       let c = buf.charCodeAt(i);
       while (i < end && (c === 32 || c === 9 || c === 10 || c === 13 || c === 47)) c = buf.charCodeAt(++i);
-      if (i >= end) return undefined;
+      if (i >= end) return;
       const nameStart = i;
       while (i < end && c !== 61 /* = */ && c !== 32 && c !== 9 && c !== 10 && c !== 13) c = buf.charCodeAt(++i);
       const nameEnd = i;
       while (i < end && c !== 34 && c !== 39) c = buf.charCodeAt(++i);
-      if (i >= end) return undefined;
+      if (i >= end) return;
       const close = buf.indexOf(c === 34 ? '"' : "'", i + 1);
-      if (close === -1 || close > end) return undefined;
-      if (localName(buf, nameStart, nameEnd) === name) return decodeEntities(buf.slice(i + 1, close));
+      if (close === -1 || close > end) return;
+      const k = names.indexOf(localName(buf, nameStart, nameEnd));
+      if (k !== -1) {
+        const raw = buf.slice(i + 1, close);
+        out[k] = raw.indexOf('&') === -1 ? raw : decodeEntities(raw);
+      }
       i = close + 1;
     }
-    return undefined;
   }
 
   /** Call after the last chunk. A part cut inside a tag is tolerated: zip sizes are checked. */

@@ -2,7 +2,8 @@
 // inflated one at a time as streams of text. Every inflated byte is counted against one budget
 // for the whole file, so a zip bomb is refused while streaming, never buffered (SPEC §5).
 import { StringDecoder } from 'node:string_decoder';
-import type { Readable } from 'node:stream';
+import type { Readable, Transform } from 'node:stream';
+import { createInflateRaw } from 'node:zlib';
 import yauzl from 'yauzl';
 import { badInput } from '../../errors.js';
 
@@ -10,6 +11,7 @@ import { badInput } from '../../errors.js';
 export const MAX_INFLATED_BYTES = 400 * 1024 * 1024;
 // An xlsx holds tens of parts; a directory of hundreds of thousands is only there to exhaust memory.
 const MAX_ENTRIES = 50_000;
+const INFLATE_CHUNK = 64 * 1024;
 
 export const NOT_A_ZIP = 'não é um arquivo xlsx (zip) válido.';
 export const TOO_BIG = 'conteúdo descompactado excede 400 MB.';
@@ -64,23 +66,45 @@ export class ZipArchive {
   async *text(name: string, signal?: AbortSignal): AsyncGenerator<string, void, undefined> {
     const entry = this.entries.get(name.toLowerCase());
     if (!entry) return;
-    const stream = await new Promise<Readable>((resolve, reject) => {
-      this.zip.openReadStream(entry, (err, s) => (err ? reject(err) : resolve(s)));
+    if (entry.isEncrypted() || (entry.compressionMethod !== 0 && entry.compressionMethod !== 8)) {
+      throw badInput.unreadableRetorno(NOT_A_ZIP);
+    }
+    // Raw bytes, inflated here rather than by yauzl: larger zlib output chunks mean far fewer
+    // thread-pool round trips and stream hops for a sheet of tens of megabytes.
+    const raw = await new Promise<Readable>((resolve, reject) => {
+      this.zip.openReadStream(entry, { decodeFileData: false }, (err, s) => (err ? reject(err) : resolve(s)));
     });
+    let stream: Readable = raw;
+    let inflate: Transform | undefined;
+    if (entry.compressionMethod === 8) {
+      const sink = (inflate = createInflateRaw({ chunkSize: INFLATE_CHUNK }));
+      raw.on('error', (err) => sink.destroy(err));
+      raw.pipe(sink);
+      stream = sink;
+    }
+    this.open.add(raw);
     this.open.add(stream);
     const decoder = new StringDecoder('utf8');
+    let bytes = 0;
     try {
       for await (const chunk of stream as AsyncIterable<Buffer>) {
         signal?.throwIfAborted();
+        bytes += chunk.length;
         this.inflated += chunk.length;
         if (this.inflated > MAX_INFLATED_BYTES) throw badInput.unreadableRetorno(TOO_BIG);
+        // The central directory's size is what the budget check trusted: hold the data to it.
+        if (bytes > entry.uncompressedSize) throw badInput.unreadableRetorno(NOT_A_ZIP);
         const text = decoder.write(chunk);
         if (text.length > 0) yield text;
       }
+      if (bytes !== entry.uncompressedSize) throw badInput.unreadableRetorno(NOT_A_ZIP);
       const tail = decoder.end();
       if (tail.length > 0) yield tail;
     } finally {
+      this.open.delete(raw);
       this.open.delete(stream);
+      if (inflate) raw.unpipe(inflate);
+      raw.destroy();
       stream.destroy();
     }
   }
