@@ -102,6 +102,7 @@ export class JsonRowsScanner {
   private wrapped = false;
   private elements = 0;
   private usable = false;
+  private rolesMissing = false;
   private pending: RetornoRow[] = [];
   private out: RetornoRow[] = [];
 
@@ -143,7 +144,12 @@ export class JsonRowsScanner {
         case S.Value:
         case S.ValueOrClose: {
           if (isWs(c)) continue;
-          if (this.candidate && this.stack.length === this.rowsDepth && !(c === 0x5d && this.state === S.ValueOrClose)) {
+          if (c === 0x5d) {
+            if (this.state !== S.ValueOrClose) throw invalid(); // `[1,]`
+            this.close(ARRAY, buf);
+            continue;
+          }
+          if (this.candidate && this.stack.length === this.rowsDepth) {
             if (c === 0x7b) {
               this.elements++;
               const start = i;
@@ -211,6 +217,7 @@ export class JsonRowsScanner {
     if (this.state === S.Number && this.stack.length === 0 && this.numberComplete()) this.state = S.Done;
     if (this.state !== S.Done) throw invalid();
     if (!this.found) throw badInput.unreadableRetorno(NO_ROWS_ARRAY);
+    if (this.rolesMissing) throw badInput.unreadableRetorno(MISSING_ROLES_JSON);
   }
 
   /** Skims an element from `i`; returns the index of its closing `}` or `buf.length`. */
@@ -357,8 +364,9 @@ export class JsonRowsScanner {
       this.flushBatch(buf);
       this.candidate = false;
       this.found = true;
-      if (this.elements > 0 && !this.usable) throw badInput.unreadableRetorno(MISSING_ROLES_JSON);
-      this.release();
+      // Judged in end(), so a syntax error later in the file takes precedence.
+      if (this.elements > 0 && !this.usable) this.rolesMissing = true;
+      else this.release();
     }
     this.stack.pop();
     this.afterValue();
