@@ -74,6 +74,9 @@ export class TagScanner {
   private tagStart = 0;
   private tagEnd = 0;
 
+  private readonly single: (string | undefined)[] = [undefined];
+  private readonly names: string[] = [''];
+
   constructor(private readonly handler: TagHandler) {}
 
   feed(chunk: string): void {
@@ -174,8 +177,10 @@ export class TagScanner {
 
   /** Value of an attribute of the tag being opened, matched by local name; entities decoded. */
   attr(name: string): string | undefined {
-    const out: (string | undefined)[] = [undefined];
-    this.attrs([name], out);
+    const out = this.single;
+    out[0] = undefined;
+    this.names[0] = name;
+    this.attrs(this.names, out);
     return out[0];
   }
 
@@ -215,6 +220,9 @@ export class TagScanner {
 }
 
 function localName(buf: string, start: number, end: number): string {
+  // One-character names (c, v, t, f) are most tags of a sheet; V8 serves these from its
+  // single-character string cache instead of allocating.
+  if (end - start === 1) return buf[start]!;
   for (let i = end - 1; i >= start; i--) if (buf.charCodeAt(i) === 58 /* : */) return buf.slice(i + 1, end);
   return buf.slice(start, end);
 }
