@@ -9,7 +9,9 @@ import { requireApiKey } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { registerRequestLog } from './plugins/request-log.js';
 import { MULTIPART_LIMITS } from './plugins/uploads.js';
+import type { QueryService } from './query/service.js';
 import { censusReturnRoutes } from './routes/census-return.js';
+import { queryRoutes } from './routes/query.js';
 import { healthRoutes, type ReadinessProbe } from './routes/health.js';
 import { erroSchema } from './routes/schemas.js';
 
@@ -17,10 +19,12 @@ export interface AppDeps {
   readonly config: Config;
   readonly logger: Logger;
   readonly runner: JobRunner;
+  /** null when DATABASE_URL is unset: the query route then answers 503 (SPEC §3.3). */
+  readonly query: QueryService | null;
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
-  const { config, runner } = deps;
+  const { config, runner, query } = deps;
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     // One line per request, written by request-log.ts with the route, status and job.
@@ -39,6 +43,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const probes: ReadinessProbe[] = [];
   if (runner.mode === 'bullmq') probes.push({ name: 'redis', isReady: () => runner.isReady() });
+  if (query) probes.push({ name: 'postgres', isReady: () => query.isReady() });
   await app.register(healthRoutes, { probes });
 
   await app.register(async (uploads) => {
@@ -46,8 +51,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await uploads.register(censusReturnRoutes, { config, runner });
   });
 
+  await app.register(async (queries) => {
+    queries.addHook('onRequest', requireApiKey(config.queryApiKeys));
+    await queries.register(queryRoutes, { service: query });
+  });
+
   app.addHook('onClose', async () => {
-    await runner.close();
+    await Promise.all([runner.close(), query?.close()]);
   });
   return app;
 }

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { createJobPool, createLogger, type Config, type Logger } from '@censo/shared';
 import { buildApp } from './app.js';
 import { createInProcessRunner } from './jobs/in-process.js';
+import { createQueryService } from './query/service.js';
 import type { JobRunner } from './jobs/runner.js';
 
 export type Role = 'all' | 'api';
@@ -37,7 +38,8 @@ async function createRunner(config: Config, role: Role, logger: Logger): Promise
 export async function startServer(config: Config, role: Role, logger = createLogger(config, { service: 'censo-api', role })): Promise<RunningServer> {
   await mkdir(config.uploadDir, { recursive: true, mode: 0o700 });
   const { runner, worker } = await createRunner(config, role, logger);
-  const app = await buildApp({ config, logger, runner });
+  const query = config.databaseUrl === null ? null : await createQueryService(config, logger);
+  const app = await buildApp({ config, logger, runner, query });
   const url = await app.listen({ host: config.host, port: config.port });
   logger.info(
     { url, jobs: runner.mode, worker: worker !== null, uploadDir: config.uploadDir },

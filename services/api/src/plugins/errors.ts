@@ -57,7 +57,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const known = toCensoError(err);
     if (known) {
-      request.log.info({ code: known.code, status: known.status }, known.message);
+      // A 5xx of ours (queue, database, storage down) is an operator's problem: keep the cause.
+      if (known.status >= 500) request.log.warn({ code: known.code, status: known.status, err: known.cause }, known.message);
+      else request.log.info({ code: known.code, status: known.status }, known.message);
       if (known.status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '5');
       return reply.code(known.status).send({ erro: known.message });
     }

@@ -1,0 +1,283 @@
+// BullMQ adapter of the JobRunner port (REDIS_URL set): the API enqueues, a worker (in this
+// process under `npm start`, elsewhere under `start:worker`) runs the job, and the API waits.
+//
+// Waiting does not use `job.waitUntilFinished()`: it adds one listener per call, never settles
+// for a job removed meanwhile, and has no deadline of its own. Instead one QueueEvents
+// subscription per process dispatches `completed`/`failed` to a map of pending requests, every
+// wait has the request's deadline, and the pending jobs' states are read back from Redis
+// whenever the events connection (re)connects and every few seconds while requests wait, so an
+// event missed across a reconnect (or a stream trimmed meanwhile) cannot leave a request hanging.
+import { Queue, QueueEvents, QueueEventsProducer } from 'bullmq';
+import { Redis } from 'ioredis';
+import {
+  JobTimeoutError,
+  QueueUnavailableError,
+  type Config,
+  type JobData,
+  type JobResult,
+  type Logger,
+} from '@censo/shared';
+import {
+  CANCEL_EVENT,
+  EVENTS_MAX_LEN,
+  JOB_OPTIONS,
+  JOB_QUEUE,
+  closeQueueEvents,
+  throttledErrorLog,
+  workerConnection,
+} from '@censo/worker';
+import type { JobRunner, RunOptions } from './runner.js';
+
+/** Redis must accept a job this fast, else the request gets 503 rather than a long wait. */
+const ENQUEUE_TIMEOUT_MS = 3_000;
+/** How often the states of waiting requests' jobs are read back while any request waits. */
+const RECONCILE_EVERY_MS = 5_000;
+const PING_TIMEOUT_MS = 1_000;
+/** A process that has just started gives its first connection this long before answering 503. */
+const FIRST_CONNECT_WAIT_MS = 2_000;
+/** close() waits this long at most for the cancellations of abandoned jobs to reach Redis. */
+const CLOSE_CANCELS_MS = 2_000;
+
+/** A job that failed for good (bug or infrastructure, after its attempts): a 500 for the client. */
+export class JobFailedError extends Error {
+  constructor(readonly jobId: string, reason: string) {
+    super(`job ${jobId} failed: ${reason}`);
+    this.name = 'JobFailedError';
+  }
+}
+
+interface Waiter {
+  /** Set once `queue.add` has answered: before that, a missing job is not a lost one. */
+  enqueued: boolean;
+  succeed(result: JobResult): void;
+  fail(err: Error): void;
+}
+
+export interface BullmqRunner extends JobRunner {
+  readonly mode: 'bullmq';
+  /** Requests currently waiting for a job (metrics; tests check that nothing leaks). */
+  pendingCount(): number;
+}
+
+export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
+  const redisUrl = config.redisUrl;
+  if (!redisUrl) throw new Error('createBullmqRunner needs REDIS_URL');
+  const prefix = config.queuePrefix;
+  const logRedisError = throttledErrorLog(log);
+
+  // The producer connection fails fast instead of queueing commands while Redis is away (no
+  // offline queue, short timeouts): the request gets a 503 at once. ioredis keeps reconnecting
+  // in the background, so the API recovers by itself when Redis returns.
+  const producer = new Redis(redisUrl, {
+    enableOfflineQueue: false,
+    connectTimeout: 2_000,
+    commandTimeout: ENQUEUE_TIMEOUT_MS,
+    maxRetriesPerRequest: 1,
+    retryStrategy: (times) => Math.min(250 * times, 2_000),
+  });
+  producer.on('error', (err) => logRedisError('producer', err));
+  // One shared promise rather than a listener per request (200 waiting requests would mean 200
+  // listeners on the connection).
+  let everReady = false;
+  const firstReady = new Promise<void>((resolve) => producer.once('ready', resolve)).then(() => {
+    everReady = true;
+  });
+
+  /**
+   * Whether a job can be enqueued now. A lost or refused connection answers at once (the
+   * request gets its 503 while ioredis reconnects in the background); only a first connection
+   * still in progress, right after start, is worth a short wait.
+   */
+  const isUp = () => producer.status === 'ready';
+  async function connected(): Promise<boolean> {
+    if (isUp()) return true;
+    // Lost after having worked, or the first attempt already failed: no point waiting.
+    if (everReady || producer.status === 'reconnecting' || producer.status === 'end') return false;
+    await withTimeout(firstReady, FIRST_CONNECT_WAIT_MS).catch(() => undefined);
+    return isUp();
+  }
+
+  const queue = new Queue<JobData, JobResult>(JOB_QUEUE, {
+    connection: producer,
+    prefix,
+    streams: { events: { maxLen: EVENTS_MAX_LEN } },
+  });
+  queue.on('error', (err) => logRedisError('queue', err));
+
+  const cancels = new QueueEventsProducer(JOB_QUEUE, { connection: producer, prefix });
+  cancels.on('error', (err) => logRedisError('cancel producer', err));
+
+  // XREAD BLOCK needs its own connection that never gives up on a command (BullMQ requires
+  // maxRetriesPerRequest: null there).
+  const events = new QueueEvents(JOB_QUEUE, { connection: workerConnection(redisUrl), prefix });
+  events.on('error', (err) => logRedisError('queue events', err));
+
+  const waiters = new Map<string, Waiter>();
+  events.on('completed', ({ jobId, returnvalue }) => {
+    waiters.get(jobId)?.succeed(returnvalue as unknown as JobResult);
+  });
+  events.on('failed', ({ jobId, failedReason }) => {
+    waiters.get(jobId)?.fail(new JobFailedError(jobId, failedReason));
+  });
+  // 'ready' fires on every (re)connect of the events connection: whatever finished while it was
+  // away is read back from the jobs themselves.
+  events.getBackend().on('ready', () => void reconcile());
+
+  let reconciling: Promise<void> | null = null;
+  let sweeper: NodeJS.Timeout | null = null;
+
+  function reconcile(): Promise<void> {
+    reconciling ??= (async () => {
+      try {
+        for (const [jobId, waiter] of waiters) {
+          if (!waiter.enqueued) continue;
+          const job = await queue.getJob(jobId);
+          if (waiters.get(jobId) !== waiter) continue; // settled meanwhile
+          if (!job) {
+            // Removed although it was enqueued and nobody else removes it before it finishes:
+            // its record aged out or someone deleted it. Nothing will ever settle this wait.
+            waiter.fail(new JobFailedError(jobId, 'the job disappeared from the queue'));
+            continue;
+          }
+          const state = await job.getState();
+          if (state === 'completed') waiter.succeed(job.returnvalue);
+          else if (state === 'failed') waiter.fail(new JobFailedError(jobId, job.failedReason));
+        }
+      } catch (err) {
+        log.debug({ err }, 'could not read job states (redis unavailable?)');
+      } finally {
+        reconciling = null;
+      }
+    })();
+    return reconciling;
+  }
+
+  function track(jobId: string, waiter: Waiter): void {
+    waiters.set(jobId, waiter);
+    sweeper ??= setInterval(() => void reconcile(), RECONCILE_EVERY_MS).unref();
+  }
+
+  function untrack(jobId: string, waiter: Waiter): void {
+    if (waiters.get(jobId) === waiter) waiters.delete(jobId);
+    if (waiters.size === 0 && sweeper) {
+      clearInterval(sweeper);
+      sweeper = null;
+    }
+  }
+
+  // Cancellations run in the background (the request must not wait for them), but close()
+  // gives them a moment to reach Redis.
+  const cancelling = new Set<Promise<void>>();
+
+  /**
+   * The request ended before its job: remove the job if it is still waiting or delayed (a retry
+   * in backoff), else ask whichever worker holds it to abort it. A job neither removed nor
+   * cancelled here finds its upload folder gone and fails quietly.
+   */
+  function abandon(jobId: string, why: string): void {
+    const work = (async () => {
+      try {
+        const removed = await queue.remove(jobId);
+        if (removed === 1) {
+          log.debug({ jobId, why }, 'queued job removed');
+          return;
+        }
+        await cancels.publishEvent({ eventName: CANCEL_EVENT, jobId }, EVENTS_MAX_LEN);
+        log.debug({ jobId, why }, 'cancellation sent to the worker holding the job');
+      } catch (err) {
+        log.warn({ err, jobId }, 'could not remove or cancel an abandoned job');
+      }
+    })();
+    cancelling.add(work);
+    void work.finally(() => cancelling.delete(work));
+  }
+
+  let closed = false;
+
+  return {
+    mode: 'bullmq',
+
+    pendingCount: () => waiters.size,
+
+    async run(data: JobData, { signal, deadline, id }: RunOptions): Promise<JobResult> {
+      if (closed) throw new QueueUnavailableError();
+      signal.throwIfAborted();
+      // Not connected (down, or still reconnecting): answer now rather than wait for Redis.
+      if (!(await connected())) throw new QueueUnavailableError();
+      signal.throwIfAborted();
+
+      return new Promise<JobResult>((resolve, reject) => {
+        let timer: NodeJS.Timeout | undefined;
+        const waiter: Waiter = {
+          enqueued: false,
+          succeed: (result) => finish(() => resolve(result)),
+          fail: (err) => finish(() => reject(err)),
+        };
+        const onAbort = () => {
+          finish(() => reject(signal.reason));
+          abandon(id, 'request aborted');
+        };
+        function finish(settle: () => void): void {
+          if (waiters.get(id) !== waiter) return; // already settled
+          untrack(id, waiter);
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          settle();
+        }
+
+        // Registered before the job exists, so its completion cannot slip between add and wait.
+        track(id, waiter);
+        signal.addEventListener('abort', onAbort, { once: true });
+        timer = setTimeout(() => {
+          finish(() => reject(new JobTimeoutError()));
+          abandon(id, 'deadline passed');
+        }, Math.max(0, deadline - Date.now()));
+
+        withTimeout(queue.add(data.kind, data, { ...JOB_OPTIONS, jobId: id }), ENQUEUE_TIMEOUT_MS).then(
+          () => {
+            waiter.enqueued = true;
+          },
+          (err: unknown) => {
+            log.warn({ err, jobId: id }, 'could not enqueue job');
+            finish(() => reject(new QueueUnavailableError({ cause: err })));
+            // A timed-out add may still land later; its folder will be gone by then, but
+            // removing it keeps it from running at all.
+            abandon(id, 'enqueue failed');
+          },
+        );
+      });
+    },
+
+    async isReady(): Promise<boolean> {
+      if (!(await connected())) return false;
+      try {
+        return (await withTimeout(producer.ping(), PING_TIMEOUT_MS)) === 'PONG';
+      } catch {
+        return false;
+      }
+    },
+
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      // The app closes the runner after its in-flight requests have ended, so normally nothing
+      // waits here; anything left is abandoned like a request that went away.
+      for (const [jobId, waiter] of [...waiters]) {
+        waiter.fail(new QueueUnavailableError());
+        abandon(jobId, 'api closing');
+      }
+      await withTimeout(Promise.allSettled([...cancelling]), CLOSE_CANCELS_MS).catch(() => undefined);
+      await Promise.allSettled([closeQueueEvents(events), cancels.close(), queue.close()]);
+      // Also ends the reconnection attempts of a producer that never reached Redis.
+      producer.disconnect();
+    },
+  };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
