@@ -1,0 +1,60 @@
+// loadConfig is pure: plain objects in, a frozen Config out, ConfigError on a bad value.
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '@censo/shared';
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      host: '0.0.0.0',
+      port: 3000,
+      apiKeys: [],
+      queryApiKeys: [],
+      redisUrl: null,
+      queuePrefix: '{censo}',
+      databaseUrl: null,
+      jobTimeoutMs: 120_000,
+      queryTimeoutMs: 10_000,
+      workerConcurrency: os.availableParallelism(),
+      logLevel: 'info',
+      uploadDir: path.join(os.tmpdir(), 'censo-api-uploads'),
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('splits comma-separated keys for rotation and ignores blanks', () => {
+    expect(loadConfig({ API_KEY: ' a , b,,' }).apiKeys).toEqual(['a', 'b']);
+  });
+
+  it('uses QUERY_API_KEY for the query route when set, else API_KEY', () => {
+    expect(loadConfig({ API_KEY: 'a' }).queryApiKeys).toEqual(['a']);
+    expect(loadConfig({ API_KEY: 'a', QUERY_API_KEY: 'q1,q2' }).queryApiKeys).toEqual(['q1', 'q2']);
+  });
+
+  it('derives the same cursor secret from the same keys, in any order', () => {
+    expect(loadConfig({ API_KEY: 'a,b' }).cursorSecret).toBe(loadConfig({ API_KEY: 'b,a' }).cursorSecret);
+    expect(loadConfig({ API_KEY: 'a', CURSOR_SECRET: 's' }).cursorSecret).toBe('s');
+  });
+
+  it.each([
+    [{ PORT: 'abc' }, /PORT must be a whole number/],
+    [{ PORT: '70000' }, /PORT must be between 0 and 65535/],
+    [{ JOB_TIMEOUT_MS: '0' }, /JOB_TIMEOUT_MS must be between/],
+    [{ WORKER_CONCURRENCY: '-1' }, /WORKER_CONCURRENCY must be a whole number/],
+    [{ REDIS_URL: 'localhost:6379' }, /REDIS_URL/],
+    [{ REDIS_URL: 'http://localhost' }, /REDIS_URL must start with redis:\/\/ or rediss:\/\//],
+    [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL must start with postgres/],
+    [{ LOG_LEVEL: 'verbose' }, /LOG_LEVEL must be one of/],
+  ])('rejects %o', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('never echoes a URL (it may hold a password) in its error', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://u:s3cret@[bad' })).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining('s3cret') }),
+    );
+  });
+});
