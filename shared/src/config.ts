@@ -27,6 +27,10 @@ export interface Config {
   readonly rateLimitPerMinute: number;
   readonly bullBoardToken: string | null;
   readonly logLevel: LogLevel;
+  /** BullMQ worker lock: a job whose worker stops renewing it for this long counts as stalled. */
+  readonly workerLockDurationMs: number;
+  /** How often a worker looks for stalled jobs (of dead workers) and puts them back in the queue. */
+  readonly workerStalledIntervalMs: number;
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -68,6 +72,9 @@ export function loadConfig(env: Env): Config {
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 0, 0, 10_000_000),
     bullBoardToken: text(env.BULL_BOARD_TOKEN),
     logLevel: logLevel(env.LOG_LEVEL),
+    // BullMQ's defaults; lowered in tests so a killed worker's job is retried within seconds.
+    workerLockDurationMs: integer(env, 'WORKER_LOCK_DURATION_MS', 30_000, 1_000, 600_000),
+    workerStalledIntervalMs: integer(env, 'WORKER_STALLED_INTERVAL_MS', 30_000, 1_000, 600_000),
   });
 }
 

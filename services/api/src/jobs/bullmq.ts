@@ -248,6 +248,12 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
       });
     },
 
+    async counts(): Promise<Record<string, number>> {
+      // Read on every /metrics scrape: a short deadline so a slow Redis cannot stall the scrape.
+      if (!isUp()) throw new QueueUnavailableError();
+      return withTimeout(queue.getJobCounts('waiting', 'active', 'delayed', 'failed'), PING_TIMEOUT_MS);
+    },
+
     async isReady(): Promise<boolean> {
       if (!(await connected())) return false;
       try {

@@ -1,0 +1,26 @@
+// Entry point of `npm run start:worker`: the worker role alone (SPEC §6). Any number of these
+// can run against one REDIS_URL and one shared UPLOAD_DIR volume.
+import closeWithGrace from 'close-with-grace';
+import { ConfigError, createLogger, loadConfig, type Config } from '@censo/shared';
+import { startWorker } from './worker.js';
+
+let config: Config;
+try {
+  config = loadConfig(process.env);
+  if (!config.redisUrl) throw new ConfigError('REDIS_URL is required to run a worker (npm run start:worker)');
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  process.stderr.write(`censo-worker: invalid configuration: ${err.message}\n`);
+  process.exit(1);
+}
+
+const log = createLogger(config, { role: 'worker' });
+const running = await startWorker(config, log);
+
+// The worker drains for at most min(JOB_TIMEOUT_MS, 20 s), then hands jobs back (5 s more);
+// close-with-grace exits hard a little after that, whatever happens.
+closeWithGrace({ delay: Math.min(config.jobTimeoutMs, 20_000) + 10_000, logger: log }, async ({ signal, err }) => {
+  if (err) log.error({ err }, 'closing after an unexpected error');
+  else log.info({ signal }, 'closing');
+  await running.close();
+});

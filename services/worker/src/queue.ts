@@ -1,0 +1,54 @@
+// What the API (producer) and the worker (consumer) must agree on: queue name, job options,
+// and the custom events they exchange. Imported by both, so they cannot drift apart.
+import type { JobsOptions } from 'bullmq';
+
+/**
+ * One queue with named jobs (`job.name` = JobData `kind`) rather than one queue per kind: both
+ * kinds share the same workers, pool and limits, and one QueueEvents subscription per API
+ * process covers every kind. Keys are `<QUEUE_PREFIX>:censo-jobs:*`; with the default
+ * hash-tagged prefix `{censo}` they all hash to one Redis Cluster slot, as BullMQ requires.
+ */
+export const JOB_QUEUE = 'censo-jobs';
+
+/**
+ * Approximate length of the queue's events stream. Also passed to every custom event we publish,
+ * because `publishEvent` trims the shared stream to its own `maxEvents` argument.
+ */
+export const EVENTS_MAX_LEN = 10_000;
+
+/**
+ * Attempts cover infrastructure failures only (a worker thread crashed, Redis hiccup while
+ * finishing): a bad file is a result (`ok: false`), never a thrown error, so it is not retried.
+ * The request's deadline bounds the retries anyway: when it passes, the API removes the job.
+ */
+export const JOB_ATTEMPTS = 3;
+
+/** A stalled job (its worker died) goes back to the queue this many times before it fails. */
+export const MAX_STALLED_COUNT = JOB_ATTEMPTS - 1;
+
+/**
+ * Results live on disk next to the upload, so finished jobs only keep a tiny summary in Redis.
+ * They are still kept for a while (by age and by count, so Redis cannot grow without bound):
+ * an API instance that missed the `completed` event across a reconnect reads the state and
+ * return value back from the job itself, and operators can inspect recent failures.
+ */
+export const JOB_OPTIONS = {
+  attempts: JOB_ATTEMPTS,
+  backoff: { type: 'fixed', delay: 500 },
+  removeOnComplete: { age: 3_600, count: 10_000 },
+  removeOnFail: { age: 24 * 3_600, count: 10_000 },
+} as const satisfies JobsOptions;
+
+/**
+ * Custom event the API publishes on the queue's events stream when a request ends before its
+ * job (timeout, client gone) and the job could not simply be removed because a worker holds it.
+ * The worker that holds it aborts the job's signal. Payload: `{ jobId }`.
+ */
+export const CANCEL_EVENT = 'censo:cancel';
+
+/** Abort reasons the worker gives its processor, so it knows what to do with the job. */
+export const ABORT_CANCELLED = 'cancelled: the request ended';
+export const ABORT_SHUTDOWN = 'shutdown: the worker is closing';
+
+/** Failure messages that are expected after the request has gone; logged quietly. */
+export const UPLOAD_GONE = 'upload folder is gone (the request already ended)';

@@ -1,0 +1,155 @@
+// The worker role: takes jobs from the BullMQ queue and runs them on a worker-thread pool.
+// Used alone by `npm run start:worker` and next to the API by `npm start` (REDIS_URL set).
+import { QueueEvents, Worker, type QueueEventsListener, type RedisOptions } from 'bullmq';
+import { createJobPool, type Config, type JobData, type JobResult } from '@censo/shared';
+import type { Logger } from 'pino';
+import { createProcessor, type JobExecutor } from './processor.js';
+import {
+  ABORT_CANCELLED,
+  ABORT_SHUTDOWN,
+  CANCEL_EVENT,
+  JOB_QUEUE,
+  MAX_STALLED_COUNT,
+  UPLOAD_GONE,
+} from './queue.js';
+
+export interface StartWorkerOptions {
+  /** Runs the jobs instead of a new worker-thread pool (tests). Closed with the worker. */
+  readonly executor?: JobExecutor & { close?(): Promise<void> };
+  /**
+   * How long close() lets active jobs finish before handing them back to the queue.
+   * Default: JOB_TIMEOUT_MS capped at 20 s (the API stops waiting after JOB_TIMEOUT_MS anyway,
+   * and orchestrators usually kill a process 30 s after SIGTERM).
+   */
+  readonly drainMs?: number;
+}
+
+export interface RunningWorker {
+  readonly worker: Worker<JobData, JobResult>;
+  /** Resolves once connected to Redis (tests; production code need not wait). */
+  waitUntilReady(): Promise<void>;
+  /** Stops taking jobs, lets active ones finish within the drain time, then returns the rest. */
+  close(): Promise<void>;
+}
+
+type CancelListener = QueueEventsListener & {
+  [CANCEL_EVENT]: (args: { jobId?: string }, id: string) => void;
+};
+
+/** Grace given to processors to hand their jobs back once the drain time is over. */
+const HAND_BACK_MS = 5_000;
+
+/** Connection settings for BullMQ's own (blocking) connections: retry forever, a few s apart. */
+export function workerConnection(redisUrl: string): RedisOptions {
+  return {
+    url: redisUrl,
+    maxRetriesPerRequest: null,
+    connectTimeout: 5_000,
+    retryStrategy: (times: number) => Math.min(500 * times, 5_000),
+  };
+}
+
+/** Does not wait for Redis: a worker started while Redis is down connects when it returns. */
+export async function startWorker(
+  config: Config,
+  log: Logger,
+  options: StartWorkerOptions = {},
+): Promise<RunningWorker> {
+  if (!config.redisUrl) throw new Error('REDIS_URL is required to run a worker');
+  const concurrency = config.workerConcurrency;
+  const drainMs = options.drainMs ?? Math.min(config.jobTimeoutMs, 20_000);
+  // One thread per parallel job: BullMQ's concurrency and the pool size are the same number.
+  const executor = options.executor ?? createJobPool({ threads: concurrency });
+  const connection = workerConnection(config.redisUrl);
+  const onError = throttledErrorLog(log);
+
+  const worker = new Worker<JobData, JobResult>(
+    JOB_QUEUE,
+    createProcessor(executor, { uploadDir: config.uploadDir, log }),
+    {
+      connection,
+      prefix: config.queuePrefix,
+      concurrency,
+      lockDuration: config.workerLockDurationMs,
+      stalledInterval: config.workerStalledIntervalMs,
+      maxStalledCount: MAX_STALLED_COUNT,
+    },
+  );
+  worker.on('error', (err) => onError('worker', err));
+  worker.on('failed', (job, err) => {
+    const bindings = { jobId: job?.id, kind: job?.name, attempts: job?.attemptsMade };
+    if (err.message === UPLOAD_GONE || err.message === ABORT_CANCELLED) {
+      log.debug({ ...bindings, reason: err.message }, 'job dropped: its request has ended');
+    } else {
+      log.error({ ...bindings, err }, 'job failed');
+    }
+  });
+  worker.on('stalled', (jobId) => log.warn({ jobId }, 'job stalled (its worker stopped); back in the queue'));
+
+  // Cancellation across processes: the API publishes CANCEL_EVENT for a job it no longer waits
+  // for; whichever worker holds it aborts the processor's signal (a no-op everywhere else).
+  const cancels = new QueueEvents(JOB_QUEUE, { connection, prefix: config.queuePrefix });
+  cancels.on('error', (err) => onError('cancel events', err));
+  cancels.on<CancelListener>(CANCEL_EVENT, ({ jobId }: { jobId?: string }) => {
+    if (jobId && worker.cancelJob(jobId, ABORT_CANCELLED)) log.info({ jobId }, 'job cancelled');
+  });
+
+  log.info({ queue: JOB_QUEUE, prefix: config.queuePrefix, concurrency }, 'worker started');
+
+  let closing: Promise<void> | undefined;
+  return {
+    worker,
+    async waitUntilReady() {
+      await Promise.all([worker.waitUntilReady(), cancels.waitUntilReady()]);
+    },
+    close() {
+      closing ??= (async () => {
+        // worker.close() has no timeout of its own, and a second close(true) would only return
+        // the same pending promise; so past the drain time, abort the active jobs, and the
+        // processor hands each one back to the queue (moveToWait) for another worker.
+        const closed = worker.close().catch((err: unknown) => log.error({ err }, 'worker close failed'));
+        if (!(await settlesWithin(closed, drainMs))) {
+          log.warn({ drainMs }, 'drain time over: handing active jobs back to the queue');
+          worker.cancelAllJobs(ABORT_SHUTDOWN);
+          if (!(await settlesWithin(closed, HAND_BACK_MS))) {
+            log.error('worker did not close in time; its jobs are retried once their locks expire');
+          }
+        }
+        await Promise.allSettled([closeQueueEvents(cancels), executor.close?.()]);
+        log.info('worker closed');
+      })();
+      return closing;
+    },
+  };
+}
+
+/**
+ * QueueEvents.close() first waits for its connection to be ready, which never happens while
+ * Redis is unreachable: past `ms`, its connection is dropped instead.
+ */
+export async function closeQueueEvents(events: QueueEvents, ms = 2_000): Promise<void> {
+  const closed = events.close().catch(() => undefined);
+  if (!(await settlesWithin(closed, ms))) await events.getBackend().close(true).catch(() => undefined);
+}
+
+function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(resolve, ms, false);
+  });
+  return Promise.race([promise.then(() => true), timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * While Redis is down every reconnect attempt emits an error; one line per source every 30 s
+ * says enough without flooding the logs.
+ */
+export function throttledErrorLog(log: Pick<Logger, 'warn'>, everyMs = 30_000) {
+  const last = new Map<string, number>();
+  return (source: string, err: unknown) => {
+    const now = Date.now();
+    if ((last.get(source) ?? 0) + everyMs > now) return;
+    last.set(source, now);
+    log.warn({ err, source }, 'redis error');
+  };
+}

@@ -1,0 +1,116 @@
+// Redis for integration tests. Order: REDIS_URL_FOR_TESTS or REDIS_URL when set (.ci/run sets
+// the former), else a
+// throwaway container when a Docker engine answers, else the conventional local server.
+// 127.0.0.1 rather than `localhost`: Node may resolve localhost to ::1 first, and a redis-server
+// bound to IPv4 only would then refuse the connection.
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import net from 'node:net';
+import { Redis } from 'ioredis';
+
+export const LOCAL_REDIS_URL = 'redis://127.0.0.1:6379';
+
+export interface TestRedis {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+function dockerAvailable(): boolean {
+  return Boolean(process.env.DOCKER_HOST) || existsSync('/var/run/docker.sock');
+}
+
+export async function startTestRedis(): Promise<TestRedis> {
+  const fromEnv = (process.env.REDIS_URL_FOR_TESTS ?? process.env.REDIS_URL)?.trim();
+  if (fromEnv) return { url: fromEnv, stop: async () => undefined };
+  if (dockerAvailable()) {
+    try {
+      const { RedisContainer } = await import('@testcontainers/redis');
+      const container = await new RedisContainer('redis:7-alpine').start();
+      return { url: container.getConnectionUrl(), stop: async () => void (await container.stop()) };
+    } catch {
+      // No usable engine after all (socket present, daemon down): fall back to the local server.
+    }
+  }
+  return { url: LOCAL_REDIS_URL, stop: async () => undefined };
+}
+
+/**
+ * A hash-tagged prefix of its own per test file, so files running in parallel never share a
+ * queue, and every key of it can be found and deleted afterwards.
+ */
+export function uniqueQueuePrefix(): string {
+  return `{test-${randomUUID()}}`;
+}
+
+/** Deletes every key under `prefix` (SCAN, not KEYS, so a shared server is not blocked). */
+export async function deleteKeys(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/**
+ * A TCP proxy in front of Redis that a test can cut and restore, to play "Redis is down" without
+ * touching the real server (other test files may be using it).
+ */
+export interface RedisProxy {
+  readonly url: string;
+  /** Refuses new connections and drops the open ones. */
+  cut(): Promise<void>;
+  /** Listens again on the same port. */
+  restore(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startRedisProxy(targetUrl: string): Promise<RedisProxy> {
+  const target = new URL(targetUrl);
+  const sockets = new Set<net.Socket>();
+  let port = 0;
+  let server: net.Server | null = null;
+
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      const s = net.createServer((client) => {
+        const upstream = net.connect(Number(target.port || 6379), target.hostname);
+        for (const sock of [client, upstream]) {
+          sockets.add(sock);
+          sock.on('close', () => sockets.delete(sock));
+          sock.on('error', () => {
+            client.destroy();
+            upstream.destroy();
+          });
+        }
+        client.pipe(upstream).pipe(client);
+      });
+      s.once('error', reject);
+      s.listen(port, '127.0.0.1', () => {
+        port = (s.address() as net.AddressInfo).port;
+        server = s;
+        resolve();
+      });
+    });
+
+  const cut = async () => {
+    const s = server;
+    server = null;
+    for (const sock of sockets) sock.destroy();
+    if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+  };
+
+  await listen();
+  const auth = target.username || target.password ? `${target.username}:${target.password}@` : '';
+  return {
+    url: `redis://${auth}127.0.0.1:${port}${target.pathname}`,
+    cut,
+    restore: listen,
+    close: cut,
+  };
+}
