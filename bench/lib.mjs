@@ -1,0 +1,124 @@
+// Small helpers shared by the benchmark sections: child processes, statistics, tables.
+import { spawn } from 'node:child_process';
+import { createWriteStream, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
+export const DATA = path.join(ROOT, '.bench');
+const require = createRequire(import.meta.url);
+
+export const median = (xs) => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+export const percentile = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+};
+
+export function fmt(x, digits = 0) {
+  if (x === null || x === undefined || Number.isNaN(x)) return 'n/a';
+  return x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+/** A markdown table; also what is printed to the terminal. */
+export function table(headers, rows) {
+  const lines = [`| ${headers.join(' | ')} |`, `|${headers.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
+  for (const row of rows) lines.push(`| ${row.join(' | ')} |`);
+  return lines.join('\n');
+}
+
+export function versionOf(pkg) {
+  try {
+    return require(`${pkg}/package.json`).version;
+  } catch {
+    try {
+      // Packages whose exports hide package.json.
+      return JSON.parse(readFileSync(path.join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')).version;
+    } catch {
+      return 'n/a';
+    }
+  }
+}
+
+/** Runs `node <args>` to completion (bounded by `timeoutMs`) and parses its last stdout line as JSON. */
+export function runNodeJson(args, { timeoutMs = 300_000, env } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code !== 0) return reject(new Error(`node ${args.join(' ')} exited ${code ?? signal}: ${err.trim().slice(-2000)}`));
+      const last = out.trim().split('\n').pop();
+      try {
+        resolve(JSON.parse(last));
+      } catch {
+        reject(new Error(`node ${args.join(' ')}: no JSON result (${out.slice(-500)})`));
+      }
+    });
+  });
+}
+
+/** A long-running child (API or worker); stdout/stderr go to a log file under .bench/logs. */
+export function startProcess(name, args, env) {
+  const log = createWriteStream(path.join(DATA, 'logs', `${name}.log`));
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.pipe(log);
+  child.stderr.pipe(log);
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal)));
+  return {
+    child,
+    pid: child.pid,
+    exited,
+    /** SIGTERM, then SIGKILL after `graceMs`. */
+    async stop(graceMs = 15_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Resident set (current, peak) of a process in MiB, from /proc. */
+export function memoryOf(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
+    return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
+  } catch {
+    return { rss: NaN, hwm: NaN };
+  }
+}
+
+/** Polls `url` until it answers `status` (bounded). */
+export async function waitFor(url, { status = 200, timeoutMs = 30_000, process: proc } = {}) {
+  const until = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < until) {
+    if (proc && proc.child.exitCode !== null) throw new Error(`${url}: the process exited (${proc.child.exitCode}); see .bench/logs`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      await res.arrayBuffer();
+      if (res.status === status) return;
+      last = `HTTP ${res.status}`;
+    } catch (err) {
+      last = err.message;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} not ready after ${timeoutMs} ms (${last})`);
+}
+
+export function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}

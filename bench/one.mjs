@@ -1,0 +1,119 @@
+#!/usr/bin/env node
+// One measurement in a fresh process, so that its peak RSS is its own:
+//   node --expose-gc bench/one.mjs <case> <file> [<txt>]
+// Prints one JSON line: { case, ms, rows, out, maxRssMB }. Cases:
+//   core        readRetorno + findDivergencias (what a /api/divergencias-rf job does, minus the
+//               result file): the project's streaming readers, xlsx or json by extension
+//   exceljs     exceljs's streaming WorkbookReader doing nothing but iterate rows
+//   floor-xlsx  the physical floor: inflate the sheet (and shared strings) and count rows
+//               with a byte search, building nothing
+//   json-parse  a bare readFile + JSON.parse of the whole file (the rows array, nothing else)
+//   job-rf      runJob retorno-rf: read + extract + merge with the txt + write the result file
+import { readFileSync, rmSync, mkdtempSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInflateRaw } from 'node:zlib';
+
+const [kind, file, txt] = process.argv.slice(2);
+const require = createRequire(import.meta.url);
+const format = file.toLowerCase().endsWith('.xlsx') ? 'xlsx' : 'json';
+
+async function core() {
+  const { readRetorno, findDivergencias } = await import('@censo/shared');
+  return async () => {
+    let out = 0;
+    for await (const _ of findDivergencias(readRetorno({ path: file, format }))) out++;
+    return { out };
+  };
+}
+
+async function exceljs() {
+  const ExcelJS = require('exceljs');
+  return async () => {
+    const reader = new ExcelJS.stream.xlsx.WorkbookReader(file, {
+      sharedStrings: 'cache',
+      hyperlinks: 'ignore',
+      styles: 'ignore',
+      worksheets: 'emit',
+      entries: 'emit',
+    });
+    let rows = 0;
+    for await (const sheet of reader) for await (const _ of sheet) rows++;
+    return { out: rows };
+  };
+}
+
+async function floorXlsx() {
+  const yauzl = require('yauzl');
+  return async () => {
+    const zip = await new Promise((res, rej) => yauzl.open(file, { lazyEntries: true, autoClose: false }, (e, z) => (e ? rej(e) : res(z))));
+    const entries = await new Promise((res, rej) => {
+      const list = [];
+      zip.on('entry', (e) => {
+        list.push(e);
+        zip.readEntry();
+      });
+      zip.once('end', () => res(list));
+      zip.once('error', rej);
+      zip.readEntry();
+    });
+    const ROW = Buffer.from('<row');
+    let rows = 0;
+    for (const entry of entries) {
+      if (!/^xl\/(worksheets\/sheet\d+|sharedStrings)\.xml$/i.test(entry.fileName)) continue;
+      const isSheet = entry.fileName.includes('worksheets');
+      const raw = await new Promise((res, rej) => zip.openReadStream(entry, { decodeFileData: false }, (e, s) => (e ? rej(e) : res(s))));
+      const inflate = raw.pipe(createInflateRaw({ chunkSize: 256 * 1024 }));
+      let tail = Buffer.alloc(0);
+      for await (const chunk of inflate) {
+        if (!isSheet) continue;
+        // Scan the chunk (with the 3 bytes before it, so a tag cut in two is still seen).
+        const buf = tail.length ? Buffer.concat([tail, chunk]) : chunk;
+        let at = buf.indexOf(ROW);
+        while (at !== -1) {
+          rows++;
+          at = buf.indexOf(ROW, at + 4);
+        }
+        tail = buf.subarray(buf.length - 3);
+      }
+    }
+    zip.close();
+    return { out: rows };
+  };
+}
+
+async function jsonParse() {
+  return async () => {
+    const value = JSON.parse(readFileSync(file, 'utf8'));
+    return { out: Array.isArray(value) ? value.length : Object.keys(value).length };
+  };
+}
+
+async function jobRf() {
+  const { runJob } = await import('@censo/shared');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'censo-bench-'));
+  return async () => {
+    try {
+      const result = await runJob({ kind: 'retorno-rf', retorno: { path: file, format }, txt: { path: txt }, resultPath: path.join(dir, 'r.json') });
+      if (!result.ok) throw new Error(`job failed: ${JSON.stringify(result)}`);
+      return { out: result.count, bytes: result.bytes };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+}
+
+const CASES = { core, exceljs, 'floor-xlsx': floorXlsx, 'json-parse': jsonParse, 'job-rf': jobRf };
+if (!CASES[kind]) {
+  console.error(`unknown case ${kind}`);
+  process.exit(2);
+}
+const work = await CASES[kind]();
+globalThis.gc?.();
+const t0 = performance.now();
+const result = await work();
+const ms = performance.now() - t0;
+const { maxRSS } = process.resourceUsage();
+console.log(JSON.stringify({ case: kind, ms, ...result, maxRssMB: maxRSS / 1024 }));

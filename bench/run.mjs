@@ -1,0 +1,241 @@
+#!/usr/bin/env node
+// `npm run bench [-- --quick]`: generates the data it needs in .bench/, runs every section,
+// prints the tables and writes BENCHMARKS.md. Needs nothing outside the repo except the local
+// Redis and PostgreSQL (REDIS_URL / DATABASE_URL, defaulting to 127.0.0.1); a section whose
+// server is not there is skipped and says so.
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runCore } from './core.mjs';
+import { ensureData } from './data.mjs';
+import { redisAvailable, runHttp } from './http.mjs';
+import { DATA, ROOT, fmt, runNodeJson, table, versionOf } from './lib.mjs';
+import { postgresAvailable, runQuery } from './query.mjs';
+
+const quick = process.argv.includes('--quick');
+const RUNS = quick ? 2 : 5;
+const redisUrl = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const started = Date.now();
+const MiB = 1024 * 1024;
+mkdirSync(path.join(DATA, 'logs'), { recursive: true });
+
+const log = (...a) => console.log(...a);
+const md = [];
+const section = (title, body) => {
+  md.push(`## ${title}\n\n${body}\n`);
+  log(`\n## ${title}\n\n${body}\n`);
+};
+
+// --- machine ---------------------------------------------------------------------------------
+const cpu = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? os.cpus()[0]?.model;
+const [redisVersion, pgVersion] = await Promise.all([redisAvailable(redisUrl), postgresAvailable(databaseUrl)]);
+const machine = [
+  `- Date: ${new Date().toISOString()} (${quick ? 'quick run: 2 runs per case' : `full run: ${RUNS} runs per case`}, medians)`,
+  `- CPU: ${cpu}, ${os.availableParallelism()} cores; RAM ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB; ${os.type()} ${os.release()}`,
+  `- Node ${process.version}; Redis ${redisVersion ?? 'not reachable'}; PostgreSQL ${pgVersion ?? 'not reachable'}`,
+  `- Packages: ${['fastify', '@fastify/multipart', 'bullmq', 'ioredis', 'piscina', 'yauzl', 'pg', 'exceljs', 'autocannon'].map((p) => `${p} ${versionOf(p)}`).join(', ')}`,
+].join('\n');
+log(`# censo-api benchmarks\n\n${machine}`);
+
+// --- data ------------------------------------------------------------------------------------
+log('\nData (generated into .bench/ on first use by bench/gen-big.mjs, deterministic):');
+const data = await ensureData(log);
+const dataRows = Object.entries(data).map(([name, d]) => [
+  name,
+  fmt(d.persons),
+  fmt(d.rows),
+  Object.entries(d.sizes).map(([f, b]) => `${f} ${(b / MiB).toFixed(2)} MiB`).join(', '),
+]);
+const dataTable = table(['set', 'persons', 'return rows', 'files (limit 25 MiB each)'], dataRows);
+log(dataTable);
+
+const targets = [];
+const target = (name, value, ok) => targets.push([name, value, ok === null ? 'n/a' : ok ? 'met' : '**not met**']);
+
+// --- 1–2. core ---------------------------------------------------------------------------------
+log(`\nCore readers (${RUNS} runs per case, one process each)...`);
+const core = await runCore(data, RUNS, log);
+const coreRow = (id, vsId) => {
+  const r = core[id];
+  return [r.label, fmt(r.ms), fmt(r.rowsPerSec), fmt(r.maxRssMB), vsId ? `${(r.ms / core[vsId].ms).toFixed(2)}×` : ''];
+};
+const H = ['reader', 'time ms', 'return rows/s', 'peak RSS MiB', 'time vs core'];
+section(
+  '1. Core read + extract',
+  [
+    `Each case runs ${RUNS} times in a fresh \`node\` process (\`bench/one.mjs\`); cases are interleaved run by run, the table shows medians and peak RSS is the process's \`maxRSS\`. "core" is \`readRetorno\` + \`findDivergencias\`, the work of a \`/api/divergencias-rf\` job minus writing the result. Ratios below are computed within each run, then the median taken.`,
+    '',
+    `**xlsx, 300k rows (p100k, ${(data.p100k.sizes.xlsx / MiB).toFixed(1)} MiB)**`,
+    '',
+    table(H, [coreRow('xlsx100-core', 'xlsx100-core'), coreRow('xlsx100-exceljs', 'xlsx100-core'), coreRow('xlsx100-floor', 'xlsx100-core')]),
+    '',
+    `**xlsx near the limit, 600k rows (x25, ${(data.x25.sizes.xlsx / MiB).toFixed(1)} MiB)**`,
+    '',
+    table(H, [coreRow('xlsx25-core', 'xlsx25-core'), coreRow('xlsx25-exceljs', 'xlsx25-core'), coreRow('xlsx25-floor', 'xlsx25-core')]),
+    '',
+    `**json near the limit, ${fmt(data.j25.rows)} rows (j25, ${(data.j25.sizes.json / MiB).toFixed(1)} MiB)**`,
+    '',
+    table(H, [coreRow('json25-core', 'json25-core'), coreRow('json25-parse', 'json25-core')]),
+    '',
+    `Same-run ratios: exceljs is ${core.ratios.xlsx100CoreVsExceljs.toFixed(2)}× (300k) / ${core.ratios.xlsx25CoreVsExceljs.toFixed(2)}× (600k) slower than the core; the core is ${core.ratios.xlsx100CoreVsFloor.toFixed(2)}× / ${core.ratios.xlsx25CoreVsFloor.toFixed(2)}× the floor; json core / bare JSON.parse = ${core.ratios.json25CoreVsParse.toFixed(2)}×.`,
+  ].join('\n'),
+);
+const mergeRow = (id, name) => {
+  const r = core[id];
+  return [name, fmt(r.ms), fmt(r.rowsPerSec), fmt(r.out), fmt(r.out / (r.ms / 1000)), (r.bytes / MiB).toFixed(1), fmt(r.maxRssMB)];
+};
+section(
+  '2. retorno-rf merge',
+  [
+    '`runJob` of kind `retorno-rf` in one process: read and extract the xlsx return, merge with the text file (SPEC §3.2), write the `{"pessoas": [...]}` body to disk.',
+    '',
+    table(
+      ['input', 'time ms', 'return rows/s', 'pessoas', 'pessoas/s', 'result MiB', 'peak RSS MiB'],
+      [
+        mergeRow('merge-t25', `t25: txt ${(data.t25.sizes.txt / MiB).toFixed(1)} MiB (${fmt(data.t25.persons)} persons) + xlsx ${(data.t25.sizes.xlsx / MiB).toFixed(1)} MiB`),
+        mergeRow('merge-p100k', `p100k: txt ${(data.p100k.sizes.txt / MiB).toFixed(1)} MiB + xlsx ${(data.p100k.sizes.xlsx / MiB).toFixed(1)} MiB`),
+      ],
+    ),
+  ].join('\n'),
+);
+target('xlsx ≥ 200k return rows/s through the core (300k-row return / 600k-row return)', `${fmt(core['xlsx100-core'].rowsPerSec)} / ${fmt(core['xlsx25-core'].rowsPerSec)} rows/s`, core['xlsx100-core'].rowsPerSec >= 200_000 && core['xlsx25-core'].rowsPerSec >= 200_000);
+target('xlsx peak RSS ≤ 150 MB at 25 MB', `${fmt(core['xlsx25-core'].maxRssMB)} MiB (max of runs ${fmt(core['xlsx25-core'].maxRssMax)})`, core['xlsx25-core'].maxRssMax * 1.048576 <= 150);
+target('json ≤ 2× a bare JSON.parse of the same file', `${core.ratios.json25CoreVsParse.toFixed(2)}×`, core.ratios.json25CoreVsParse <= 2);
+target('json peak RSS ≤ 200 MB at 25 MB', `${fmt(core['json25-core'].maxRssMB)} MiB (JSON.parse: ${fmt(core['json25-parse'].maxRssMB)} MiB)`, core['json25-core'].maxRssMax * 1.048576 <= 200);
+
+// --- 3. HTTP -----------------------------------------------------------------------------------
+log('\nHTTP (autocannon)...');
+let http = null;
+try {
+  http = await runHttp(data, { quick, redisUrl: redisVersion ? redisUrl : null, log });
+} catch (err) {
+  log(`  HTTP section failed: ${err.message}`);
+}
+if (http) {
+  const codes = (s) => Object.entries(s.statusCodes ?? {}).filter(([c]) => c !== '200').map(([c, n]) => `${n}×${c}`).join(' ') || '—';
+  const rows = [];
+  for (const r of http.results) {
+    const name = r.workers === 0 ? 'embedded (one process, thread pool)' : `queue: API + ${r.workers} worker process${r.workers > 1 ? 'es' : ''}`;
+    rows.push([name, 'small, 50 conn', fmt(r.small50.requests), fmt(r.small50.reqPerSec), fmt(r.small50.p50), fmt(r.small50.p99), `${r.small50.errors + r.small50.timeouts} / ${codes(r.small50)}`, r.workers ? `${fmt(r.overheadP50At50, 1)}` : '']);
+    rows.push([name, 'small, 1 conn', fmt(r.small1.requests), fmt(r.small1.reqPerSec), fmt(r.small1.p50), fmt(r.small1.p99), `${r.small1.errors + r.small1.timeouts} / ${codes(r.small1)}`, r.workers ? `${fmt(r.overheadP50At1, 1)} (mean ${fmt(r.overheadMeanAt1, 2)})` : '']);
+    rows.push([name, 'large, 2 conn', fmt(r.large.requests), fmt(r.large.reqPerSec, 2), fmt(r.large.p50), fmt(r.large.p99), `${r.large.errors + r.large.timeouts} / ${codes(r.large)}`, '']);
+  }
+  const mem = http.results.map((r) => `${r.mode} ${fmt(r.apiPeakRssMB)} MiB`).join(', ');
+  section(
+    '3. End to end over HTTP',
+    [
+      `Loopback, autocannon ${versionOf('autocannon')} programmatic API, prebuilt multipart bodies. Small: \`test/fixtures/basico/retorno.json\` (${fmt(http.smallBytes)} B body) → \`POST /api/divergencias-rf\` for ${http.smallSeconds} s (5 s at 1 connection). Large: p100k xlsx + txt (${(http.largeBytes / MiB).toFixed(1)} MiB body, ${fmt(http.largeRows)} return rows) → \`POST /api/retorno-rf\`, ${http.largeAmount} requests. Each mode is a fresh deployment (\`services/api/dist/main.js\`, and \`--role=api\` + \`services/worker/dist/main.js\` processes with REDIS_URL and a unique QUEUE_PREFIX), warmed up first. Latencies in ms. Queue overhead = queue p50 − embedded p50 in the same run. Everything (API, workers, Redis, autocannon) shares the 2 cores.`,
+      '',
+      redisVersion ? '' : '_Redis not reachable: queue modes skipped._',
+      table(['mode', 'load', 'requests', 'req/s', 'p50', 'p99', 'errors / non-200', 'queue overhead p50'], rows),
+      '',
+      `API process peak RSS (VmHWM): ${mem}. In embedded mode the jobs' worker threads live in the API process.`,
+    ].join('\n'),
+  );
+  const emb = http.results.find((r) => r.workers === 0);
+  const q1 = http.results.find((r) => r.workers === 1);
+  const q2 = http.results.find((r) => r.workers === 2);
+  target('small uploads ≥ 300 req/s, 0 errors (embedded / queue 1w / queue 2w)', http.results.map((r) => `${fmt(r.small50.reqPerSec)} req/s, ${r.small50.errors + r.small50.timeouts + r.small50.non2xx} err`).join(' / '), http.results.every((r) => r.small50.reqPerSec >= 300 && r.small50.errors + r.small50.timeouts + r.small50.non2xx === 0));
+  if (q1) target('queue overhead ≤ 3 ms p50 at 50 in flight (1w / 2w)', `${fmt(q1.overheadP50At50, 1)} / ${fmt(q2?.overheadP50At50, 1)} ms (at 1 in flight: ${fmt(q1.overheadP50At1, 1)} / ${fmt(q2?.overheadP50At1, 1)} ms)`, q1.overheadP50At50 <= 3 && (q2?.overheadP50At50 ?? 0) <= 3);
+  else target('queue overhead ≤ 3 ms p50 at 50 in flight', 'Redis not reachable', null);
+  void emb;
+} else {
+  section('3. End to end over HTTP', '_Failed, see the console output and .bench/logs._');
+}
+
+// --- 4. query ----------------------------------------------------------------------------------
+log('\nQuery route...');
+let query = null;
+if (pgVersion) {
+  try {
+    query = await runQuery({ quick, databaseUrl, log });
+  } catch (err) {
+    log(`  query section failed: ${err.message}`);
+  }
+}
+if (query) {
+  const q = query;
+  section(
+    '4. Query route',
+    [
+      `\`GET /api/query?query=audits\` on ${fmt(q.rows)} rows (schema \`censo_bench\`, loaded with \`generate_series\`), ${q.requests} sequential requests each over loopback (client-side time, JSON body read in full). The deep page uses the cursor the route hands out after id ${fmt(q.depth)} (built with the route's own \`encodeCursor\` and checked against a cursor the route returned); OFFSET and keyset rows are the same page as plain SQL over one connection.`,
+      '',
+      table(
+        ['request', 'p50 ms', 'p99 ms', 'min ms'],
+        [
+          ['HTTP first page (1000 rows)', fmt(q.first.p50, 2), fmt(q.first.p99, 2), fmt(q.first.min, 2)],
+          [`HTTP page at depth ${fmt(q.depth)} (keyset cursor)`, fmt(q.deep.p50, 2), fmt(q.deep.p99, 2), fmt(q.deep.min, 2)],
+          [`SQL \`OFFSET ${q.depth} LIMIT 1000\``, fmt(q.offset.p50, 2), fmt(q.offset.p99, 2), fmt(q.offset.min, 2)],
+          [`SQL \`WHERE id > ${q.depth} … LIMIT 1000\``, fmt(q.keyset.p50, 2), fmt(q.keyset.p99, 2), fmt(q.keyset.min, 2)],
+        ],
+      ),
+      '',
+      table(
+        ['CSV export of all rows', 'time ms', 'rows/s', 'MiB sent', 'API RSS before', 'API RSS peak', 'growth'],
+        q.csv.runs.map((r, i) => [`run ${i + 1}`, fmt(r.ms), fmt(r.rowsPerSec), (r.bytes / MiB).toFixed(1), fmt(r.rssBeforeMB), fmt(r.rssPeakMB), fmt(r.rssPeakMB - r.rssBeforeMB)]),
+      ),
+      '',
+      `API RSS sampled every 50 ms from /proc/<pid>/status (MiB); process peak (VmHWM) at the end: ${fmt(q.apiHwmMB)} MiB.`,
+    ].join('\n'),
+  );
+  target('query page at depth ≈ first page, ≤ 3 ms on 1M rows', `first ${fmt(q.first.p50, 2)} ms, depth ${fmt(q.deep.p50, 2)} ms (OFFSET ${fmt(q.offset.p50)} ms)`, q.deep.p50 <= 3 && q.deep.p50 <= q.first.p50 * 1.5);
+  target('CSV ≥ 300k rows/s with flat RSS', `${fmt(q.csv.rowsPerSec)} rows/s, RSS +${fmt(q.csv.rssGrowthMB)} MiB during export`, q.csv.rowsPerSec >= 300_000 && q.csv.rssGrowthMB <= 100);
+} else {
+  section('4. Query route', pgVersion ? '_Failed, see the console output._' : '_PostgreSQL not reachable: skipped._');
+  target('query page at depth ≈ first page', 'not measured', null);
+  target('CSV ≥ 300k rows/s with flat RSS', 'not measured', null);
+}
+
+// --- profile of the xlsx hot path ----------------------------------------------------------------
+const profDir = path.join(DATA, 'prof');
+rmSync(profDir, { recursive: true, force: true });
+mkdirSync(profDir, { recursive: true });
+await runNodeJson(['--cpu-prof', `--cpu-prof-dir=${profDir}`, path.join('bench', 'one.mjs'), 'core', data.x25.files.xlsx]);
+const top = topFrames(path.join(profDir, readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'))), 12);
+section(
+  'Where the xlsx core spends its time',
+  [`\`node --cpu-prof bench/one.mjs core .bench/x25/retorno.xlsx\` (self time; "(idle)" is the main thread waiting for zlib's inflate on the libuv pool):`, '', table(['self ms', '%', 'function', 'location'], top)].join('\n'),
+);
+
+function topFrames(file, n) {
+  const p = JSON.parse(readFileSync(file, 'utf8'));
+  const byId = new Map(p.nodes.map((x) => [x.id, x]));
+  const self = new Map();
+  let total = 0;
+  p.samples.forEach((s, i) => {
+    const dt = p.timeDeltas[i] ?? 0;
+    total += dt;
+    const f = byId.get(s).callFrame;
+    const key = `${f.functionName || '(anonymous)'}\t${f.url ? `${f.url.replace(/^file:\/\//, '').replace(ROOT + '/', '')}:${f.lineNumber + 1}` : ''}`;
+    self.set(key, (self.get(key) ?? 0) + dt);
+  });
+  return [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, t]) => {
+      const [fn, loc] = k.split('\t');
+      return [fmt(t / 1000), ((100 * t) / total).toFixed(1), `\`${fn}\``, loc ? `\`${loc}\`` : ''];
+    });
+}
+
+// --- targets and report ----------------------------------------------------------------------------
+section('Targets (2-core machine; benchmark figures, not test assertions)', table(['target', 'measured', ''], targets));
+const notes = readFileSync(path.join(ROOT, 'bench', 'notes.md'), 'utf8');
+const doc = [
+  '# censo-api benchmarks',
+  '',
+  `Written by \`npm run bench${quick ? ' -- --quick' : ''}\` (\`bench/run.mjs\`); do not edit by hand, edit \`bench/notes.md\` for the prose. Total run time ${((Date.now() - started) / 60000).toFixed(1)} min.`,
+  '',
+  machine,
+  '',
+  '## Data',
+  '',
+  dataTable,
+  '',
+  ...md,
+  notes.trim(),
+  '',
+].join('\n');
+writeFileSync(path.join(ROOT, 'BENCHMARKS.md'), doc);
+log(`\nWrote BENCHMARKS.md in ${((Date.now() - started) / 60000).toFixed(1)} min.`);
