@@ -26,7 +26,7 @@ import {
 import { startServer } from '@censo/api';
 import { ABORT_CANCELLED, JOB_QUEUE, startWorker, workerConnection, type RunningWorker } from '@censo/worker';
 // Not (yet) in @censo/api's barrel: the compiled adapter by path.
-import { createBullmqRunner, type BullmqRunner } from '../../services/api/dist/jobs/bullmq.js';
+import { createBullmqRunner, type BullmqRunner } from '@censo/api';
 import { fixtureCases, type FixtureCase } from '../helpers/fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, post } from '../helpers/http.js';
 import { deleteKeys, startRedisProxy, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';

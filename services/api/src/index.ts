@@ -8,3 +8,4 @@ export { createQueryService, type QueryService, type QueryPage, type QueryListin
 export { queryRoutes } from './routes/query.js';
 export { loadCatalog } from './query/catalog.js';
 export { registerErrorHandling } from './plugins/errors.js';
+export { createBullmqRunner, type BullmqRunner } from './jobs/bullmq.js';
