@@ -7,6 +7,9 @@ import type { Config, Logger } from '@censo/shared';
 import type { JobRunner } from './jobs/runner.js';
 import { requireApiKey } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
+import { registerBullBoard } from './plugins/bull-board.js';
+import { registerMetrics } from './plugins/metrics.js';
+import { registerOpenApi } from './plugins/openapi.js';
 import { registerRequestLog } from './plugins/request-log.js';
 import { MULTIPART_LIMITS } from './plugins/uploads.js';
 import type { QueryService } from './query/service.js';
@@ -40,6 +43,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerErrorHandling(app);
   registerRequestLog(app);
   await app.register(multipart, { limits: MULTIPART_LIMITS });
+  // Operations: OpenAPI before every route (it collects them as they are added); metrics next,
+  // so its onResponse hook and `app.metrics` reach all routes.
+  await registerOpenApi(app);
+  registerMetrics(app, { config, runner, logger: deps.logger });
 
   const probes: ReadinessProbe[] = [];
   if (runner.mode === 'bullmq') probes.push({ name: 'redis', isReady: () => runner.isReady() });
@@ -55,6 +62,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     queries.addHook('onRequest', requireApiKey(config.queryApiKeys));
     await queries.register(queryRoutes, { service: query });
   });
+
+  // Off unless BULL_BOARD_TOKEN is set and jobs go through BullMQ.
+  await registerBullBoard(app, { config, runner, logger: deps.logger });
 
   app.addHook('onClose', async () => {
     await Promise.all([runner.close(), query?.close()]);

@@ -21,5 +21,7 @@ export interface JobRunner {
   run(data: JobData, options: RunOptions): Promise<JobResult>;
   /** For /readyz: whether the runner can take work now (Redis answers, for bullmq). */
   isReady(): Promise<boolean>;
+  /** For /metrics: jobs in the queue by state (waiting, active, delayed, failed); bullmq only. */
+  counts?(): Promise<Record<string, number>>;
   close(): Promise<void>;
 }

@@ -9,6 +9,14 @@ export interface RequestLogFields {
   count?: number;
   code?: string;
   rows?: number;
+  /** How the upload's job ended and how long the request waited for it (metrics.ts). */
+  outcome?: 'ok' | 'rejected' | 'timeout' | 'cancelled' | 'error';
+  jobMs?: number;
+  /** Bytes of each uploaded file written to disk, even when the upload was then refused. */
+  bytes?: Partial<Record<'retorno' | 'txt', number>>;
+  /** The declared query that ran and its format (GET /api/query); `rows` is its row count. */
+  query?: string;
+  format?: 'json' | 'csv';
 }
 
 declare module 'fastify' {

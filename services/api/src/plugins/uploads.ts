@@ -16,6 +16,7 @@ import {
   type StoredFile,
   type StoredRetorno,
 } from '@censo/shared';
+import { annotateRequestLog } from './request-log.js';
 
 export const MAX_FILE_BYTES = 25 * 1024 * 1024;
 
@@ -130,11 +131,15 @@ export async function receiveFiles(
       txt = { path: target };
     }
 
-    await pipeline(part.file, createWriteStream(target, { flags: 'wx', mode: 0o600 })).catch(
-      (err: unknown) => {
+    const sink = createWriteStream(target, { flags: 'wx', mode: 0o600 });
+    try {
+      await pipeline(part.file, sink).catch((err: unknown) => {
         throw storageError(err);
-      },
-    );
+      });
+    } finally {
+      // Counted even when the file is then refused (413, storage): it still cost the bytes.
+      annotateRequestLog(request, { bytes: { ...request.logFields?.bytes, [field]: sink.bytesWritten } });
+    }
     // A size-limited busboy stream ends normally, just shorter: the flag is the only signal.
     if (part.file.truncated) throw new FileTooLargeError();
   }

@@ -55,8 +55,9 @@ export interface QueryService {
    * Every matching row as CSV. The first page is fetched before this resolves, so a timeout or an
    * unreachable database is still a proper 504/503; later failures can only abort the stream.
    * Destroying the stream (client gone) stops the walk after the page in flight.
+   * `onEnd` gets the number of rows delivered once the walk stops (request log and metrics).
    */
-  csv(request: RunRequest, log: QueryLogger): Promise<Readable>;
+  csv(request: RunRequest, log: QueryLogger, onEnd?: (rows: number) => void): Promise<Readable>;
   /** For /readyz: PostgreSQL answers `SELECT 1` within a short time. */
   isReady(): Promise<boolean>;
   close(): Promise<void>;
@@ -142,7 +143,7 @@ export async function createQueryService(config: Config, log: QueryLogger, optio
       };
     },
 
-    async csv(request, requestLog) {
+    async csv(request, requestLog, onEnd) {
       const { query, filters } = request;
       const width = query.columns.length;
       const first = await fetch(query, filters, request.after, csvPageSize + 1);
@@ -168,6 +169,7 @@ export async function createQueryService(config: Config, log: QueryLogger, optio
           // Reached on completion, on error, and when the response stream is destroyed because the
           // client went away (no further page is fetched then).
           requestLog.info({ query: query.name, rows: delivered, complete }, 'csv export ended');
+          onEnd?.(delivered);
         }
       }
       // Byte mode with a small high-water mark: the next page is fetched only once the previous

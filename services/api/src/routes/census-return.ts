@@ -3,7 +3,7 @@
 // in the files they accept and the job kind.
 import { createReadStream } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { JobRejectedError, type Config, type JobData } from '@censo/shared';
+import { JobRejectedError, JobTimeoutError, type Config, type JobData } from '@censo/shared';
 import type { JobRunner } from '../jobs/runner.js';
 import { receiveFiles, withUploadFolder, type UploadField } from '../plugins/uploads.js';
 import { limitInFlight } from '../plugins/in-flight.js';
@@ -34,6 +34,7 @@ export async function censusReturnRoutes(
   { config, runner }: CensusReturnRoutesOptions,
 ): Promise<void> {
   const inFlight = limitInFlight(config.maxInFlightUploads);
+  if (app.hasDecorator('metrics')) app.metrics.trackInFlightUploads(inFlight.current);
 
   for (const route of ROUTES) {
     app.post(route.url, { schema: route.schema, onRequest: inFlight.onRequest }, async (request, reply) =>
@@ -47,12 +48,22 @@ export async function censusReturnRoutes(
             ? { kind: 'divergencias', retorno: files.retorno, resultPath }
             : { kind: 'retorno-rf', retorno: files.retorno, txt: files.txt!, resultPath };
 
-        const result = await runner.run(data, {
-          signal,
-          id: folder.id,
-          deadline: started + config.jobTimeoutMs,
-        });
-        annotateRequestLog(request, result.ok ? { count: result.count } : { code: result.code });
+        const jobStarted = performance.now();
+        const jobMs = () => Math.round(performance.now() - jobStarted);
+        const result = await runner
+          .run(data, { signal, id: folder.id, deadline: started + config.jobTimeoutMs })
+          .catch((err: unknown) => {
+            // The outcome feeds censo_jobs_total (plugins/metrics.ts) as well as the log line.
+            const outcome = err instanceof JobTimeoutError ? 'timeout' : signal.aborted ? 'cancelled' : 'error';
+            annotateRequestLog(request, { outcome, jobMs: jobMs() });
+            throw err;
+          });
+        annotateRequestLog(
+          request,
+          result.ok
+            ? { count: result.count, outcome: 'ok', jobMs: jobMs() }
+            : { code: result.code, outcome: 'rejected', jobMs: jobMs() },
+        );
         if (!result.ok) throw new JobRejectedError(result.status, result.code, result.erro);
 
         return reply

@@ -26,7 +26,7 @@ export async function healthRoutes(app: FastifyInstance, { probes }: HealthRoute
       schema: {
         tags: ['operação'],
         summary: 'Liveness: o processo responde',
-        response: { 200: statusSchema },
+        response: { 200: { ...statusSchema, description: 'O processo está vivo: `{"status":"ok"}`.' } },
       },
     },
     async () => ({ status: 'ok' }),
@@ -39,7 +39,10 @@ export async function healthRoutes(app: FastifyInstance, { probes }: HealthRoute
       schema: {
         tags: ['operação'],
         summary: 'Readiness: Redis (com REDIS_URL) e PostgreSQL (com DATABASE_URL) respondem',
-        response: { 200: statusSchema, 503: statusSchema },
+        response: {
+          200: { ...statusSchema, description: 'Pronto: cada dependência configurada respondeu (`checks`).' },
+          503: { ...statusSchema, description: 'Indisponível: alguma dependência configurada não respondeu (`checks` diz qual).' },
+        },
       },
     },
     async (_request, reply) => {

@@ -6,6 +6,7 @@ import { QueryNotConfiguredError } from '@censo/shared';
 import type { QueryService } from '../query/service.js';
 import { MAX_PAGE_SIZE } from '../query/params.js';
 import { apiKeySecurity, errorResponses } from './schemas.js';
+import { annotateRequestLog } from '../plugins/request-log.js';
 
 export interface QueryRoutesOptions {
   /** null when DATABASE_URL is unset: every request answers 503 (SPEC §3.3). */
@@ -118,14 +119,18 @@ export async function queryRoutes(app: FastifyInstance, opts: QueryRoutesOptions
     // Audit data: no shared cache may keep it.
     reply.header('cache-control', 'no-store');
     if (parsed.kind === 'list') return reply.type(JSON_TYPE).send(JSON.stringify(service.describe()));
+    // Bounded labels for censo_query_rows_total: a declared query name, never the raw parameter.
+    annotateRequestLog(request, { query: parsed.query.name, format: parsed.format });
     if (parsed.format === 'csv') {
-      const stream = await service.csv(parsed, request.log);
+      const stream = await service.csv(parsed, request.log, (rows) => annotateRequestLog(request, { rows }));
       return reply
         .type('text/csv; charset=utf-8')
         .header('content-disposition', `attachment; filename="${parsed.query.name}.csv"`)
         .send(stream);
     }
-    return reply.type(JSON_TYPE).send(JSON.stringify(await service.page(parsed)));
+    const page = await service.page(parsed);
+    annotateRequestLog(request, { rows: page.count });
+    return reply.type(JSON_TYPE).send(JSON.stringify(page));
   };
 
   app.get('/api/query', { schema }, handler);

@@ -1,0 +1,226 @@
+// Prometheus metrics (SPEC §6: `GET /metrics`, with `x-api-key` or METRICS_TOKEN as a bearer
+// token). One Registry per app, never prom-client's global one: tests build several apps in one
+// process, and two registrations of one name in the global registry would throw.
+//
+// Everything request-related is read in one onResponse hook from what the routes already tell the
+// request log (plugins/request-log.ts: job outcome and duration, upload bytes, query rows), so
+// the log line and the metrics cannot disagree. Label values are bounded: the route *pattern*
+// (never the raw URL), declared query names, job kinds and a fixed set of outcomes.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { pino, type LevelWithSilent } from 'pino';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ApiNotConfiguredError, InvalidCredentialError, type Config, type Logger } from '@censo/shared';
+import type { JobRunner } from '../jobs/runner.js';
+import { createKeyMatcher, headerToken } from './auth.js';
+
+export const METRICS_PREFIX = 'censo_';
+
+/** States reported by `censo_queue_jobs` (BullMQ runner only). */
+export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+
+/** Job outcomes: `rejected` is a bad file (400/422 result), `cancelled` a client that went away. */
+export type JobOutcome = 'ok' | 'rejected' | 'timeout' | 'cancelled' | 'error';
+
+export interface AppMetrics {
+  readonly registry: Registry;
+  /** The upload routes hand over their in-flight counter (read on scrape). */
+  trackInFlightUploads(current: () => number): void;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: AppMetrics;
+  }
+}
+
+export interface MetricsOptions {
+  readonly config: Pick<Config, 'apiKeys' | 'metricsToken'>;
+  readonly runner: Pick<JobRunner, 'counts'>;
+  readonly logger: Pick<Logger, 'warn'>;
+}
+
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+// Jobs parse files of up to 25 MB and may wait in a queue: longer tail than plain requests.
+const JOB_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600];
+
+/** A 404 has no route pattern: all of them share one label value. */
+const UNMATCHED_ROUTE = 'unmatched';
+
+export function createMetrics(runner: MetricsOptions['runner'], logger: MetricsOptions['logger']) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: METRICS_PREFIX });
+
+  const httpRequests = new Counter({
+    name: 'censo_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const httpDuration = new Histogram({
+    name: 'censo_http_request_duration_seconds',
+    help: 'Time from receiving the request to the end of the response, by method, route pattern and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: HTTP_BUCKETS,
+    registers: [registry],
+  });
+  const jobs = new Counter({
+    name: 'censo_jobs_total',
+    help: 'Jobs run for upload requests, by kind and outcome (ok, rejected, timeout, cancelled, error).',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [registry],
+  });
+  const jobDuration = new Histogram({
+    name: 'censo_job_duration_seconds',
+    help: 'Time a request waited for its job (queue + run), by kind and outcome.',
+    labelNames: ['kind', 'outcome'] as const,
+    buckets: JOB_BUCKETS,
+    registers: [registry],
+  });
+  const uploadBytes = new Counter({
+    name: 'censo_upload_bytes_total',
+    help: 'Bytes of uploaded files written to UPLOAD_DIR, by form field.',
+    labelNames: ['field'] as const,
+    registers: [registry],
+  });
+  const queryRows = new Counter({
+    name: 'censo_query_rows_total',
+    help: 'Rows sent by GET /api/query, by query and format.',
+    labelNames: ['query', 'format'] as const,
+    registers: [registry],
+  });
+
+  const inFlightSources: (() => number)[] = [];
+  new Gauge({
+    name: 'censo_inflight_uploads',
+    help: 'Upload requests being received or waiting for their job (MAX_INFLIGHT_UPLOADS bounds it).',
+    registers: [registry],
+    collect() {
+      this.set(inFlightSources.reduce((sum, current) => sum + current(), 0));
+    },
+  });
+
+  if (runner.counts) {
+    const counts = runner.counts.bind(runner);
+    let warned = false;
+    new Gauge({
+      name: 'censo_queue_jobs',
+      help: 'Jobs in the BullMQ queue by state, read from Redis on each scrape (absent while Redis is unreachable).',
+      labelNames: ['state'] as const,
+      registers: [registry],
+      async collect() {
+        // A scrape must not fail because Redis is down (that is what /readyz and the
+        // http metrics are for): report no samples rather than stale ones.
+        this.reset();
+        try {
+          const byState = await counts();
+          for (const state of QUEUE_STATES) this.set({ state }, byState[state] ?? 0);
+          warned = false;
+        } catch (err) {
+          if (!warned) logger.warn({ err }, 'queue depth unavailable for /metrics');
+          warned = true;
+        }
+      },
+    });
+  }
+
+  function observe(request: FastifyRequest, reply: FastifyReply): void {
+    const route = request.routeOptions.url ?? UNMATCHED_ROUTE;
+    const labels = { method: request.method, route, status: String(reply.statusCode) };
+    httpRequests.inc(labels);
+    httpDuration.observe(labels, reply.elapsedTime / 1000);
+
+    const fields = request.logFields;
+    if (!fields) return;
+    if (fields.kind && fields.outcome) {
+      const jobLabels = { kind: fields.kind, outcome: fields.outcome };
+      jobs.inc(jobLabels);
+      if (fields.jobMs !== undefined) jobDuration.observe(jobLabels, fields.jobMs / 1000);
+    }
+    for (const [field, bytes] of Object.entries(fields.bytes ?? {})) {
+      if (bytes > 0) uploadBytes.inc({ field }, bytes);
+    }
+    if (fields.query && fields.format && fields.rows !== undefined) {
+      queryRows.inc({ query: fields.query, format: fields.format }, fields.rows);
+    }
+  }
+
+  const metrics: AppMetrics = {
+    registry,
+    trackInFlightUploads: (current) => void inFlightSources.push(current),
+  };
+  return { metrics, observe };
+}
+
+/**
+ * `Authorization: Bearer <METRICS_TOKEN>` or `x-api-key: <API_KEY>`. Fails closed like SPEC §4:
+ * neither configured → 503 for everyone; otherwise a missing or wrong credential → 401.
+ */
+export function requireMetricsCredential(config: MetricsOptions['config']) {
+  const tokenMatches = createKeyMatcher(config.metricsToken ? [config.metricsToken] : []);
+  const keyMatches = createKeyMatcher(config.apiKeys);
+  const configured = config.metricsToken !== null || config.apiKeys.length > 0;
+  return async (request: FastifyRequest) => {
+    if (!configured) throw new ApiNotConfiguredError();
+    // Both checks always run, so the time taken does not say which kind of credential was tried.
+    const bearer = tokenMatches(bearerToken(request));
+    const key = keyMatches(headerToken(request));
+    if (!(bearer || key)) throw new InvalidCredentialError();
+  };
+}
+
+/**
+ * A route's `logLevel` replaces the app's: 'warn' on a route of an app at 'silent' would start
+ * logging. This keeps whichever of the two is quieter.
+ */
+export function quieterLevel(app: FastifyInstance, level: 'warn' | 'error'): LevelWithSilent {
+  const current = app.log.level as LevelWithSilent;
+  if (current === 'silent') return current;
+  const values = pino.levels.values;
+  return (values[current] ?? 0) >= (values[level] ?? 0) ? current : level;
+}
+
+export function bearerToken(request: FastifyRequest): string | undefined {
+  const value = request.headers.authorization;
+  if (typeof value !== 'string') return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(value);
+  return match?.[1];
+}
+
+/**
+ * Registered on the root instance (not as an encapsulated plugin) so its onResponse hook sees
+ * every route, and `app.metrics` is visible to the route plugins.
+ */
+export function registerMetrics(app: FastifyInstance, { config, runner, logger }: MetricsOptions): void {
+  const { metrics, observe } = createMetrics(runner, logger);
+  app.decorate('metrics', metrics);
+  app.addHook('onResponse', async (request, reply) => observe(request, reply));
+
+  app.get(
+    '/metrics',
+    {
+      // Scrapes every few seconds would drown the request log: only failures are logged.
+      logLevel: quieterLevel(app, 'warn'),
+      onRequest: requireMetricsCredential(config),
+      schema: {
+        tags: ['operação'],
+        summary: 'Métricas Prometheus (formato texto)',
+        description:
+          'Requisições por rota e status, jobs por resultado, profundidade da fila, bytes enviados e linhas de consulta. ' +
+          'Autenticação: `Authorization: Bearer <METRICS_TOKEN>` ou `x-api-key` com a API_KEY.',
+        security: [{ metricsToken: [] }, { apiKey: [] }],
+        response: {
+          200: {
+            description: 'Métricas no formato de exposição de texto do Prometheus 0.0.4.',
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          },
+          401: { description: 'Credencial ausente ou inválida: `Credencial inválida (header x-api-key).`', $ref: 'Erro#' },
+          503: { description: 'Nem METRICS_TOKEN nem API_KEY configurados: `API não configurada (defina a env API_KEY).`', $ref: 'Erro#' },
+        },
+      } as object,
+    },
+    async (_request, reply) => {
+      const body = await metrics.registry.metrics();
+      return reply.header('cache-control', 'no-store').type(metrics.registry.contentType).send(body);
+    },
+  );
+}
