@@ -1,0 +1,128 @@
+// One JSON log line per request (pino), carrying ids, route, status, duration and the job's id
+// and counts, and never a key, a name or a CPF (SPEC §4: tokens never appear in logs).
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger, loadConfig } from '@censo/shared';
+import { startServer, type RunningServer } from '@censo/api';
+import { fixtureCases } from '../helpers/fixtures.js';
+import { formWith, post } from '../helpers/http.js';
+
+const KEY = 'chave-secreta-do-teste-de-log';
+const METRICS_TOKEN = 'token-secreto-de-metricas';
+const [basico] = fixtureCases();
+if (!basico) throw new Error('no fixtures');
+
+type Line = Record<string, any>;
+const lines: Line[] = [];
+let raw = '';
+let server: RunningServer;
+let uploadDir: string;
+
+beforeAll(async () => {
+  uploadDir = await mkdtemp(path.join(os.tmpdir(), 'censo-log-test-'));
+  const config = loadConfig({
+    API_KEY: KEY,
+    METRICS_TOKEN,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    UPLOAD_DIR: uploadDir,
+    LOG_LEVEL: 'info',
+    WORKER_CONCURRENCY: '1',
+  });
+  // A pino destination that keeps every line, as the process would write them to stdout.
+  const destination = {
+    write(chunk: string) {
+      raw += chunk;
+      lines.push(JSON.parse(chunk) as Line);
+    },
+  };
+  server = await startServer(config, 'all', createLogger(config, { service: 'censo-api', role: 'all' }, destination));
+});
+afterAll(async () => {
+  await server.close();
+  await rm(uploadDir, { recursive: true, force: true });
+});
+
+/** The request line is written once the response is over, possibly just after the client read it. */
+async function requestLine(reqId: string): Promise<Line> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const found = lines.filter((line) => line.reqId === reqId && line.msg === 'request completed');
+    if (found.length > 0) {
+      expect(found).toHaveLength(1);
+      return found[0]!;
+    }
+    if (Date.now() > deadline) throw new Error(`no request line for ${reqId}`);
+    await sleep(20);
+  }
+}
+
+describe('request log', () => {
+  it('an upload: one line with request id, route, status, duration, job id, kind, count and bytes', async () => {
+    const res = await post(
+      server,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }]),
+      { 'x-api-key': KEY, 'x-request-id': 'req-log-1' },
+    );
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toBe('req-log-1');
+    const line = await requestLine('req-log-1');
+    expect(line).toMatchObject({
+      level: 30,
+      service: 'censo-api',
+      method: 'POST',
+      route: '/api/divergencias-rf',
+      status: 200,
+      kind: 'divergencias',
+      outcome: 'ok',
+      count: (basico.expectedDivergencias as { divergencias: unknown[] }).divergencias.length,
+      jobId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      ms: expect.any(Number),
+      jobMs: expect.any(Number),
+      bytes: { retorno: expect.any(Number) },
+    });
+    expect(typeof line.time).toBe('string');
+  });
+
+  it('a rejected file: the line carries the job id and the error code', async () => {
+    const res = await post(
+      server,
+      '/api/retorno-rf',
+      await formWith([
+        { field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' },
+        { field: 'txt', content: 'outro arquivo\n', filename: 'censo.txt' },
+      ]),
+      { 'x-api-key': KEY, 'x-request-id': 'req-log-2' },
+    );
+    expect(res.status).toBe(422);
+    const line = await requestLine('req-log-2');
+    expect(line).toMatchObject({ route: '/api/retorno-rf', status: 422, kind: 'retorno-rf', outcome: 'rejected', code: 'TXT_MISMATCH' });
+    expect(line.jobId).toEqual(expect.any(String));
+  });
+
+  it('a refused credential: a line with status 401, generated request id', async () => {
+    const res = await post(server, '/api/divergencias-rf', await formWith([]), { 'x-api-key': `${KEY}-errada` });
+    expect(res.status).toBe(401);
+    const reqId = res.headers.get('x-request-id');
+    expect(reqId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await requestLine(reqId!)).toMatchObject({ route: '/api/divergencias-rf', status: 401 });
+  });
+
+  it('never writes a key, a token, a name or a CPF', async () => {
+    await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}-errado` } });
+    await sleep(50);
+    expect(raw.length).toBeGreaterThan(0);
+    expect(raw).not.toContain(KEY);
+    expect(raw).not.toContain(METRICS_TOKEN);
+    // What the uploads carried: names and CPFs of the fixture, in either response.
+    const { divergencias } = basico.expectedDivergencias as { divergencias: { enviado: string; correto: string }[] };
+    const secrets = divergencias.flatMap((d) => [d.enviado, d.correto]).filter((value) => value.length >= 6);
+    expect(secrets.length).toBeGreaterThan(0);
+    for (const value of secrets) expect(raw, value).not.toContain(value);
+  });
+});
