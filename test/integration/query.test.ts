@@ -7,13 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { createLogger, loadConfig, type Config } from '@censo/shared';
-import { requireApiKey } from '../../services/api/dist/plugins/auth.js';
-import { registerErrorHandling } from '../../services/api/dist/plugins/errors.js';
-import { erroSchema } from '../../services/api/dist/routes/schemas.js';
-import { queryRoutes } from '../../services/api/dist/routes/query.js';
-import { createQueryService, type QueryService } from '../../services/api/dist/query/service.js';
+import { buildApp, createQueryService, type JobRunner, type QueryService } from '@censo/api';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
 
 const KEY = 'query-key';
@@ -36,18 +32,20 @@ const logLines: Record<string, unknown>[] = [];
 const services: QueryService[] = [];
 const apps: FastifyInstance[] = [];
 
-/** The app's wiring for this route: auth hook in the route's context, the one error handler. */
+/** Jobs are not exercised here; a runner that refuses work keeps the app honest about that. */
+const noJobs: JobRunner = {
+  mode: 'in-process',
+  run: () => Promise.reject(new Error('the query tests run no jobs')),
+  isReady: async () => true,
+  close: async () => {},
+};
+
+/** The real app (auth hook, error handler, every plugin) with the given query service. */
 async function buildQueryApp(service: QueryService | null): Promise<FastifyInstance> {
   const logger = createLogger({ logLevel: 'info' }, { service: 'test' }, {
     write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>),
   });
-  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, disableRequestLogging: true });
-  app.addSchema(erroSchema);
-  registerErrorHandling(app);
-  await app.register(async (scope) => {
-    scope.addHook('onRequest', requireApiKey([KEY]));
-    await scope.register(queryRoutes, { service });
-  });
+  const app = await buildApp({ config: configFor({}), logger, runner: noJobs, query: service });
   await app.ready();
   apps.push(app);
   return app;
