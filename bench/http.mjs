@@ -142,12 +142,16 @@ export async function runHttp(data, { quick, redisUrl, log = console.log }) {
       // Warm-up (not recorded): threads, JIT, Redis connections.
       await cannon({ url: `${d.url}/api/divergencias-rf`, body: small, connections: 10, duration: 2 });
       await cannon({ url: `${d.url}/api/retorno-rf`, body: large, connections: 1, amount: 1, timeout: 120 });
+      // autocannon closes its sockets with requests still in flight when a phase ends; let the
+      // server finish those (they count against MAX_INFLIGHT_UPLOADS) before the next phase.
+      await sleep(1500);
       const base = memoryOf(d.api.pid);
       const c50 = summarize(await cannon({ url: `${d.url}/api/divergencias-rf`, body: small, connections: 50, duration: smallSeconds, timeout: 30 }));
       log(`  http ${mode}: small c=50 ${c50.reqPerSec.toFixed(0)} req/s p50 ${c50.p50} ms`);
+      await sleep(1500);
       const c1 = summarize(await cannon({ url: `${d.url}/api/divergencias-rf`, body: small, connections: 1, duration: quick ? 2 : 5, timeout: 30 }));
       log(`  http ${mode}: small c=1 p50 ${c1.p50} ms`);
-      await sleep(500);
+      await sleep(1500);
       const big = summarize(await cannon({ url: `${d.url}/api/retorno-rf`, body: large, connections: 2, amount: largeAmount, timeout: 120 }));
       log(`  http ${mode}: large c=2 ${big.reqPerSec.toFixed(2)} req/s p50 ${big.p50} ms`);
       const mem = memoryOf(d.api.pid);
