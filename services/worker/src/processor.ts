@@ -40,9 +40,14 @@ export function createProcessor(executor: JobExecutor, { uploadDir, log }: Proce
     // can still be waiting then: failing it without retries is the expected, quiet outcome.
     if (!(await exists(folder))) throw new UnrecoverableError(UPLOAD_GONE);
 
+    const started = performance.now();
     try {
       const result = await untilAborted(executor.run(data, signal), signal);
-      jobLog.debug({ ok: result.ok }, 'job done');
+      // One line per job, like the API's per-request line: ids and counts, never file contents.
+      jobLog.info(
+        { ok: result.ok, ...(result.ok ? { count: result.count } : { code: result.code }), ms: Math.round(performance.now() - started) },
+        'job done',
+      );
       return result;
     } catch (err) {
       if (signal?.aborted) {
