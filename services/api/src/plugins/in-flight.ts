@@ -18,9 +18,16 @@ export function limitInFlight(max: number): InFlightLimiter {
         throw new OverloadedError();
       }
       inFlight += 1;
-      reply.raw.once('close', () => {
+      // 'finish' comes first for a completed response, 'close' alone for an abandoned one; a
+      // keep-alive client's next request may arrive between the two, so release on the first.
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
         inFlight -= 1;
-      });
+      };
+      reply.raw.once('finish', release);
+      reply.raw.once('close', release);
     },
     current: () => inFlight,
   };
