@@ -15,7 +15,7 @@ describe('off by default', () => {
   it('404 without BULL_BOARD_TOKEN', async () => {
     const server = await startTestServer();
     try {
-      for (const headers of [{}, { authorization: `Bearer ${TOKEN}` }]) {
+      for (const headers of [{}, { authorization: `Bearer ${TOKEN}` }] as Record<string, string>[]) {
         expect((await get(server, BASE, headers)).status).toBe(404);
       }
     } finally {

@@ -76,7 +76,7 @@ describe('credentials', () => {
   it('503 for everyone when neither METRICS_TOKEN nor API_KEY is set (fail closed, SPEC §4)', async () => {
     const bare = await startTestServer({ API_KEY: '' });
     try {
-      for (const headers of [{}, { authorization: `Bearer ${METRICS_TOKEN}` }, { 'x-api-key': API_KEY }]) {
+      for (const headers of [{}, { authorization: `Bearer ${METRICS_TOKEN}` }, { 'x-api-key': API_KEY }] as Record<string, string>[]) {
         const res = await scrape(bare, headers);
         expect(res.status).toBe(503);
         expect(JSON.parse(res.text)).toEqual({ erro: 'API não configurada (defina a env API_KEY).' });
