@@ -1,5 +1,7 @@
 // Liveness and readiness (SPEC §6), without authentication so orchestrators can probe them.
 import type { FastifyInstance } from 'fastify';
+// 'warn' alone would make probes log on an app whose LOG_LEVEL is 'silent' or 'error'.
+import { quieterLevel } from '../plugins/metrics.js';
 
 export interface ReadinessProbe {
   readonly name: string;
@@ -22,7 +24,7 @@ export async function healthRoutes(app: FastifyInstance, { probes }: HealthRoute
   app.get(
     '/healthz',
     {
-      logLevel: 'warn',
+      logLevel: quieterLevel(app, 'warn'),
       schema: {
         tags: ['operação'],
         summary: 'Liveness: o processo responde',
@@ -35,7 +37,7 @@ export async function healthRoutes(app: FastifyInstance, { probes }: HealthRoute
   app.get(
     '/readyz',
     {
-      logLevel: 'warn',
+      logLevel: quieterLevel(app, 'warn'),
       schema: {
         tags: ['operação'],
         summary: 'Readiness: Redis (com REDIS_URL) e PostgreSQL (com DATABASE_URL) respondem',
