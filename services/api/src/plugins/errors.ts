@@ -37,8 +37,9 @@ function translate(err: FastifyError): CensoError | null {
     default:
       break;
   }
-  // busboy's own parse errors ("Multipart: Boundary not found", "Unexpected end of form", ...)
-  if (/^(Multipart|Malformed|Unexpected end of (form|multipart))/i.test(err.message)) {
+  // busboy's own parse errors ("Multipart: Boundary not found", "Unexpected end of form", and
+  // "Part terminated early ..." when the body ends inside a file part)
+  if (/^(Multipart|Malformed|Unexpected end of (form|multipart)|Part terminated early)/i.test(err.message)) {
     return new BadInputError('Requisição multipart malformada.');
   }
   if (err.validation) {
