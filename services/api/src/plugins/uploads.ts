@@ -44,7 +44,8 @@ export interface ReceivedFiles {
 }
 
 /** Errors of the file system that mean "cannot store uploads now", not "bad request". */
-const STORAGE_ERRORS = new Set(['ENOSPC', 'EACCES', 'EPERM', 'EROFS', 'EDQUOT', 'EMFILE', 'ENFILE']);
+// ENOTDIR / ENOENT: UPLOAD_DIR (or a parent) is not a folder, or vanished while a file was written.
+const STORAGE_ERRORS = new Set(['ENOSPC', 'EACCES', 'EPERM', 'EROFS', 'EDQUOT', 'EMFILE', 'ENFILE', 'ENOTDIR', 'ENOENT', 'EIO']);
 
 function storageError(err: unknown): unknown {
   const code = (err as NodeJS.ErrnoException | null)?.code;
@@ -83,6 +84,12 @@ export async function withUploadFolder<T>(
       throw storageError(err);
     });
     return await work(folder, clientGone.signal);
+  } catch (err) {
+    // Failed before the body was read to its end (disk full mid-file, ...): the unread rest would
+    // sit in front of the next request on this keep-alive socket and stall it, so close the
+    // connection after the answer instead of draining up to 25 MB for nothing.
+    if (!request.raw.complete) reply.header('connection', 'close');
+    throw err;
   } finally {
     settle();
   }
