@@ -9,6 +9,11 @@ export const REDACTED_PATHS = [
   'req.headers.cookie',
   'headers["x-api-key"]',
   'headers.authorization',
+  // Any object one level down that carries request headers: @fastify/multipart logs
+  // `busboyOptions.headers` (with x-api-key) at trace level.
+  '*.headers["x-api-key"]',
+  '*.headers.authorization',
+  '*.headers.cookie',
   '*.apiKey',
   '*.apiKeys',
   '*.queryApiKeys',
