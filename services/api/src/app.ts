@@ -10,6 +10,7 @@ import { registerErrorHandling } from './plugins/errors.js';
 import { registerBullBoard } from './plugins/bull-board.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
+import { registerRateLimit } from './plugins/rate-limit.js';
 import { registerRequestLog } from './plugins/request-log.js';
 import { MULTIPART_LIMITS } from './plugins/uploads.js';
 import type { QueryService } from './query/service.js';
@@ -47,6 +48,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // so its onResponse hook and `app.metrics` reach all routes.
   await registerOpenApi(app);
   registerMetrics(app, { config, runner, logger: deps.logger });
+  // Before the /api/* routes: it attaches a route-level hook to them, which runs after auth.
+  await registerRateLimit(app, config.rateLimitPerMinute);
 
   const probes: ReadinessProbe[] = [];
   if (runner.mode === 'bullmq') probes.push({ name: 'redis', isReady: () => runner.isReady() });
