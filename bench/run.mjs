@@ -237,5 +237,8 @@ const doc = [
   notes.trim(),
   '',
 ].join('\n');
-writeFileSync(path.join(ROOT, 'BENCHMARKS.md'), doc);
+// Keep the Load section written by `npm run load` (scripts/load.mjs) across bench re-runs.
+const previous = (() => { try { return readFileSync(path.join(ROOT, 'BENCHMARKS.md'), 'utf8'); } catch { return ''; } })();
+const loadSection = /<!-- load:start -->[\s\S]*?<!-- load:end -->/.exec(previous)?.[0];
+writeFileSync(path.join(ROOT, 'BENCHMARKS.md'), loadSection ? `${doc.trimEnd()}\n\n${loadSection}\n` : doc);
 log(`\nWrote BENCHMARKS.md in ${((Date.now() - started) / 60000).toFixed(1)} min.`);
