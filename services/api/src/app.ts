@@ -1,7 +1,7 @@
 // The application as a plugin tree: routes, hooks and error handling, never `listen` and never
 // process.env (STYLE §1). Entry points (server.ts) and tests build it with their own deps.
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import multipart from '@fastify/multipart';
 import type { Config, Logger } from '@censo/shared';
 import type { JobRunner } from './jobs/runner.js';
@@ -32,7 +32,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     // One line per request, written by request-log.ts with the route, status and job.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     // Uploads are streamed by @fastify/multipart; this limit only bounds other bodies.

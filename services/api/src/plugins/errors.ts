@@ -11,6 +11,7 @@ import {
 
 const INTERNAL_ERROR = 'Erro interno do servidor.';
 const NOT_FOUND = 'Rota não encontrada.';
+const CLIENT_GONE = 'A conexão foi encerrada pelo cliente.';
 
 /** Fastify / @fastify/multipart codes that are the client's fault, as our errors. */
 function translate(err: FastifyError): CensoError | null {
@@ -56,6 +57,13 @@ export function toCensoError(err: unknown): CensoError | null {
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    // The client went away (upload cut, request abandoned while its job ran): nobody will read
+    // this answer, and it is not a server fault, so no stack trace at error level.
+    if (reply.raw.destroyed) {
+      request.log.info({ reason: err.message }, 'client closed the connection before the response');
+      // 499, nginx's "client closed request", keeps these apart from real 4xx in metrics.
+      return reply.code(499).send({ erro: CLIENT_GONE });
+    }
     const known = toCensoError(err);
     if (known) {
       // A 5xx of ours (queue, database, storage down) is an operator's problem: keep the cause.
