@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, post, startTestServer, type TestServer } from '../helpers/http.js';
+import { openUpload, partHead } from '../helpers/raw-http.js';
 
 const cases = fixtureCases();
 const [basico] = cases;
@@ -69,6 +70,21 @@ describe('authentication (SPEC §4)', () => {
     } finally {
       await rotating.dispose();
     }
+  });
+
+  it('answers 401 before the body is read, and closes the connection instead of draining it', async () => {
+    const upload = openUpload(server.url, '/api/divergencias-rf', {
+      'content-type': 'multipart/form-data; boundary=----censo-raw-boundary-5b1e',
+    });
+    await upload.write(partHead('retorno', 'retorno.json'));
+    await upload.write(Buffer.alloc(64 * 1024, 0x20));
+    // The body is left open: only the headers decide this answer.
+    const res = await upload.response;
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ erro: 'Credencial inválida (header x-api-key).' });
+    expect(res.headers.connection).toBe('close');
+    upload.request.destroy();
+    await expectEmptyDir(server.uploadDir);
   });
 
   it('503 when no key is configured, with or without the header, before any 401', async () => {

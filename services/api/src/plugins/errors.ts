@@ -64,6 +64,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
       // 499, nginx's "client closed request", keeps these apart from real 4xx in metrics.
       return reply.code(499).send({ erro: CLIENT_GONE });
     }
+    // Answered before the body was read to its end (no key, rate limit, overload, disk full
+    // mid-file, a bad first part...): the unread rest would sit in front of the next request on
+    // this keep-alive socket, so close the connection after the answer instead of draining up
+    // to 25 MB from a client we have already refused.
+    if (!request.raw.complete) reply.header('connection', 'close');
     const known = toCensoError(err);
     if (known) {
       // A 5xx of ours (queue, database, storage down) is an operator's problem: keep the cause.

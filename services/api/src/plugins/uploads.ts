@@ -84,12 +84,6 @@ export async function withUploadFolder<T>(
       throw storageError(err);
     });
     return await work(folder, clientGone.signal);
-  } catch (err) {
-    // Failed before the body was read to its end (disk full mid-file, ...): the unread rest would
-    // sit in front of the next request on this keep-alive socket and stall it, so close the
-    // connection after the answer instead of draining up to 25 MB for nothing.
-    if (!request.raw.complete) reply.header('connection', 'close');
-    throw err;
   } finally {
     settle();
   }
