@@ -12,3 +12,4 @@ export * from './divergencias.js';
 export * from './merge.js';
 export * from './job.js';
 export * from './job-pool.js';
+export * from './credentials.js';

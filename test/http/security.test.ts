@@ -7,8 +7,8 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger, loadConfig, REDACTED_PATHS } from '@censo/shared';
-import { createKeyMatcher, startServer } from '@censo/api';
+import { createKeyMatcher, createLogger, loadConfig, REDACTED_PATHS } from '@censo/shared';
+import { startServer } from '@censo/api';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, post, startTestServer, type TestServer } from '../helpers/http.js';
 import { closing, openUpload, partHead } from '../helpers/raw-http.js';
@@ -33,7 +33,7 @@ describe('keys', () => {
   it('fail closed on the query route too: no key configured → 503 before any 401', async () => {
     const server = await startTestServer({ API_KEY: '' });
     try {
-      for (const headers of [{}, { 'x-api-key': 'x' }]) {
+      for (const headers of [{}, { 'x-api-key': 'x' }] as Record<string, string>[]) {
         const res = await fetch(`${server.url}/api/query?query=audits`, { headers });
         expect(res.status).toBe(503);
         expect(await res.json()).toEqual({ erro: 'API não configurada (defina a env API_KEY).' });

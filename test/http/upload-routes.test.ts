@@ -90,7 +90,7 @@ describe('authentication (SPEC §4)', () => {
   it('503 when no key is configured, with or without the header, before any 401', async () => {
     const unconfigured = await startTestServer({ API_KEY: '' });
     try {
-      for (const headers of [{}, { 'x-api-key': 'anything' }]) {
+      for (const headers of [{}, { 'x-api-key': 'anything' }] as Record<string, string>[]) {
         const res = await post(unconfigured, '/api/divergencias-rf', await formWith([retornoFile('json')]), headers);
         expect(res.status).toBe(503);
         expect(res.body).toEqual({ erro: 'API não configurada (defina a env API_KEY).' });

@@ -10,11 +10,9 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { Queue } from 'bullmq';
-import type { Config, Logger } from '@censo/shared';
+import { bearerToken, createKeyMatcher, type Config, type Logger } from '@censo/shared';
 import { JOB_QUEUE, throttledErrorLog } from '@censo/worker';
 import type { JobRunner } from '../jobs/runner.js';
-import { createKeyMatcher } from './auth.js';
-import { bearerToken } from './metrics.js';
 
 export const BULL_BOARD_PREFIX = '/admin/queues';
 export const BULL_BOARD_COOKIE = 'censo_board';
@@ -66,7 +64,7 @@ export function requireBoardToken(token: string) {
         .header('cache-control', 'no-store')
         .redirect(`${url.pathname}${url.search}`, 303);
     }
-    if (tokenMatches(bearerToken(request)) || sessionMatches(cookie(request, BULL_BOARD_COOKIE))) return;
+    if (tokenMatches(bearerToken(request.headers.authorization)) || sessionMatches(cookie(request, BULL_BOARD_COOKIE))) return;
     return reply
       .code(401)
       .header('www-authenticate', 'Bearer realm="censo-api queues"')

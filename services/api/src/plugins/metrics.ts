@@ -9,9 +9,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { pino, type LevelWithSilent } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { ApiNotConfiguredError, InvalidCredentialError, type Config, type Logger } from '@censo/shared';
+import {
+  ApiNotConfiguredError,
+  InvalidCredentialError,
+  createMetricsCredentialCheck,
+  type Config,
+  type Logger,
+} from '@censo/shared';
 import type { JobRunner } from '../jobs/runner.js';
-import { createKeyMatcher, headerToken } from './auth.js';
 
 export const METRICS_PREFIX = 'censo_';
 
@@ -151,20 +156,13 @@ export function createMetrics(runner: MetricsOptions['runner'], logger: MetricsO
   return { metrics, observe };
 }
 
-/**
- * `Authorization: Bearer <METRICS_TOKEN>` or `x-api-key: <API_KEY>`. Fails closed like SPEC §4:
- * neither configured → 503 for everyone; otherwise a missing or wrong credential → 401.
- */
+/** `/metrics` credentials (shared with the worker's health server): 503 / 401 / pass. */
 export function requireMetricsCredential(config: MetricsOptions['config']) {
-  const tokenMatches = createKeyMatcher(config.metricsToken ? [config.metricsToken] : []);
-  const keyMatches = createKeyMatcher(config.apiKeys);
-  const configured = config.metricsToken !== null || config.apiKeys.length > 0;
+  const check = createMetricsCredentialCheck(config);
   return async (request: FastifyRequest) => {
-    if (!configured) throw new ApiNotConfiguredError();
-    // Both checks always run, so the time taken does not say which kind of credential was tried.
-    const bearer = tokenMatches(bearerToken(request));
-    const key = keyMatches(headerToken(request));
-    if (!(bearer || key)) throw new InvalidCredentialError();
+    const verdict = check(request.headers);
+    if (verdict === 'unconfigured') throw new ApiNotConfiguredError();
+    if (verdict === 'invalid') throw new InvalidCredentialError();
   };
 }
 
@@ -177,13 +175,6 @@ export function quieterLevel(app: FastifyInstance, level: 'warn' | 'error'): Lev
   if (current === 'silent') return current;
   const values = pino.levels.values;
   return (values[current] ?? 0) >= (values[level] ?? 0) ? current : level;
-}
-
-export function bearerToken(request: FastifyRequest): string | undefined {
-  const value = request.headers.authorization;
-  if (typeof value !== 'string') return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(value);
-  return match?.[1];
 }
 
 /**
