@@ -7,6 +7,8 @@ import path from 'node:path';
 export interface Config {
   readonly host: string;
   readonly port: number;
+  /** Whether PORT was given: a `start:worker` process serves /healthz and /metrics only then. */
+  readonly portFromEnv: boolean;
   /** Tokens accepted on the upload routes; empty = not configured (fail closed). */
   readonly apiKeys: readonly string[];
   /** Tokens accepted on the query route: QUERY_API_KEY when set, else API_KEY. */
@@ -52,6 +54,7 @@ export function loadConfig(env: Env): Config {
   return Object.freeze({
     host: text(env.HOST) ?? '0.0.0.0',
     port: integer(env, 'PORT', 3000, 0, 65535),
+    portFromEnv: text(env.PORT) !== null,
     apiKeys,
     queryApiKeys: queryKeys.length > 0 ? queryKeys : apiKeys,
     metricsToken: text(env.METRICS_TOKEN),

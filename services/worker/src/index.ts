@@ -3,3 +3,4 @@
 export * from './queue.js';
 export { createProcessor, type JobExecutor, type JobProcessor, type ProcessorOptions } from './processor.js';
 export { startWorker, workerConnection, throttledErrorLog, closeQueueEvents, type RunningWorker, type StartWorkerOptions } from './worker.js';
+export { startHealthServer, type WorkerHealthServer } from './health-server.js';

@@ -2,6 +2,7 @@
 // can run against one REDIS_URL and one shared UPLOAD_DIR volume.
 import closeWithGrace from 'close-with-grace';
 import { ConfigError, createLogger, loadConfig, type Config } from '@censo/shared';
+import { startHealthServer } from './health-server.js';
 import { startWorker } from './worker.js';
 
 let config: Config;
@@ -16,6 +17,7 @@ try {
 
 const log = createLogger(config, { role: 'worker' });
 const running = await startWorker(config, log);
+const health = config.portFromEnv ? await startHealthServer(config, running, log) : null;
 
 // The worker drains for at most min(JOB_TIMEOUT_MS, 20 s), then hands jobs back (5 s more);
 // close-with-grace exits hard a little after that, whatever happens.
@@ -23,4 +25,5 @@ closeWithGrace({ delay: Math.min(config.jobTimeoutMs, 20_000) + 10_000, logger: 
   if (err) log.error({ err }, 'closing after an unexpected error');
   else log.info({ signal }, 'closing');
   await running.close();
+  await health?.close();
 });

@@ -1,0 +1,125 @@
+// The worker's own health and metrics endpoint (SPEC §6: "a start:worker process may listen on
+// PORT"), served only when PORT is set for it, so a worker and an API on one host never fight
+// over the default port. Plain node:http: three GET routes do not need a framework.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { createMetricsCredentialCheck, type Config, type JobResult, type Logger } from '@censo/shared';
+import { ABORT_CANCELLED, UPLOAD_GONE } from './queue.js';
+import { throttledErrorLog, type RunningWorker } from './worker.js';
+
+export interface WorkerHealthServer {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+const REDIS_PING_TIMEOUT_MS = 1_000;
+
+function send(res: ServerResponse, status: number, body: unknown, type = 'application/json; charset=utf-8'): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function createWorkerMetrics(running: RunningWorker) {
+  const registry = new Registry();
+  registry.setDefaultLabels({ role: 'worker' });
+  collectDefaultMetrics({ register: registry, prefix: 'censo_' });
+  const jobs = new Counter({
+    name: 'censo_worker_jobs_total',
+    help: 'Jobs this worker finished, by kind and outcome (ok, rejected, cancelled, error).',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'censo_worker_job_duration_seconds',
+    help: 'Time from a job becoming active on this worker to its end.',
+    labelNames: ['kind', 'outcome'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [registry],
+  });
+  const observe = (kind: string, outcome: string, processedOn?: number, finishedOn?: number) => {
+    jobs.inc({ kind, outcome });
+    if (processedOn) duration.observe({ kind, outcome }, ((finishedOn ?? Date.now()) - processedOn) / 1000);
+  };
+  running.worker.on('completed', (job, result: JobResult) =>
+    observe(job.name, result.ok ? 'ok' : 'rejected', job.processedOn, job.finishedOn),
+  );
+  running.worker.on('failed', (job, err) => {
+    const cancelled = err.message === ABORT_CANCELLED || err.message === UPLOAD_GONE;
+    observe(job?.name ?? 'unknown', cancelled ? 'cancelled' : 'error', job?.processedOn, job?.finishedOn);
+  });
+  return registry;
+}
+
+/** A small connection of its own: the worker's blocking connections are busy waiting for jobs. */
+function createRedisProbe(redisUrl: string, onError: (err: unknown) => void) {
+  const redis = new Redis(redisUrl, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: REDIS_PING_TIMEOUT_MS,
+    retryStrategy: (times) => Math.min(500 * times, 5_000),
+  });
+  redis.on('error', onError);
+  return {
+    async answers(): Promise<boolean> {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, REDIS_PING_TIMEOUT_MS, false)));
+      const ping = redis.ping().then((reply) => reply === 'PONG', () => false);
+      return Promise.race([ping, timeout]).finally(() => clearTimeout(timer));
+    },
+    close: () => redis.quit().then(() => undefined, () => redis.disconnect()),
+  };
+}
+
+export async function startHealthServer(config: Config, running: RunningWorker, log: Logger): Promise<WorkerHealthServer> {
+  const registry = createWorkerMetrics(running);
+  const credential = createMetricsCredentialCheck(config);
+  const onError = throttledErrorLog(log);
+  const redis = createRedisProbe(config.redisUrl ?? '', (err) => onError('health probe', err));
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET') return send(res, 404, { erro: 'Rota não encontrada.' });
+    if (path === '/healthz') return send(res, 200, { status: 'ok' });
+    if (path === '/readyz') {
+      const ready = running.worker.isRunning() && (await redis.answers());
+      return send(res, ready ? 200 : 503, { status: ready ? 'ok' : 'indisponível', checks: { redis: ready ? 'ok' : 'falha' } });
+    }
+    if (path === '/metrics') {
+      const verdict = credential(req.headers);
+      if (verdict === 'unconfigured') return send(res, 503, { erro: 'API não configurada (defina a env API_KEY).' });
+      if (verdict === 'invalid') return send(res, 401, { erro: 'Credencial inválida (header x-api-key).' });
+      return send(res, 200, await registry.metrics(), registry.contentType);
+    }
+    return send(res, 404, { erro: 'Rota não encontrada.' });
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      log.error({ err }, 'health server error');
+      if (!res.headersSent) send(res, 500, { erro: 'Erro interno do servidor.' });
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  }).catch(async (err: unknown) => {
+    await redis.close();
+    throw err;
+  });
+  const { address, port } = server.address() as AddressInfo;
+  const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+  log.info({ url }, 'worker health server listening');
+  return {
+    url,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await redis.close();
+    },
+  };
+}

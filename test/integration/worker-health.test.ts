@@ -1,0 +1,135 @@
+// The worker's own health and metrics endpoint (SPEC §6): served only when PORT is set for the
+// worker, with the /metrics credential rule of the API, counting the jobs this worker ran.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger, loadConfig, type JobData } from '@censo/shared';
+import { createBullmqRunner } from '@censo/api';
+import { fixtureCases } from '../helpers/fixtures.js';
+import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const METRICS_TOKEN = 'metrics-token';
+
+interface WorkerProcess {
+  readonly child: ChildProcess;
+  readonly lines: Array<Record<string, unknown>>;
+  line(msg: string, timeoutMs?: number): Promise<Record<string, unknown>>;
+  stop(): Promise<number | null>;
+}
+
+function startWorkerProcess(env: Record<string, string>): WorkerProcess {
+  const child = spawn(process.execPath, ['services/worker/dist/main.js'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  let buffered = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    buffered += chunk;
+    const parts = buffered.split('\n');
+    buffered = parts.pop() ?? '';
+    for (const part of parts) if (part) lines.push(JSON.parse(part) as Record<string, unknown>);
+  });
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  return {
+    child,
+    lines,
+    async line(msg, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = lines.find((l) => l.msg === msg);
+        if (found) return found;
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`worker never logged "${msg}"`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+let redis: TestRedis;
+let prefix: string;
+let uploadDir: string;
+const workers: WorkerProcess[] = [];
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  prefix = uniqueQueuePrefix();
+  uploadDir = await mkdtemp(path.join(os.tmpdir(), 'censo-worker-health-'));
+});
+
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop()));
+  await deleteKeys(redis.url, prefix);
+  await redis.stop();
+  await rm(uploadDir, { recursive: true, force: true });
+});
+
+const env = (extra: Record<string, string> = {}) => ({
+  REDIS_URL: redis.url,
+  QUEUE_PREFIX: prefix,
+  UPLOAD_DIR: uploadDir,
+  WORKER_CONCURRENCY: '1',
+  LOG_LEVEL: 'info',
+  METRICS_TOKEN,
+  ...extra,
+});
+
+describe('worker health server', () => {
+  it('is not started without PORT, so a worker never takes the API default port', async () => {
+    const worker = startWorkerProcess(env());
+    workers.push(worker);
+    await worker.line('worker started');
+    expect(worker.lines.some((l) => l.msg === 'worker health server listening')).toBe(false);
+    expect(await worker.stop()).toBe(0);
+  });
+
+  it('serves /healthz, /readyz and authenticated /metrics counting the jobs it ran', async () => {
+    const worker = startWorkerProcess(env({ PORT: '0', HOST: '127.0.0.1' }));
+    workers.push(worker);
+    const { url } = (await worker.line('worker health server listening')) as { url: string };
+
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
+    const ready = await fetch(`${url}/readyz`);
+    expect(ready.status).toBe(200);
+
+    const anonymous = await fetch(`${url}/metrics`);
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.json()).toEqual({ erro: 'Credencial inválida (header x-api-key).' });
+
+    // One job through the queue, run by this worker.
+    const [basico] = fixtureCases();
+    const dir = path.join(uploadDir, 'job-1');
+    await mkdir(dir);
+    await copyFile(basico!.retorno.json, path.join(dir, 'retorno.json'));
+    const data: JobData = {
+      kind: 'divergencias',
+      retorno: { path: path.join(dir, 'retorno.json'), format: 'json' },
+      resultPath: path.join(dir, 'resultado.json'),
+    };
+    const config = loadConfig({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, UPLOAD_DIR: uploadDir, LOG_LEVEL: 'silent' });
+    const runner = createBullmqRunner(config, createLogger(config, {}));
+    try {
+      const result = await runner.run(data, { id: 'job-1', signal: new AbortController().signal, deadline: Date.now() + 15_000 });
+      expect(result).toMatchObject({ ok: true, count: 9 });
+    } finally {
+      await runner.close();
+    }
+
+    const scraped = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    expect(scraped.status).toBe(200);
+    const text = await scraped.text();
+    expect(text).toMatch(/censo_worker_jobs_total\{kind="divergencias",outcome="ok",role="worker"\} 1/);
+    expect(text).toContain('censo_worker_job_duration_seconds_bucket');
+    expect(await worker.stop()).toBe(0);
+  });
+});
