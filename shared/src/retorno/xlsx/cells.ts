@@ -1,6 +1,7 @@
 // Cell value → text (SPEC §1.2): numbers without a trailing `.0`, date-formatted numbers as the
 // DD/MM/YYYY the cell shows, booleans as Excel shows them, everything else as written.
 import { badInput } from '../../errors.js';
+import type { SharedStrings } from './strings.js';
 import { decodeOoxmlEscapes } from './xml.js';
 
 /** Built-in number formats that display a date or time (ECMA-376 §18.8.30 and the CJK ids). */
@@ -46,7 +47,7 @@ export function isDateFormatCode(code: string): boolean {
 
 /** What a sheet needs to turn cells into text. */
 export interface CellContext {
-  readonly sharedStrings: readonly string[];
+  readonly sharedStrings: SharedStrings;
   /** Per cellXfs index (a cell's `s`): whether its number format shows a date. */
   readonly dateStyles: readonly boolean[];
   readonly date1904: boolean;
@@ -105,7 +106,7 @@ export function cellText(
   switch (type) {
     case 's': {
       if (value === '') return '';
-      const text = ctx.sharedStrings[Number(value)];
+      const text = ctx.sharedStrings.get(Number(value));
       if (text === undefined) throw badInput.unreadableRetorno(BAD_SHARED_STRING);
       return text;
     }

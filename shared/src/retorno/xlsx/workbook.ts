@@ -4,6 +4,7 @@
 import { posix } from 'node:path';
 import { badInput } from '../../errors.js';
 import { isBuiltinDateFormat, isDateFormatCode, type CellContext } from './cells.js';
+import { SharedStrings } from './strings.js';
 import { appendCapped, decodeOoxmlEscapes, TagScanner, type TagHandler } from './xml.js';
 import type { ZipArchive } from './zip.js';
 
@@ -48,6 +49,7 @@ export async function readWorkbook(zip: ZipArchive, signal?: AbortSignal): Promi
 
   const styles = await scan(zip, stylesPart, new StylesHandler(), signal);
   const strings = await scan(zip, stringsPart, new SharedStringsHandler(), signal);
+  strings.strings.finish();
   return {
     sheets,
     date1904: book.date1904,
@@ -177,7 +179,7 @@ class StylesHandler implements TagHandler {
 
 /** `<si>` items: plain `<t>` or rich-text runs `<r><t>` concatenated; phonetic `<rPh>` ignored. */
 class SharedStringsHandler implements TagHandler {
-  readonly strings: string[] = [];
+  readonly strings = new SharedStrings();
   private current = '';
   private inItem = false;
   private inPhonetic = false;
