@@ -49,7 +49,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await registerOpenApi(app);
   registerMetrics(app, { config, runner, logger: deps.logger });
   // Before the /api/* routes: it attaches a route-level hook to them, which runs after auth.
-  await registerRateLimit(app, config.rateLimitPerMinute);
+  await registerRateLimit(app, config);
 
   const probes: ReadinessProbe[] = [];
   if (runner.mode === 'bullmq') probes.push({ name: 'redis', isReady: () => runner.isReady() });

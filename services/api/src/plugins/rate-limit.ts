@@ -1,10 +1,12 @@
 // Per-key rate limit on /api/* (RATE_LIMIT_PER_MINUTE, 0 = off). The hook is route-level, so it
 // runs after the scope's auth hook: only requests with a valid key are counted, and they are
 // counted by a hash of that key, so the raw key is never a map key, a label or a log field.
+// With REDIS_URL the counters live in Redis, so the limit holds across every API replica.
 import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { RateLimitedError } from '@censo/shared';
+import { Redis } from 'ioredis';
+import { RateLimitedError, type Config } from '@censo/shared';
 import { headerToken } from './auth.js';
 
 export function rateLimitKey(request: FastifyRequest): string {
@@ -12,10 +14,29 @@ export function rateLimitKey(request: FastifyRequest): string {
 }
 
 /** Must be registered before the routes it limits (it attaches itself through onRoute). */
-export async function registerRateLimit(app: FastifyInstance, perMinute: number): Promise<void> {
+export async function registerRateLimit(
+  app: FastifyInstance,
+  config: Pick<Config, 'rateLimitPerMinute' | 'redisUrl' | 'queuePrefix'>,
+): Promise<void> {
+  const perMinute = config.rateLimitPerMinute;
   if (perMinute <= 0) return;
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, {
+        // A slow or absent Redis must not hold requests: fail the check fast and let it pass.
+        enableOfflineQueue: false,
+        connectTimeout: 1_000,
+        commandTimeout: 500,
+        maxRetriesPerRequest: 0,
+        retryStrategy: (times) => Math.min(250 * times, 2_000),
+      })
+    : null;
+  if (redis) {
+    redis.on('error', () => undefined); // the queue's own connections already report outages
+    app.addHook('onClose', async () => void redis.disconnect());
+  }
   await app.register(rateLimit, {
     max: perMinute,
+    ...(redis ? { redis, nameSpace: `${config.queuePrefix}:rate-limit:`, skipOnError: true } : {}),
     timeWindow: 60_000,
     keyGenerator: rateLimitKey,
     // Health, docs and metrics are not limited: only the routes behind x-api-key.
