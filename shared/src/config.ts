@@ -71,7 +71,10 @@ export function loadConfig(env: Env): Config {
     jobTimeoutMs: integer(env, 'JOB_TIMEOUT_MS', 120_000, 1, 3_600_000),
     queryTimeoutMs: integer(env, 'QUERY_TIMEOUT_MS', 10_000, 1, 3_600_000),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', cpus, 1, 256),
-    maxInFlightUploads: integer(env, 'MAX_INFLIGHT_UPLOADS', 64, 1, 100_000),
+    // Counted from onRequest to the response's end: under a saturated event loop a keep-alive
+    // client's next request can start before its previous response's 'finish' is seen, so the
+    // count runs above the number of clients; 128 leaves room for that at ~64 clients.
+    maxInFlightUploads: integer(env, 'MAX_INFLIGHT_UPLOADS', 128, 1, 100_000),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 0, 0, 10_000_000),
     bullBoardToken: text(env.BULL_BOARD_TOKEN),
     logLevel: logLevel(env.LOG_LEVEL),
