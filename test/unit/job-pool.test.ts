@@ -19,7 +19,7 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'censo-pool-'));
   big = path.join(dir, 'big');
   // A return large enough that its job is still running when the test aborts it.
-  await promisify(execFile)(process.execPath, [path.join(ROOT, '../shared/tools/gen-big.mjs'), '--persons', '60000', '--out', big, '--no-xlsx'], { cwd: ROOT });
+  await promisify(execFile)(process.execPath, [path.join(ROOT, 'bench/gen-big.mjs'), '--persons', '60000', '--out', big, '--formats', 'txt,json'], { cwd: ROOT });
   pool = createJobPool({ threads: 1, closeTimeoutMs: 200 });
 });
 afterAll(async () => {
