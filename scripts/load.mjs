@@ -198,7 +198,14 @@ async function runMode(mode, requests, db) {
       p99: r.latency.p99,
       max: r.latency.max,
       filesLeft: left.length,
-      processes: procs.map((p, i) => ({ name: p.name, start: start0.rss[i], end: end.rss[i], peak: peak[i] })),
+      // RSS at each quarter of the run: a leak keeps climbing, warm-up levels off.
+      processes: procs.map((p, i) => ({
+        name: p.name,
+        start: start0.rss[i],
+        quarters: [1, 2, 3].map((q) => samples[Math.min(samples.length - 1, Math.floor((samples.length * q) / 4))]?.[i]),
+        end: end.rss[i],
+        peak: peak[i],
+      })),
       redis: redis ? { start: start0.redis, end: end.redis } : null,
     };
   } finally {
@@ -227,9 +234,13 @@ function table(results, largeBytes) {
   lines.push('|---|---:|---:|---:|---|---:|---:|---:|---:|');
   for (const r of results) lines.push(`| ${r.mode} | ${r.requests} | ${r.reqPerSec.toFixed(1)} | ${r.ok} | ${r.unexpected} (${r.non2xx} / ${r.errors} / ${r.timeouts}) | ${r.p50} | ${r.p99} | ${r.max} | ${r.filesLeft} |`);
   lines.push('');
-  lines.push('| mode | process | RSS start MB | RSS end MB | RSS peak MB |');
-  lines.push('|---|---|---:|---:|---:|');
-  for (const r of results) for (const p of r.processes) lines.push(`| ${r.mode} | ${p.name} | ${mb(p.start)} | ${mb(p.end)} | ${mb(p.peak)} |`);
+  lines.push('| mode | process | RSS start MB | 25% | 50% | 75% | end | peak |');
+  lines.push('|---|---|---:|---:|---:|---:|---:|---:|');
+  for (const r of results) {
+    for (const p of r.processes) {
+      lines.push(`| ${r.mode} | ${p.name} | ${mb(p.start)} | ${p.quarters.map((q) => mb(q ?? NaN)).join(' | ')} | ${mb(p.end)} | ${mb(p.peak)} |`);
+    }
+  }
   for (const r of results) if (r.redis) lines.push('', `Redis \`used_memory\` (${r.mode}): ${mb(r.redis.start)} MB at start, ${mb(r.redis.end)} MB at end (completed jobs are kept up to 10 000 / 1 h by design, then trimmed).`);
   lines.push('', '"start" is sampled after a 5 s warm-up; "unexpected" is any non-2xx answer, socket error or timeout (the mix contains only valid requests, and rate limiting and load shedding stay below their thresholds).');
   return lines.join('\n');
