@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import * as shared from '@censo/shared';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-const table = readme.slice(readme.indexOf('### Errors'), readme.indexOf('## Architecture'));
+const errorsAt = readme.indexOf('### Errors');
+const table = readme.slice(errorsAt, readme.indexOf('\n## ', errorsAt));
 
 const subclasses = Object.entries(shared).filter(
   ([name, value]) =>
