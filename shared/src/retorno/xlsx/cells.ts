@@ -57,6 +57,23 @@ const NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 
 /** Shortest round-trip text; integers below 1e21 come out as plain digits. */
 export function numberText(raw: string): string {
+  // Plain integers (no sign, no leading zero, at most 15 digits, so exactly representable)
+  // print as written: skip the regex and the round trip.
+  const len = raw.length;
+  if (len > 0 && len <= 15) {
+    const first = raw.charCodeAt(0);
+    if (first >= 49 && first <= 57) {
+      let i = 1;
+      while (i < len) {
+        const c = raw.charCodeAt(i);
+        if (c < 48 || c > 57) break;
+        i++;
+      }
+      if (i === len) return raw;
+    } else if (len === 1 && first === 48) {
+      return raw;
+    }
+  }
   if (!NUMBER.test(raw)) return raw;
   const n = Number(raw);
   if (!Number.isFinite(n)) return raw;

@@ -4,7 +4,7 @@
 import type { RetornoRow } from '../../types.js';
 import { hasRequiredRoles, isBlank, roleOf, ROLES, type Role } from '../columns.js';
 import { cellText, type CellContext } from './cells.js';
-import { appendCapped, TagScanner, type TagHandler } from './xml.js';
+import { appendCapped, decodeEntities, TagScanner, type TagHandler } from './xml.js';
 
 /** SPEC §1.2: the header is looked for among sheet rows 1–20. */
 const HEADER_ROWS = 20;
@@ -19,6 +19,7 @@ const enum Slot {
 }
 
 const CELL_ATTRS = ['r', 't', 's'] as const;
+const ROW_ATTRS = ['r'] as const;
 
 const NOT_KEPT = -1;
 // While looking for the header every cell is read, to test its name.
@@ -55,7 +56,10 @@ export class SheetScanner implements TagHandler {
   private inInline = false;
   private inPhonetic = false;
   private inSheetData = false;
-  private readonly cellAttrs: (string | undefined)[] = [undefined, undefined, undefined];
+  private readonly starts = new Int32Array(3);
+  private readonly ends = new Int32Array(3);
+  private readonly rowStarts = new Int32Array(1);
+  private readonly rowEnds = new Int32Array(1);
 
   constructor(private readonly ctx: CellContext) {}
 
@@ -142,8 +146,9 @@ export class SheetScanner implements TagHandler {
   }
 
   private openRow(selfClosing: boolean): void {
-    const r = this.xml.attr('r');
-    const n = r === undefined ? NaN : Number(r);
+    const xml = this.xml;
+    xml.attrSpans(ROW_ATTRS, this.rowStarts, this.rowEnds);
+    const n = numberAttr(xml, this.rowStarts[0]!, this.rowEnds[0]!);
     this.rowNumber = Number.isInteger(n) && n > 0 ? n : this.rowNumber + 1;
     this.column = -1;
     this.rowHasContent = false;
@@ -195,11 +200,11 @@ export class SheetScanner implements TagHandler {
   }
 
   private openCell(selfClosing: boolean): void {
-    const attrs = this.cellAttrs;
-    attrs[0] = attrs[1] = attrs[2] = undefined;
-    this.xml.attrs(CELL_ATTRS, attrs);
-    const ref = attrs[0];
-    const column = ref === undefined ? -1 : columnIndex(ref);
+    const xml = this.xml;
+    const starts = this.starts;
+    const ends = this.ends;
+    xml.attrSpans(CELL_ATTRS, starts, ends);
+    const column = columnAttr(xml, starts[0]!, ends[0]!);
     this.column = column >= 0 ? column : this.column + 1;
     if (this.hasHeader) {
       const i = this.mappedColumns.indexOf(this.column);
@@ -209,13 +214,15 @@ export class SheetScanner implements TagHandler {
     }
     if (this.slot === NOT_KEPT || selfClosing) {
       this.inCell = !selfClosing;
+      this.xml.valueNext = !selfClosing;
       this.slot = selfClosing ? NOT_KEPT : this.slot;
       return;
     }
     this.inCell = true;
-    this.type = attrs[1];
-    const s = attrs[2];
-    this.style = s === undefined ? 0 : Number(s) | 0;
+    this.xml.valueNext = true;
+    this.type = typeAttr(xml, starts[1]!, ends[1]!);
+    const s = starts[2]!;
+    this.style = s < 0 ? 0 : numberAttr(xml, s, ends[2]!) | 0;
     this.value = '';
     this.inline = null;
   }
@@ -250,4 +257,80 @@ function columnIndex(ref: string): number {
     if (column > 1 << 20) return -1;
   }
   return i === 0 ? -1 : column - 1;
+}
+
+// Attribute values read straight from the tag's characters (bounds from attrSpans(); -1 when
+// absent). Anything but the plain forms goes through the same decode-then-convert as a string.
+
+/** Raw attribute value, entities decoded. */
+function attrText(xml: TagScanner, start: number, end: number): string {
+  const raw = xml.raw(start, end);
+  return raw.indexOf('&') === -1 ? raw : decodeEntities(raw);
+}
+
+/** `columnIndex` of an `r` attribute; -1 when absent. */
+function columnAttr(xml: TagScanner, start: number, end: number): number {
+  if (start < 0) return -1;
+  let column = 0;
+  let i = start;
+  for (; i < end; i++) {
+    const c = xml.charCodeAt(i);
+    if (c === 38 /* & */) return columnIndex(attrText(xml, start, end));
+    const lower = c | 0x20;
+    if (lower < 97 || lower > 122) break;
+    column = column * 26 + (lower - 96);
+    if (column > 1 << 20) return -1;
+  }
+  if (i === start) {
+    // No letters: only an entity later in the value could still change that.
+    for (let k = i; k < end; k++) if (xml.charCodeAt(k) === 38) return columnIndex(attrText(xml, start, end));
+    return -1;
+  }
+  if (i < end && xml.charCodeAt(i) !== 38) {
+    // Letters then something else: the rest cannot add letters unless it holds an entity.
+    for (let k = i; k < end; k++) if (xml.charCodeAt(k) === 38) return columnIndex(attrText(xml, start, end));
+  } else if (i < end) {
+    return columnIndex(attrText(xml, start, end));
+  }
+  return column - 1;
+}
+
+/** `Number()` of an attribute value; NaN when absent. */
+function numberAttr(xml: TagScanner, start: number, end: number): number {
+  if (start < 0) return NaN;
+  const len = end - start;
+  if (len > 0 && len <= 9) {
+    let n = 0;
+    let i = start;
+    for (; i < end; i++) {
+      const d = xml.charCodeAt(i) - 48;
+      if (d < 0 || d > 9) break;
+      n = n * 10 + d;
+    }
+    if (i === end) return n;
+  }
+  return Number(attrText(xml, start, end));
+}
+
+/** The `t` attribute; the usual values come back as literals instead of new strings. */
+function typeAttr(xml: TagScanner, start: number, end: number): string | undefined {
+  if (start < 0) return undefined;
+  const len = end - start;
+  if (len === 1) {
+    switch (xml.charCodeAt(start)) {
+      case 115:
+        return 's';
+      case 110:
+        return 'n';
+      case 98:
+        return 'b';
+      case 101:
+        return 'e';
+      case 100:
+        return 'd';
+    }
+  } else if (len === 3 && xml.charCodeAt(start) === 115 && xml.charCodeAt(start + 1) === 116 && xml.charCodeAt(start + 2) === 114) {
+    return 'str';
+  }
+  return attrText(xml, start, end);
 }

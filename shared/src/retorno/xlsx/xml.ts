@@ -67,6 +67,8 @@ export class TagScanner {
   collecting = false;
   /** Set by the handler when it has read all it needs; the caller stops feeding. */
   done = false;
+  /** Set by the handler on opening a cell (`<c>`): its `<v>` may take the shortcut. */
+  valueNext = false;
   private rest = '';
   private pendingText = '';
   // The tag being dispatched, for attr(): the buffer and the tag's bounds in it.
@@ -147,12 +149,35 @@ export class TagScanner {
       this.tagEnd = gt;
       this.handler.open(localName(buf, lt + 1, nameEnd), buf.charCodeAt(gt - 1) === 47, this);
       pos = gt + 1;
+      if (this.valueNext) {
+        this.valueNext = false;
+        if (!this.done) pos = this.plainValue(buf, pos);
+      }
     }
     if (pos < n && !this.done) {
       this.rest = buf.slice(pos);
       if (this.rest.length > MAX_TEXT) throw badInput.unreadableRetorno(INVALID_XML);
     }
     this.buf = '';
+  }
+
+  /**
+   * The common `<v>text</v></c>` right after a cell's open tag, dispatched as the same four
+   * calls the loop would make, without scanning each tag. Returns where the loop goes on: `pos`
+   * itself when the text there is anything else (or cut by the chunk's end).
+   */
+  private plainValue(buf: string, pos: number): number {
+    if (buf.charCodeAt(pos) !== 60 || buf.charCodeAt(pos + 1) !== 118 || buf.charCodeAt(pos + 2) !== 62) return pos;
+    const lt = buf.indexOf('<', pos + 3);
+    if (lt === -1 || !buf.startsWith('</v></c>', lt)) return pos;
+    const handler = this.handler;
+    handler.open('v', false, this);
+    if (this.done) return pos + 3;
+    if (this.collecting && lt > pos + 3) handler.text(decodeEntities(buf.slice(pos + 3, lt)), this);
+    handler.close('v', this);
+    if (this.done) return lt + 4;
+    handler.close('c', this);
+    return lt + 8;
   }
 
   /** Comments, CDATA, processing instructions; anything else starting `<!` is a DTD. */
@@ -212,6 +237,58 @@ export class TagScanner {
     }
   }
 
+  /**
+   * Like attrs(), without building strings: `starts[k]`/`ends[k]` get the bounds of the raw
+   * (undecoded) value of `names[k]` in the tag's buffer (read them with charCodeAt()/raw()), or
+   * stay -1. The last occurrence wins, as in attrs().
+   */
+  attrSpans(names: readonly string[], starts: Int32Array, ends: Int32Array): void {
+    const count = names.length;
+    for (let k = 0; k < count; k++) starts[k] = ends[k] = -1;
+    const buf = this.buf;
+    const end = this.tagEnd;
+    let i = this.tagStart;
+    while (i < end) {
+      let c = buf.charCodeAt(i);
+      while (i < end && (c === 32 || c === 9 || c === 10 || c === 13 || c === 47)) c = buf.charCodeAt(++i);
+      if (i >= end) return;
+      const nameStart = i;
+      while (i < end && c !== 61 /* = */ && c !== 32 && c !== 9 && c !== 10 && c !== 13) c = buf.charCodeAt(++i);
+      const nameEnd = i;
+      while (i < end && c !== 34 && c !== 39) c = buf.charCodeAt(++i);
+      if (i >= end) return;
+      const close = buf.indexOf(c === 34 ? '"' : "'", i + 1);
+      if (close === -1 || close > end) return;
+      const last = nameEnd > nameStart ? buf.charCodeAt(nameEnd - 1) : -1;
+      for (let k = 0; k < count; k++) {
+        const name = names[k]!;
+        // Cheap rejections first: the last character, then a one-character exact match.
+        if (last !== name.charCodeAt(name.length - 1)) continue;
+        if (nameEnd - nameStart === name.length && name.length === 1) {
+          starts[k] = i + 1;
+          ends[k] = close;
+          break;
+        }
+        if (isLocalName(buf, nameStart, nameEnd, name)) {
+          starts[k] = i + 1;
+          ends[k] = close;
+          break;
+        }
+      }
+      i = close + 1;
+    }
+  }
+
+  /** Char code at a position of the tag being opened (for attrSpans() bounds). */
+  charCodeAt(at: number): number {
+    return this.buf.charCodeAt(at);
+  }
+
+  /** Raw text of the tag being opened between two positions (for attrSpans() bounds). */
+  raw(start: number, end: number): string {
+    return this.buf.slice(start, end);
+  }
+
   /** Call after the last chunk. A part cut inside a tag is tolerated: zip sizes are checked. */
   end(): void {
     this.rest = '';
@@ -221,8 +298,41 @@ export class TagScanner {
 
 function localName(buf: string, start: number, end: number): string {
   // One-character names (c, v, t, f) are most tags of a sheet; V8 serves these from its
-  // single-character string cache instead of allocating.
-  if (end - start === 1) return buf[start]!;
-  for (let i = end - 1; i >= start; i--) if (buf.charCodeAt(i) === 58 /* : */) return buf.slice(i + 1, end);
+  // single-character string cache instead of allocating. The few longer names the readers
+  // look for are matched by char code and returned as (internalised) literals, so the hot tags
+  // allocate nothing and the handlers' switches compare by pointer.
+  const len = end - start;
+  if (len === 1) return buf[start]!;
+  const c0 = buf.charCodeAt(start);
+  if (len === 3) {
+    if (c0 === 114 /* r */) {
+      const c1 = buf.charCodeAt(start + 1);
+      const c2 = buf.charCodeAt(start + 2);
+      if (c1 === 111 /* o */ && c2 === 119 /* w */) return 'row';
+      if (c1 === 80 /* P */ && c2 === 104 /* h */) return 'rPh';
+    }
+  } else if (len === 2) {
+    const c1 = buf.charCodeAt(start + 1);
+    if (c0 === 115 /* s */ && c1 === 105 /* i */) return 'si';
+    if (c0 === 105 /* i */ && c1 === 115 /* s */) return 'is';
+  }
+  for (let i = end - 1; i >= start; i--) if (buf.charCodeAt(i) === 58 /* : */) return localName(buf, i + 1, end);
   return buf.slice(start, end);
+}
+
+/** Whether buf[start, end) after its last ':' (the whole of a one-character name) is `name`. */
+function isLocalName(buf: string, start: number, end: number, name: string): boolean {
+  let from = start;
+  if (end - start !== 1) {
+    for (let i = end - 1; i >= start; i--) {
+      if (buf.charCodeAt(i) === 58 /* : */) {
+        from = i + 1;
+        break;
+      }
+    }
+  }
+  const len = name.length;
+  if (end - from !== len) return false;
+  for (let k = 0; k < len; k++) if (buf.charCodeAt(from + k) !== name.charCodeAt(k)) return false;
+  return true;
 }
