@@ -76,8 +76,10 @@ export class TagScanner {
   private tagStart = 0;
   private tagEnd = 0;
 
-  private readonly single: (string | undefined)[] = [undefined];
+  // Scratch for attr(): one name, one span.
   private readonly names: string[] = [''];
+  private readonly spanStart = new Int32Array(1);
+  private readonly spanEnd = new Int32Array(1);
 
   constructor(private readonly handler: TagHandler) {}
 
@@ -202,45 +204,19 @@ export class TagScanner {
 
   /** Value of an attribute of the tag being opened, matched by local name; entities decoded. */
   attr(name: string): string | undefined {
-    const out = this.single;
-    out[0] = undefined;
     this.names[0] = name;
-    this.attrs(this.names, out);
-    return out[0];
+    this.attrSpans(this.names, this.spanStart, this.spanEnd);
+    const start = this.spanStart[0]!;
+    if (start < 0) return undefined;
+    const raw = this.buf.slice(start, this.spanEnd[0]);
+    return raw.indexOf('&') === -1 ? raw : decodeEntities(raw);
   }
 
   /**
-   * Values of several attributes of the tag being opened, in one pass over it: `out[k]` gets
-   * the value of `names[k]` (matched by local name, entities decoded) or stays untouched.
-   */
-  attrs(names: readonly string[], out: (string | undefined)[]): void {
-    const buf = this.buf;
-    const end = this.tagEnd;
-    let i = this.tagStart;
-    while (i < end) {
-      let c = buf.charCodeAt(i);
-      while (i < end && (c === 32 || c === 9 || c === 10 || c === 13 || c === 47)) c = buf.charCodeAt(++i);
-      if (i >= end) return;
-      const nameStart = i;
-      while (i < end && c !== 61 /* = */ && c !== 32 && c !== 9 && c !== 10 && c !== 13) c = buf.charCodeAt(++i);
-      const nameEnd = i;
-      while (i < end && c !== 34 && c !== 39) c = buf.charCodeAt(++i);
-      if (i >= end) return;
-      const close = buf.indexOf(c === 34 ? '"' : "'", i + 1);
-      if (close === -1 || close > end) return;
-      const k = names.indexOf(localName(buf, nameStart, nameEnd));
-      if (k !== -1) {
-        const raw = buf.slice(i + 1, close);
-        out[k] = raw.indexOf('&') === -1 ? raw : decodeEntities(raw);
-      }
-      i = close + 1;
-    }
-  }
-
-  /**
-   * Like attrs(), without building strings: `starts[k]`/`ends[k]` get the bounds of the raw
-   * (undecoded) value of `names[k]` in the tag's buffer (read them with charCodeAt()/raw()), or
-   * stay -1. The last occurrence wins, as in attrs().
+   * Bounds of attribute values of the tag being opened, without building strings:
+   * `starts[k]`/`ends[k]` get the bounds of the raw (undecoded) value of `names[k]` (matched by
+   * local name) in the tag's buffer (read them with charCodeAt()/raw()), or stay -1. The last
+   * occurrence wins.
    */
   attrSpans(names: readonly string[], starts: Int32Array, ends: Int32Array): void {
     const count = names.length;
