@@ -4,7 +4,7 @@
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { DATA, ROOT, memoryOf, sleep, startProcess, waitFor } from './lib.mjs';
+import { DATA, ROOT, deleteRedisPrefix, memoryOf, sleep, startProcess, waitFor } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const autocannon = require('autocannon');
@@ -95,12 +95,7 @@ async function dropQueueKeys(redisUrl, prefix) {
   const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
+    await deleteRedisPrefix(redis, prefix);
   } catch {
     // best effort
   } finally {

@@ -122,3 +122,13 @@ export async function waitFor(url, { status = 200, timeoutMs = 30_000, process: 
 export function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/** Deletes every key under a Redis prefix with SCAN (never KEYS, so a shared server is not blocked). */
+export async function deleteRedisPrefix(redis, prefix) {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
+}

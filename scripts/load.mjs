@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { deleteRedisPrefix } from '../bench/lib.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const require = createRequire(path.join(ROOT, 'test/package.json'));
@@ -211,12 +212,7 @@ async function runMode(mode, requests, db) {
   } finally {
     for (const p of procs.reverse()) await stop(p);
     if (redis) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length) await redis.del(...keys);
-      } while (cursor !== '0');
+      await deleteRedisPrefix(redis, prefix);
       redis.disconnect();
     }
     rmSync(uploadDir, { recursive: true, force: true });
