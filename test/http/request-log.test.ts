@@ -9,6 +9,7 @@ import { createLogger, loadConfig } from '@censo/shared';
 import { startServer, type RunningServer } from '@censo/api';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { formWith, post } from '../helpers/http.js';
+import { BOUNDARY, openUpload, partHead } from '../helpers/raw-http.js';
 
 const KEY = 'chave-secreta-do-teste-de-log';
 const METRICS_TOKEN = 'token-secreto-de-metricas';
@@ -110,6 +111,20 @@ describe('request log', () => {
     const reqId = res.headers.get('x-request-id');
     expect(reqId).toMatch(/^[0-9a-f-]{36}$/);
     expect(await requestLine(reqId!)).toMatchObject({ route: '/api/divergencias-rf', status: 401 });
+  });
+
+  it('a client that leaves mid-upload: status 499 at info level, no error-level stack', async () => {
+    const upload = openUpload(server.url, '/api/divergencias-rf', {
+      'x-api-key': KEY,
+      'x-request-id': 'req-log-gone',
+      'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+    });
+    await upload.write(partHead('retorno', 'retorno.json'));
+    await upload.write(Buffer.alloc(32 * 1024, 0x20));
+    upload.request.destroy();
+    const line = await requestLine('req-log-gone');
+    expect(line).toMatchObject({ level: 30, route: '/api/divergencias-rf', status: 499 });
+    expect(lines.filter((l) => l.reqId === 'req-log-gone' && l.level >= 50)).toEqual([]);
   });
 
   it('never writes a key, a token, a name or a CPF', async () => {

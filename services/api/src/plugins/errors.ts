@@ -8,6 +8,7 @@ import {
   FileTooLargeError,
   badInput,
 } from '@censo/shared';
+import { CLIENT_CLOSED_REQUEST } from './request-log.js';
 
 const INTERNAL_ERROR = 'Erro interno do servidor.';
 const NOT_FOUND = 'Rota não encontrada.';
@@ -61,8 +62,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     // this answer, and it is not a server fault, so no stack trace at error level.
     if (reply.raw.destroyed) {
       request.log.info({ reason: err.message }, 'client closed the connection before the response');
-      // 499, nginx's "client closed request", keeps these apart from real 4xx in metrics.
-      return reply.code(499).send({ erro: CLIENT_GONE });
+      return reply.code(CLIENT_CLOSED_REQUEST).send({ erro: CLIENT_GONE });
     }
     // Answered before the body was read to its end (no key, rate limit, overload, disk full
     // mid-file, a bad first part...): the unread rest would sit in front of the next request on

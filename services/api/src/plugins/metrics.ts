@@ -2,7 +2,7 @@
 // token). One Registry per app, never prom-client's global one: tests build several apps in one
 // process, and two registrations of one name in the global registry would throw.
 //
-// Everything request-related is read in one onResponse hook from what the routes already tell the
+// Everything request-related is read when a request ends (finished or abandoned), from what the routes tell the
 // request log (plugins/request-log.ts: job outcome and duration, upload bytes, query rows), so
 // the log line and the metrics cannot disagree. Label values are bounded: the route *pattern*
 // (never the raw URL), declared query names, job kinds and a fixed set of outcomes.
@@ -128,9 +128,9 @@ export function createMetrics(runner: MetricsOptions['runner'], logger: MetricsO
     });
   }
 
-  function observe(request: FastifyRequest, reply: FastifyReply): void {
+  function observe(request: FastifyRequest, reply: FastifyReply, status: number): void {
     const route = request.routeOptions.url ?? UNMATCHED_ROUTE;
-    const labels = { method: request.method, route, status: String(reply.statusCode) };
+    const labels = { method: request.method, route, status: String(status) };
     httpRequests.inc(labels);
     httpDuration.observe(labels, reply.elapsedTime / 1000);
 
@@ -178,13 +178,14 @@ export function quieterLevel(app: FastifyInstance, level: 'warn' | 'error'): Lev
 }
 
 /**
- * Registered on the root instance (not as an encapsulated plugin) so its onResponse hook sees
- * every route, and `app.metrics` is visible to the route plugins.
+ * Registered on the root instance (not as an encapsulated plugin) so it sees every route's end,
+ * and `app.metrics` is visible to the route plugins. Needs registerRequestLog first.
  */
 export function registerMetrics(app: FastifyInstance, { config, runner, logger }: MetricsOptions): void {
   const { metrics, observe } = createMetrics(runner, logger);
   app.decorate('metrics', metrics);
-  app.addHook('onResponse', async (request, reply) => observe(request, reply));
+  // Finished and abandoned requests alike (request-log.ts), so cancelled jobs are counted too.
+  app.onRequestEnd(observe);
 
   app.get(
     '/metrics',

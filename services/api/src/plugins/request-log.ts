@@ -1,7 +1,7 @@
 // One log line per request (instead of Fastify's two), carrying what an operator needs to find
 // a failed request: id, route, status, duration and, for uploads, the job id and counts. Keys,
 // names and CPFs never appear: only ids and numbers are attached.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export interface RequestLogFields {
   jobId?: string;
@@ -29,13 +29,39 @@ export function annotateRequestLog(request: FastifyRequest, fields: RequestLogFi
   request.logFields = { ...request.logFields, ...fields };
 }
 
+/** nginx's "client closed request": the client left before the response was complete. */
+export const CLIENT_CLOSED_REQUEST = 499;
+
+/** Called once per request when its response is over, finished or abandoned. */
+export type RequestEndListener = (request: FastifyRequest, reply: FastifyReply, status: number) => void;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    onRequestEnd(listener: RequestEndListener): void;
+  }
+}
+
+/**
+ * Fastify's onResponse only fires for responses that finish; a client that leaves mid-upload or
+ * while its job runs would get no log line and no metrics. The raw response's 'close' fires in
+ * both cases, so the request log and the metrics hang off that instead.
+ */
 export function registerRequestLog(app: FastifyInstance): void {
+  const listeners: RequestEndListener[] = [];
+  app.decorate('onRequestEnd', (listener: RequestEndListener) => void listeners.push(listener));
   app.decorateRequest('logFields', null);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    reply.raw.once('close', () => {
+      const status = reply.raw.writableFinished ? reply.statusCode : CLIENT_CLOSED_REQUEST;
+      // Deferred a turn: an abandoned upload's job is cancelled by this same 'close', and its
+      // outcome reaches logFields in the microtasks that follow.
+      setImmediate(() => {
+        for (const listener of listeners) listener(request, reply, status);
+      });
+    });
   });
-  app.addHook('onResponse', async (request, reply) => {
-    const status = reply.statusCode;
+  app.onRequestEnd((request, reply, status) => {
     const line = {
       method: request.method,
       route: request.routeOptions.url ?? null,
