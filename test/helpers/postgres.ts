@@ -4,7 +4,11 @@
 // server listening on IPv4 only would then refuse the connection.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+
+const AUDITS_DDL = fileURLToPath(new URL('../../docker/postgres-init/01-audits.sql', import.meta.url));
 
 export const LOCAL_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -67,29 +71,7 @@ export async function createTestSchema(serverUrl: string): Promise<TestSchema> {
   };
 }
 
-/**
- * The `audits` table as the Rails `audited` gem creates it (timestamp(6), as Rails 7 does), with
- * a recommended index from docs/query.md.
- */
+/** The `audits` table and its recommended indexes, from the compose init script (one definition). */
 export async function createAuditsTable(client: pg.Client): Promise<void> {
-  await client.query(`
-    CREATE TABLE audits (
-      id bigserial PRIMARY KEY,
-      auditable_id bigint,
-      auditable_type varchar,
-      associated_id bigint,
-      associated_type varchar,
-      user_id bigint,
-      user_type varchar,
-      username varchar,
-      action varchar,
-      audited_changes jsonb,
-      version integer DEFAULT 0,
-      comment varchar,
-      remote_address varchar,
-      request_uuid varchar,
-      created_at timestamp(6)
-    )`);
-  await client.query('CREATE INDEX audits_created_at_id ON audits (created_at, id)');
-  await client.query('CREATE INDEX audits_user_id_id ON audits (user_id, id)');
+  await client.query(await readFile(AUDITS_DDL, 'utf8'));
 }
