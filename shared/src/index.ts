@@ -13,3 +13,4 @@ export * from './merge.js';
 export * from './job.js';
 export * from './job-pool.js';
 export * from './credentials.js';
+export * from './timeouts.js';

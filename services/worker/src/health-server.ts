@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { createMetricsCredentialCheck, type Config, type JobResult, type Logger } from '@censo/shared';
+import { createMetricsCredentialCheck, withTimeout, type Config, type JobResult, type Logger } from '@censo/shared';
 import { ABORT_CANCELLED, UPLOAD_GONE } from './queue.js';
 import { throttledErrorLog, type RunningWorker } from './worker.js';
 
@@ -63,12 +63,11 @@ function createRedisProbe(redisUrl: string, onError: (err: unknown) => void) {
   });
   redis.on('error', onError);
   return {
-    async answers(): Promise<boolean> {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, REDIS_PING_TIMEOUT_MS, false)));
-      const ping = redis.ping().then((reply) => reply === 'PONG', () => false);
-      return Promise.race([ping, timeout]).finally(() => clearTimeout(timer));
-    },
+    answers: (): Promise<boolean> =>
+      withTimeout(redis.ping(), REDIS_PING_TIMEOUT_MS).then(
+        (reply) => reply === 'PONG',
+        () => false,
+      ),
     close: () => redis.quit().then(() => undefined, () => redis.disconnect()),
   };
 }

@@ -1,7 +1,7 @@
 // The worker role: takes jobs from the BullMQ queue and runs them on a worker-thread pool.
 // Used alone by `npm run start:worker` and next to the API by `npm start` (REDIS_URL set).
 import { QueueEvents, Worker, type QueueEventsListener, type RedisOptions } from 'bullmq';
-import { createJobPool, type Config, type JobData, type JobResult } from '@censo/shared';
+import { createJobPool, settlesWithin, type Config, type JobData, type JobResult } from '@censo/shared';
 import type { Logger } from 'pino';
 import { createProcessor, type JobExecutor } from './processor.js';
 import {
@@ -130,14 +130,6 @@ export async function startWorker(
 export async function closeQueueEvents(events: QueueEvents, ms = 2_000): Promise<void> {
   const closed = events.close().catch(() => undefined);
   if (!(await settlesWithin(closed, ms))) await events.getBackend().close(true).catch(() => undefined);
-}
-
-function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(resolve, ms, false);
-  });
-  return Promise.race([promise.then(() => true), timeout]).finally(() => clearTimeout(timer));
 }
 
 /**

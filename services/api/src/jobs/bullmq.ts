@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import {
   JobTimeoutError,
   QueueUnavailableError,
+  withTimeout,
   type Config,
   type JobData,
   type JobResult,
@@ -278,12 +279,4 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
       producer.disconnect();
     },
   };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -10,6 +10,7 @@ import {
   CensoError,
   DatabaseUnavailableError,
   QueryTimeoutError,
+  withTimeout,
   type Config,
 } from '@censo/shared';
 import { loadCatalog, BUILTIN_QUERIES_DIR, type Catalog, type CompiledQuery, type SqlPart } from './catalog.js';
@@ -179,17 +180,10 @@ export async function createQueryService(config: Config, log: QueryLogger, optio
 
     async isReady() {
       if (closed) return false;
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS);
-        timer.unref();
-      });
-      const probe = pool.query('SELECT 1').then(() => true, () => false);
-      try {
-        return await Promise.race([probe, timeout]);
-      } finally {
-        clearTimeout(timer);
-      }
+      return withTimeout(pool.query('SELECT 1'), READY_TIMEOUT_MS).then(
+        () => true,
+        () => false,
+      );
     },
 
     async close() {
