@@ -5,7 +5,16 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { createMetricsCredentialCheck, withTimeout, type Config, type JobResult, type Logger } from '@censo/shared';
+import {
+  ApiNotConfiguredError,
+  InvalidCredentialError,
+  createMetricsCredentialCheck,
+  httpMessages,
+  withTimeout,
+  type Config,
+  type JobResult,
+  type Logger,
+} from '@censo/shared';
 import { ABORT_CANCELLED, UPLOAD_GONE } from './queue.js';
 import { throttledErrorLog, type RunningWorker } from './worker.js';
 
@@ -80,7 +89,7 @@ export async function startHealthServer(config: Config, running: RunningWorker, 
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET') return send(res, 404, { erro: 'Rota não encontrada.' });
+    if (req.method !== 'GET') return send(res, 404, { erro: httpMessages.notFound });
     if (path === '/healthz') return send(res, 200, { status: 'ok' });
     if (path === '/readyz') {
       const ready = running.worker.isRunning() && (await redis.answers());
@@ -88,17 +97,17 @@ export async function startHealthServer(config: Config, running: RunningWorker, 
     }
     if (path === '/metrics') {
       const verdict = credential(req.headers);
-      if (verdict === 'unconfigured') return send(res, 503, { erro: 'API não configurada (defina a env API_KEY).' });
-      if (verdict === 'invalid') return send(res, 401, { erro: 'Credencial inválida (header x-api-key).' });
+      if (verdict === 'unconfigured') return send(res, 503, { erro: new ApiNotConfiguredError().message });
+      if (verdict === 'invalid') return send(res, 401, { erro: new InvalidCredentialError().message });
       return send(res, 200, await registry.metrics(), registry.contentType);
     }
-    return send(res, 404, { erro: 'Rota não encontrada.' });
+    return send(res, 404, { erro: httpMessages.notFound });
   };
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
       log.error({ err }, 'health server error');
-      if (!res.headersSent) send(res, 500, { erro: 'Erro interno do servidor.' });
+      if (!res.headersSent) send(res, 500, { erro: httpMessages.internal });
     });
   });
   await new Promise<void>((resolve, reject) => {

@@ -7,12 +7,10 @@ import {
   CensoError,
   FileTooLargeError,
   badInput,
+  httpMessages,
 } from '@censo/shared';
 import { CLIENT_CLOSED_REQUEST } from './request-log.js';
 
-const INTERNAL_ERROR = 'Erro interno do servidor.';
-const NOT_FOUND = 'Rota não encontrada.';
-const CLIENT_GONE = 'A conexão foi encerrada pelo cliente.';
 
 /** Fastify / @fastify/multipart codes that are the client's fault, as our errors. */
 function translate(err: FastifyError): CensoError | null {
@@ -62,7 +60,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     // this answer, and it is not a server fault, so no stack trace at error level.
     if (reply.raw.destroyed) {
       request.log.info({ reason: err.message }, 'client closed the connection before the response');
-      return reply.code(CLIENT_CLOSED_REQUEST).send({ erro: CLIENT_GONE });
+      return reply.code(CLIENT_CLOSED_REQUEST).send({ erro: httpMessages.clientGone });
     }
     // Answered before the body was read to its end (no key, rate limit, overload, disk full
     // mid-file, a bad first part...): the unread rest would sit in front of the next request on
@@ -83,8 +81,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return reply.code(status).send({ erro: err.message });
     }
     request.log.error({ err, method: request.method, url: request.url }, 'unhandled error');
-    return reply.code(500).send({ erro: INTERNAL_ERROR });
+    return reply.code(500).send({ erro: httpMessages.internal });
   });
 
-  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ erro: NOT_FOUND }));
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ erro: httpMessages.notFound }));
 }
