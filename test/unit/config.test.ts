@@ -20,8 +20,15 @@ describe('loadConfig', () => {
       workerConcurrency: os.availableParallelism(),
       logLevel: 'info',
       uploadDir: path.join(os.tmpdir(), 'censo-api-uploads'),
+      maxInFlightUploads: 128,
+      rateLimitPerMinute: 0,
+      portFromEnv: false,
     });
     expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('knows whether PORT was given (a worker serves health and metrics only then)', () => {
+    expect(loadConfig({ PORT: '3001' })).toMatchObject({ port: 3001, portFromEnv: true });
   });
 
   it('splits comma-separated keys for rotation and ignores blanks', () => {
