@@ -24,7 +24,8 @@ import {
   type JobResult,
 } from '@censo/shared';
 import { startServer } from '@censo/api';
-import { ABORT_CANCELLED, JOB_QUEUE, startWorker, workerConnection, type RunningWorker } from '@censo/worker';
+import { ABORT_CANCELLED, JOB_QUEUE, workerConnection } from '@censo/shared';
+import { startWorker, type RunningWorker } from '@censo/worker';
 // Not (yet) in @censo/api's barrel: the compiled adapter by path.
 import { createBullmqRunner, type BullmqRunner } from '@censo/api';
 import { fixtureCases, type FixtureCase } from '../helpers/fixtures.js';

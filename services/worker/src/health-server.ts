@@ -6,7 +6,11 @@ import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import {
+  ABORT_CANCELLED,
   ApiNotConfiguredError,
+  UPLOAD_GONE,
+  failFastConnection,
+  throttledErrorLog,
   InvalidCredentialError,
   createMetricsCredentialCheck,
   httpMessages,
@@ -15,8 +19,7 @@ import {
   type JobResult,
   type Logger,
 } from '@censo/shared';
-import { ABORT_CANCELLED, UPLOAD_GONE } from './queue.js';
-import { throttledErrorLog, type RunningWorker } from './worker.js';
+import type { RunningWorker } from './worker.js';
 
 export interface WorkerHealthServer {
   readonly url: string;
@@ -64,12 +67,7 @@ function createWorkerMetrics(running: RunningWorker) {
 
 /** A small connection of its own: the worker's blocking connections are busy waiting for jobs. */
 function createRedisProbe(redisUrl: string, onError: (err: unknown) => void) {
-  const redis = new Redis(redisUrl, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: REDIS_PING_TIMEOUT_MS,
-    retryStrategy: (times) => Math.min(500 * times, 5_000),
-  });
+  const redis = new Redis(failFastConnection(redisUrl, { connectTimeout: REDIS_PING_TIMEOUT_MS }));
   redis.on('error', onError);
   return {
     answers: (): Promise<boolean> =>

@@ -4,9 +4,8 @@
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
-import type { JobData, JobResult } from '@censo/shared';
+import { ABORT_SHUTDOWN, UPLOAD_GONE, type JobData, type JobResult } from '@censo/shared';
 import type { Logger } from 'pino';
-import { ABORT_SHUTDOWN, UPLOAD_GONE } from './queue.js';
 
 /** What the processor needs from the pool (`createJobPool` from @censo/shared fits). */
 export interface JobExecutor {

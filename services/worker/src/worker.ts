@@ -1,9 +1,6 @@
 // The worker role: takes jobs from the BullMQ queue and runs them on a worker-thread pool.
 // Used alone by `npm run start:worker` and next to the API by `npm start` (REDIS_URL set).
-import { QueueEvents, Worker, type QueueEventsListener, type RedisOptions } from 'bullmq';
-import { createJobPool, settlesWithin, type Config, type JobData, type JobResult } from '@censo/shared';
-import type { Logger } from 'pino';
-import { createProcessor, type JobExecutor } from './processor.js';
+import { QueueEvents, Worker, type QueueEventsListener } from 'bullmq';
 import {
   ABORT_CANCELLED,
   ABORT_SHUTDOWN,
@@ -11,7 +8,18 @@ import {
   JOB_QUEUE,
   MAX_STALLED_COUNT,
   UPLOAD_GONE,
-} from './queue.js';
+  closeQueueEvents,
+  createJobPool,
+  settlesWithin,
+  throttledErrorLog,
+  workerConnection,
+  type Config,
+  type JobData,
+  type JobResult,
+} from '@censo/shared';
+import type { Logger } from 'pino';
+import { createProcessor, type JobExecutor } from './processor.js';
+
 
 export interface StartWorkerOptions {
   /** Runs the jobs instead of a new worker-thread pool (tests). Closed with the worker. */
@@ -38,16 +46,6 @@ type CancelListener = QueueEventsListener & {
 
 /** Grace given to processors to hand their jobs back once the drain time is over. */
 const HAND_BACK_MS = 5_000;
-
-/** Connection settings for BullMQ's own (blocking) connections: retry forever, a few s apart. */
-export function workerConnection(redisUrl: string): RedisOptions {
-  return {
-    url: redisUrl,
-    maxRetriesPerRequest: null,
-    connectTimeout: 5_000,
-    retryStrategy: (times: number) => Math.min(500 * times, 5_000),
-  };
-}
 
 /** Does not wait for Redis: a worker started while Redis is down connects when it returns. */
 export async function startWorker(
@@ -120,28 +118,5 @@ export async function startWorker(
       })();
       return closing;
     },
-  };
-}
-
-/**
- * QueueEvents.close() first waits for its connection to be ready, which never happens while
- * Redis is unreachable: past `ms`, its connection is dropped instead.
- */
-export async function closeQueueEvents(events: QueueEvents, ms = 2_000): Promise<void> {
-  const closed = events.close().catch(() => undefined);
-  if (!(await settlesWithin(closed, ms))) await events.getBackend().close(true).catch(() => undefined);
-}
-
-/**
- * While Redis is down every reconnect attempt emits an error; one line per source every 30 s
- * says enough without flooding the logs.
- */
-export function throttledErrorLog(log: Pick<Logger, 'warn'>, everyMs = 30_000) {
-  const last = new Map<string, number>();
-  return (source: string, err: unknown) => {
-    const now = Date.now();
-    if ((last.get(source) ?? 0) + everyMs > now) return;
-    last.set(source, now);
-    log.warn({ err, source }, 'redis error');
   };
 }

@@ -17,16 +17,15 @@ import {
   type JobData,
   type JobResult,
   type Logger,
-} from '@censo/shared';
-import {
   CANCEL_EVENT,
   EVENTS_MAX_LEN,
   JOB_OPTIONS,
   JOB_QUEUE,
   closeQueueEvents,
+  failFastConnection,
   throttledErrorLog,
   workerConnection,
-} from '@censo/worker';
+} from '@censo/shared';
 import type { JobRunner, RunOptions } from './runner.js';
 
 /** Redis must accept a job this fast, else the request gets 503 rather than a long wait. */
@@ -69,13 +68,7 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
   // The producer connection fails fast instead of queueing commands while Redis is away (no
   // offline queue, short timeouts): the request gets a 503 at once. ioredis keeps reconnecting
   // in the background, so the API recovers by itself when Redis returns.
-  const producer = new Redis(redisUrl, {
-    enableOfflineQueue: false,
-    connectTimeout: 2_000,
-    commandTimeout: ENQUEUE_TIMEOUT_MS,
-    maxRetriesPerRequest: 1,
-    retryStrategy: (times) => Math.min(250 * times, 2_000),
-  });
+  const producer = new Redis(failFastConnection(redisUrl, { commandTimeout: ENQUEUE_TIMEOUT_MS }));
   producer.on('error', (err) => logRedisError('producer', err));
   // One shared promise rather than a listener per request (200 waiting requests would mean 200
   // listeners on the connection).

@@ -10,8 +10,15 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { Queue } from 'bullmq';
-import { bearerToken, createKeyMatcher, type Config, type Logger } from '@censo/shared';
-import { JOB_QUEUE, throttledErrorLog } from '@censo/worker';
+import {
+  JOB_QUEUE,
+  bearerToken,
+  createKeyMatcher,
+  failFastConnection,
+  throttledErrorLog,
+  type Config,
+  type Logger,
+} from '@censo/shared';
 import type { JobRunner } from '../jobs/runner.js';
 
 export const BULL_BOARD_PREFIX = '/admin/queues';
@@ -79,12 +86,8 @@ export async function registerBullBoard(app: FastifyInstance, { config, runner, 
   // A connection of its own: the dashboard's scans must not delay the producer's enqueues. It
   // gives up on a command quickly while Redis is away (the page shows an error), and reconnects.
   const queue = new Queue(JOB_QUEUE, {
-    connection: {
-      url: config.redisUrl,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2_000,
-      retryStrategy: (times: number) => Math.min(500 * times, 5_000),
-    },
+    // Offline queue kept: BullMQ's Queue issues its setup commands before the connection is up.
+    connection: { ...failFastConnection(config.redisUrl), enableOfflineQueue: true },
     prefix: config.queuePrefix,
   });
   const logRedisError = throttledErrorLog(logger);

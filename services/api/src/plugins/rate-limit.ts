@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
-import { RateLimitedError, type Config } from '@censo/shared';
+import { RateLimitedError, failFastConnection, type Config } from '@censo/shared';
 import { headerToken } from './auth.js';
 
 export function rateLimitKey(request: FastifyRequest): string {
@@ -21,14 +21,8 @@ export async function registerRateLimit(
   const perMinute = config.rateLimitPerMinute;
   if (perMinute <= 0) return;
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, {
-        // A slow or absent Redis must not hold requests: fail the check fast and let it pass.
-        enableOfflineQueue: false,
-        connectTimeout: 1_000,
-        commandTimeout: 500,
-        maxRetriesPerRequest: 0,
-        retryStrategy: (times) => Math.min(250 * times, 2_000),
-      })
+    ? // A slow or absent Redis must not hold requests: fail the check fast and let it pass.
+      new Redis(failFastConnection(config.redisUrl, { connectTimeout: 1_000, commandTimeout: 500, maxRetriesPerRequest: 0 }))
     : null;
   if (redis) {
     redis.on('error', () => undefined); // the queue's own connections already report outages

@@ -169,10 +169,3 @@ export class JobRejectedError extends CensoError {
     super(message);
   }
 }
-
-/** Fixed answers that are not errors of the domain (routing, unexpected failures, vanished clients). */
-export const httpMessages = {
-  notFound: 'Rota não encontrada.',
-  internal: 'Erro interno do servidor.',
-  clientGone: 'A conexão foi encerrada pelo cliente.',
-} as const;

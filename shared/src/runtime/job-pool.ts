@@ -2,8 +2,8 @@
 // answering health checks and other requests while a 25 MB file is processed.
 import { rm } from 'node:fs/promises';
 import { Piscina } from 'piscina';
-import { OverloadedError } from './errors.js';
-import type { JobData, JobResult } from './types.js';
+import { OverloadedError } from '../core/errors.js';
+import type { JobData, JobResult } from '../core/types.js';
 
 export interface JobPoolOptions {
   readonly threads: number;
@@ -22,7 +22,7 @@ export interface JobPool {
   close(): Promise<void>;
 }
 
-/** Compiled code only: the thread loads dist/job-thread.js next to this file. */
+/** Compiled code only: the thread loads dist/runtime/job-thread.js next to this file. */
 const THREAD_FILE = new URL('./job-thread.js', import.meta.url).href;
 
 export function createJobPool(options: JobPoolOptions): JobPool {

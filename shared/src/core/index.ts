@@ -1,0 +1,12 @@
+// The pure core: return readers, census text, the rules, the merge and the job body. No network,
+// no environment, no HTTP: it reads and writes only the files it is given.
+export * from './errors.js';
+export * from './normalize.js';
+export * from './types.js';
+export * from './retorno/index.js';
+export * from './censo/decode.js';
+export * from './censo/txt.js';
+export * from './dates.js';
+export * from './divergencias.js';
+export * from './merge.js';
+export * from './job.js';

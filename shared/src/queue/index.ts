@@ -1,0 +1,3 @@
+// The queue contract the API (producer) and the worker (consumer) both import.
+export * from './contract.js';
+export * from './connection.js';
