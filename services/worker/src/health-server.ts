@@ -67,7 +67,7 @@ function createWorkerMetrics(running: RunningWorker) {
 
 /** A small connection of its own: the worker's blocking connections are busy waiting for jobs. */
 function createRedisProbe(redisUrl: string, onError: (err: unknown) => void) {
-  const redis = new Redis(failFastConnection(redisUrl, { connectTimeout: REDIS_PING_TIMEOUT_MS }));
+  const redis = new Redis(redisUrl, failFastConnection({ connectTimeout: REDIS_PING_TIMEOUT_MS }));
   redis.on('error', onError);
   return {
     answers: (): Promise<boolean> =>

@@ -19,10 +19,10 @@ export function workerConnection(redisUrl: string): RedisOptions & { url: string
 /**
  * For producers, probes and counters: no offline queue and at most one retry, so a command fails
  * within its timeout while Redis is away; ioredis keeps reconnecting in the background.
+ * Options only: pass the URL beside them (`new Redis(url, failFastConnection())`).
  */
-export function failFastConnection(redisUrl: string, tune: Tunable = {}): RedisOptions & { url: string } {
+export function failFastConnection(tune: Tunable = {}): RedisOptions {
   return {
-    url: redisUrl,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,

@@ -68,7 +68,7 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
   // The producer connection fails fast instead of queueing commands while Redis is away (no
   // offline queue, short timeouts): the request gets a 503 at once. ioredis keeps reconnecting
   // in the background, so the API recovers by itself when Redis returns.
-  const producer = new Redis(failFastConnection(redisUrl, { commandTimeout: ENQUEUE_TIMEOUT_MS }));
+  const producer = new Redis(redisUrl, failFastConnection({ commandTimeout: ENQUEUE_TIMEOUT_MS }));
   producer.on('error', (err) => logRedisError('producer', err));
   // One shared promise rather than a listener per request (200 waiting requests would mean 200
   // listeners on the connection).

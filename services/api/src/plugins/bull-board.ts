@@ -87,7 +87,7 @@ export async function registerBullBoard(app: FastifyInstance, { config, runner, 
   // gives up on a command quickly while Redis is away (the page shows an error), and reconnects.
   const queue = new Queue(JOB_QUEUE, {
     // Offline queue kept: BullMQ's Queue issues its setup commands before the connection is up.
-    connection: { ...failFastConnection(config.redisUrl), enableOfflineQueue: true },
+    connection: { url: config.redisUrl, ...failFastConnection(), enableOfflineQueue: true },
     prefix: config.queuePrefix,
   });
   const logRedisError = throttledErrorLog(logger);

@@ -22,7 +22,7 @@ export async function registerRateLimit(
   if (perMinute <= 0) return;
   const redis = config.redisUrl
     ? // A slow or absent Redis must not hold requests: fail the check fast and let it pass.
-      new Redis(failFastConnection(config.redisUrl, { connectTimeout: 1_000, commandTimeout: 500, maxRetriesPerRequest: 0 }))
+      new Redis(config.redisUrl, failFastConnection({ connectTimeout: 1_000, commandTimeout: 500, maxRetriesPerRequest: 0 }))
     : null;
   if (redis) {
     redis.on('error', () => undefined); // the queue's own connections already report outages
