@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@censo/shared';
-import { compileCatalog, loadCatalog, parseSql } from '../../services/api/dist/query/catalog.js';
+import { compileCatalog, loadCatalog } from '../../services/api/dist/query/catalog.js';
+import { parseSql } from '../../services/api/dist/query/sql-template.js';
 import { buildPageSql } from '../../services/api/dist/query/service.js';
 
 const base = {
@@ -127,5 +128,14 @@ describe('buildPageSql', () => {
     const { text, values } = buildPageSql(catalog.get('q')!, new Map([['x', 'a']]), null, 2);
     expect(text).toContain('(x = $1 OR y = $1)');
     expect(values).toEqual(['a', '2']);
+  });
+});
+
+describe('declaration schema', () => {
+  it('is documented verbatim in docs/query.md', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const { declarationSchema } = await import('../../services/api/dist/query/declaration-schema.js');
+    const doc = await readFile(new URL('../../docs/query.md', import.meta.url), 'utf8');
+    expect(doc).toContain('```json\n' + JSON.stringify(declarationSchema, null, 2) + '\n```');
   });
 });
