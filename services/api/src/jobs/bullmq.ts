@@ -3,14 +3,12 @@
 //
 // Waiting does not use `job.waitUntilFinished()`: it adds one listener per call, never settles
 // for a job removed meanwhile, and has no deadline of its own. Instead one QueueEvents
-// subscription per process dispatches `completed`/`failed` to a map of pending requests, every
-// wait has the request's deadline, and the pending jobs' states are read back from Redis
-// whenever the events connection (re)connects and every few seconds while requests wait, so an
-// event missed across a reconnect (or a stream trimmed meanwhile) cannot leave a request hanging.
+// subscription per process dispatches `completed`/`failed` to the waiting requests
+// (job-waiters.ts), whose jobs' states are read back from Redis whenever the events connection
+// (re)connects and every few seconds while requests wait.
 import { Queue, QueueEvents, QueueEventsProducer } from 'bullmq';
 import { Redis } from 'ioredis';
 import {
-  JobTimeoutError,
   QueueUnavailableError,
   withTimeout,
   type Config,
@@ -26,6 +24,7 @@ import {
   throttledErrorLog,
   workerConnection,
 } from '@censo/shared';
+import { JobWaiters } from './job-waiters.js';
 import type { JobRunner, RunOptions } from './runner.js';
 
 /** Redis must accept a job this fast, else the request gets 503 rather than a long wait. */
@@ -37,21 +36,6 @@ const PING_TIMEOUT_MS = 1_000;
 const FIRST_CONNECT_WAIT_MS = 2_000;
 /** close() waits this long at most for the cancellations of abandoned jobs to reach Redis. */
 const CLOSE_CANCELS_MS = 2_000;
-
-/** A job that failed for good (bug or infrastructure, after its attempts): a 500 for the client. */
-export class JobFailedError extends Error {
-  constructor(readonly jobId: string, reason: string) {
-    super(`job ${jobId} failed: ${reason}`);
-    this.name = 'JobFailedError';
-  }
-}
-
-interface Waiter {
-  /** Set once `queue.add` has answered: before that, a missing job is not a lost one. */
-  enqueued: boolean;
-  succeed(result: JobResult): void;
-  fail(err: Error): void;
-}
 
 export interface BullmqRunner extends JobRunner {
   readonly mode: 'bullmq';
@@ -106,58 +90,24 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
   const events = new QueueEvents(JOB_QUEUE, { connection: workerConnection(redisUrl), prefix });
   events.on('error', (err) => logRedisError('queue events', err));
 
-  const waiters = new Map<string, Waiter>();
-  events.on('completed', ({ jobId, returnvalue }) => {
-    waiters.get(jobId)?.succeed(returnvalue as unknown as JobResult);
+  const waiters = new JobWaiters({
+    readState: async (jobId) => {
+      const job = await queue.getJob(jobId);
+      if (!job) return { state: 'missing' };
+      const state = await job.getState();
+      if (state === 'completed') return { state, result: job.returnvalue };
+      if (state === 'failed') return { state, reason: job.failedReason };
+      return { state: 'pending' };
+    },
+    abandon: (jobId, why) => abandon(jobId, why),
+    log,
+    reconcileEveryMs: RECONCILE_EVERY_MS,
   });
-  events.on('failed', ({ jobId, failedReason }) => {
-    waiters.get(jobId)?.fail(new JobFailedError(jobId, failedReason));
-  });
+  events.on('completed', ({ jobId, returnvalue }) => waiters.completed(jobId, returnvalue as unknown as JobResult));
+  events.on('failed', ({ jobId, failedReason }) => waiters.failed(jobId, failedReason));
   // 'ready' fires on every (re)connect of the events connection: whatever finished while it was
   // away is read back from the jobs themselves.
-  events.getBackend().on('ready', () => void reconcile());
-
-  let reconciling: Promise<void> | null = null;
-  let sweeper: NodeJS.Timeout | null = null;
-
-  function reconcile(): Promise<void> {
-    reconciling ??= (async () => {
-      try {
-        for (const [jobId, waiter] of waiters) {
-          if (!waiter.enqueued) continue;
-          const job = await queue.getJob(jobId);
-          if (waiters.get(jobId) !== waiter) continue; // settled meanwhile
-          if (!job) {
-            // Removed although it was enqueued and nobody else removes it before it finishes:
-            // its record aged out or someone deleted it. Nothing will ever settle this wait.
-            waiter.fail(new JobFailedError(jobId, 'the job disappeared from the queue'));
-            continue;
-          }
-          const state = await job.getState();
-          if (state === 'completed') waiter.succeed(job.returnvalue);
-          else if (state === 'failed') waiter.fail(new JobFailedError(jobId, job.failedReason));
-        }
-      } catch (err) {
-        log.debug({ err }, 'could not read job states (redis unavailable?)');
-      } finally {
-        reconciling = null;
-      }
-    })();
-    return reconciling;
-  }
-
-  function track(jobId: string, waiter: Waiter): void {
-    waiters.set(jobId, waiter);
-    sweeper ??= setInterval(() => void reconcile(), RECONCILE_EVERY_MS).unref();
-  }
-
-  function untrack(jobId: string, waiter: Waiter): void {
-    if (waiters.get(jobId) === waiter) waiters.delete(jobId);
-    if (waiters.size === 0 && sweeper) {
-      clearInterval(sweeper);
-      sweeper = null;
-    }
-  }
+  events.getBackend().on('ready', () => void waiters.reconcile());
 
   // Cancellations run in the background (the request must not wait for them), but close()
   // gives them a moment to reach Redis.
@@ -200,46 +150,15 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
       if (!(await connected())) throw new QueueUnavailableError();
       signal.throwIfAborted();
 
-      return new Promise<JobResult>((resolve, reject) => {
-        let timer: NodeJS.Timeout | undefined;
-        const waiter: Waiter = {
-          enqueued: false,
-          succeed: (result) => finish(() => resolve(result)),
-          fail: (err) => finish(() => reject(err)),
-        };
-        const onAbort = () => {
-          finish(() => reject(signal.reason));
-          abandon(id, 'request aborted');
-        };
-        function finish(settle: () => void): void {
-          if (waiters.get(id) !== waiter) return; // already settled
-          untrack(id, waiter);
-          clearTimeout(timer);
-          signal.removeEventListener('abort', onAbort);
-          settle();
-        }
-
-        // Registered before the job exists, so its completion cannot slip between add and wait.
-        track(id, waiter);
-        signal.addEventListener('abort', onAbort, { once: true });
-        timer = setTimeout(() => {
-          finish(() => reject(new JobTimeoutError()));
-          abandon(id, 'deadline passed');
-        }, Math.max(0, deadline - Date.now()));
-
-        withTimeout(queue.add(data.kind, data, { ...JOB_OPTIONS, jobId: id }), ENQUEUE_TIMEOUT_MS).then(
-          () => {
-            waiter.enqueued = true;
-          },
-          (err: unknown) => {
-            log.warn({ err, jobId: id }, 'could not enqueue job');
-            finish(() => reject(new QueueUnavailableError({ cause: err })));
-            // A timed-out add may still land later; its folder will be gone by then, but
-            // removing it keeps it from running at all.
-            abandon(id, 'enqueue failed');
-          },
-        );
-      });
+      const wait = waiters.wait(id, signal, deadline);
+      withTimeout(queue.add(data.kind, data, { ...JOB_OPTIONS, jobId: id }), ENQUEUE_TIMEOUT_MS).then(
+        () => wait.enqueued(),
+        (err: unknown) => {
+          log.warn({ err, jobId: id }, 'could not enqueue job');
+          wait.enqueueFailed(new QueueUnavailableError({ cause: err }));
+        },
+      );
+      return wait.result;
     },
 
     async counts(): Promise<Record<string, number>> {
@@ -262,10 +181,7 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
       closed = true;
       // The app closes the runner after its in-flight requests have ended, so normally nothing
       // waits here; anything left is abandoned like a request that went away.
-      for (const [jobId, waiter] of [...waiters]) {
-        waiter.fail(new QueueUnavailableError());
-        abandon(jobId, 'api closing');
-      }
+      waiters.failAll(() => new QueueUnavailableError());
       await withTimeout(Promise.allSettled([...cancelling]), CLOSE_CANCELS_MS).catch(() => undefined);
       await Promise.allSettled([closeQueueEvents(events), cancels.close(), queue.close()]);
       // Also ends the reconnection attempts of a producer that never reached Redis.
