@@ -111,16 +111,19 @@ describe('return .xlsx', () => {
     await expectUnreadable(await readFile(file), 'retorno.xlsx', `${UNREADABLE}conteúdo descompactado excede 400 MB.`);
   }, 60_000);
 
-  it('a huge single cell: up to 1 million characters is read, beyond that a clear 400', async () => {
+  it('a huge single cell: up to 32,767 characters (Excel\'s limit) is read, beyond that a clear 400', async () => {
     const cell = (text: string) => textRow(1, [...HEADER]) + textRow(2, ['30', '2', 'ALU0001', 'Número do CPF', 'Receita Federal', `${text} -- 1`]);
-    const big = 'X'.repeat(900_000);
+    // The cell holds `${text} -- 1`: 5 characters more than `text`.
+    const big = 'X'.repeat(32_767 - 5);
     const res = await sendRetorno(await readFile(await zipParts(workbookParts({ sheets: [{ rows: cell(big) }] }))), 'retorno.xlsx');
     expect(res.status).toBe(200);
     const [d] = (res.body as { divergencias: Array<{ enviado: string; correto: string }> }).divergencias;
     expect(d?.enviado).toBe(big);
     expect(d?.correto).toBe('1');
-    const huge = await readFile(await zipParts(workbookParts({ sheets: [{ rows: cell('X'.repeat(8 * MB)) }] })));
-    await expectUnreadable(huge, 'retorno.xlsx', `${UNREADABLE}tem uma célula com mais de 1 milhão de caracteres.`);
+    for (const text of ['X'.repeat(32_768 - 5), 'X'.repeat(8 * MB)]) {
+      const huge = await readFile(await zipParts(workbookParts({ sheets: [{ rows: cell(text) }] })));
+      await expectUnreadable(huge, 'retorno.xlsx', `${UNREADABLE}tem uma célula com mais de 32.767 caracteres.`);
+    }
   });
 
   it('rows with thousands of columns', async () => {
@@ -158,9 +161,9 @@ describe('return .json', () => {
     await expectUnreadable('[1, "dois", null]', 'retorno.json', NOT_OBJECTS);
   });
 
-  it('25 MB of one string', async () => {
+  it('25 MB of one string: refused at its 32,768th character (SPEC §5)', async () => {
     const text = `"${'a'.repeat(25 * MB - 2)}"`;
-    await expectUnreadable(text, 'retorno.json', NO_ARRAY);
+    await expectUnreadable(text, 'retorno.json', `${UNREADABLE}tem um texto com mais de 32.767 caracteres.`);
   });
 });
 

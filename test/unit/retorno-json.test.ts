@@ -76,7 +76,8 @@ describe('json shapes', () => {
   });
 
   it('reads one huge row object spanning chunks', async () => {
-    const big = { ...ROW, Outra: 'x'.repeat(3_000_000), 'Conteúdo': 'fim -- ok' };
+    const extra = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`Outra ${i}`, 'x'.repeat(30_000)]));
+    const big = { ...ROW, ...extra, 'Conteúdo': 'fim -- ok' };
     expect(await rows(JSON.stringify([ROW, big, ROW]))).toEqual([READ, { ...READ, conteudo: 'fim -- ok' }, READ]);
   });
 });

@@ -5,14 +5,17 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import multipart from '@fastify/multipart';
 import type { Config, Logger } from '@censo/shared';
 import type { JobRunner } from './jobs/runner.js';
-import { requireApiKey } from './plugins/auth.js';
+import { requireApiKey } from './http/auth.js';
+import { answerClientError } from './http/client-errors.js';
+import { deferContinue } from './http/expect-continue.js';
+import { Lingerer } from './http/lingering-close.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { registerBullBoard } from './plugins/bull-board.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { registerRateLimit } from './plugins/rate-limit.js';
 import { registerRequestLog } from './plugins/request-log.js';
-import { MULTIPART_LIMITS } from './plugins/uploads.js';
+import { MULTIPART_LIMITS } from './http/uploads.js';
 import type { QueryService } from './query/service.js';
 import { censusReturnRoutes } from './routes/census-return.js';
 import { queryRoutes } from './routes/query.js';
@@ -29,7 +32,9 @@ export interface AppDeps {
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, runner, query } = deps;
+  const lingerer = new Lingerer();
   const app = Fastify({
+    clientErrorHandler: answerClientError(lingerer),
     loggerInstance: deps.logger as FastifyBaseLogger,
     // One line per request, written by request-log.ts with the route, status and job.
     logController: new LogController({ disableRequestLogging: true }),
@@ -39,6 +44,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
   });
+
+  deferContinue(app.server);
+  // Answered before the body was read to its end (no key, rate limit, overload, a bad first
+  // part...): the unread rest cannot stay in front of the next request on this keep-alive
+  // socket, so the connection closes after the answer, lingering so the client can read it.
+  app.addHook('onSend', async (request, reply) => {
+    if (request.raw.complete) return;
+    reply.header('connection', 'close');
+    lingerer.armResponseClose(request.raw);
+  });
+  app.addHook('preClose', async () => lingerer.close());
 
   app.addSchema(erroSchema);
   registerErrorHandling(app);

@@ -1,8 +1,8 @@
 export { buildApp, type AppDeps } from './app.js';
 export { createInProcessRunner, type JobExecutor } from './jobs/in-process.js';
 export type { JobRunner, RunOptions } from './jobs/runner.js';
-export { requireApiKey } from './plugins/auth.js';
-export { MAX_FILE_BYTES } from './plugins/uploads.js';
+export { requireApiKey } from './http/auth.js';
+export { MAX_FILE_BYTES } from './http/uploads.js';
 export { startServer, closeOnSignals, type RunningServer, type Role } from './server.js';
 export { createQueryService, type QueryService, type QueryPage, type QueryListing } from './query/service.js';
 export { queryRoutes } from './routes/query.js';

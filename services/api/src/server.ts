@@ -27,7 +27,10 @@ interface Closable {
 
 async function createRunner(config: Config, role: Role, logger: Logger): Promise<{ runner: JobRunner; worker: Closable | null }> {
   if (!config.redisUrl) {
-    return { runner: createInProcessRunner(createJobPool({ threads: config.workerConcurrency })), worker: null };
+    // Room for every admitted upload (MAX_INFLIGHT_UPLOADS, checked before the body is read), so
+    // the pool never refuses a request whose body the client has already sent.
+    const pool = createJobPool({ threads: config.workerConcurrency, maxQueue: config.maxInFlightUploads });
+    return { runner: createInProcessRunner(pool), worker: null };
   }
   const { createBullmqRunner } = await import('./jobs/bullmq.js');
   const { startWorker } = await import('@censo/worker');

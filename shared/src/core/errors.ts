@@ -45,6 +45,15 @@ export class FileTooLargeError extends CensoError {
   }
 }
 
+/** 408: the upload body did not arrive within UPLOAD_TIMEOUT_MS, or stalled for 30 s (SPEC §5). */
+export class UploadTimeoutError extends CensoError {
+  readonly status = 408;
+  readonly code = 'UPLOAD_TIMEOUT';
+  constructor() {
+    super('Tempo esgotado ao receber o arquivo.');
+  }
+}
+
 /** 422: the census text file is not the one the return was issued for (SPEC §3.2). */
 export class TxtMismatchError extends CensoError {
   readonly status = 422;
@@ -148,8 +157,9 @@ export const badInput = {
         ? 'Extensão inválida para retorno: envie .json ou .xlsx.'
         : 'Extensão inválida para txt: envie .txt.',
     ),
+  outOfMemory: () => new BadInputError('Arquivo ilegível: o processamento excedeu o limite de memória.'),
+  malformedMultipart: () => new BadInputError('Requisição multipart malformada.'),
   unreadableRetorno: (why: string) => new BadInputError(`Arquivo retorno ilegível: ${why}`),
-  unreadableTxt: (why: string) => new BadInputError(`Arquivo txt ilegível: ${why}`),
 } as const;
 
 function truncate(text: string, max: number): string {

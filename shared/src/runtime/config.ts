@@ -23,6 +23,10 @@ export interface Config {
   readonly queriesFile: string | null;
   readonly uploadDir: string;
   readonly jobTimeoutMs: number;
+  /** Deadline for an upload body to arrive whole (SPEC §5), from the request's start. */
+  readonly uploadTimeoutMs: number;
+  /** An upload body that sends nothing for this long is cut too (SPEC §5: 30 s). */
+  readonly uploadIdleMs: number;
   readonly queryTimeoutMs: number;
   readonly workerConcurrency: number;
   readonly maxInFlightUploads: number;
@@ -69,6 +73,9 @@ export function loadConfig(env: Env): Config {
     queriesFile: text(env.QUERIES_FILE),
     uploadDir: path.resolve(text(env.UPLOAD_DIR) ?? path.join(os.tmpdir(), 'censo-api-uploads')),
     jobTimeoutMs: integer(env, 'JOB_TIMEOUT_MS', 120_000, 1, 3_600_000),
+    uploadTimeoutMs: integer(env, 'UPLOAD_TIMEOUT_MS', 120_000, 1, 3_600_000),
+    // Not in SPEC's settings list (SPEC §5 fixes 30 s); an override for tests and odd networks.
+    uploadIdleMs: integer(env, 'UPLOAD_IDLE_MS', 30_000, 1, 3_600_000),
     queryTimeoutMs: integer(env, 'QUERY_TIMEOUT_MS', 10_000, 1, 3_600_000),
     workerConcurrency: integer(env, 'WORKER_CONCURRENCY', cpus, 1, 256),
     // Counted from onRequest to the response's end: under a saturated event loop a keep-alive

@@ -2,7 +2,7 @@
 // answering health checks and other requests while a 25 MB file is processed.
 import { rm } from 'node:fs/promises';
 import { Piscina } from 'piscina';
-import { OverloadedError } from '../core/errors.js';
+import { OverloadedError, badInput } from '../core/errors.js';
 import type { JobData, JobResult } from '../core/types.js';
 
 export interface JobPoolOptions {
@@ -13,7 +13,22 @@ export interface JobPoolOptions {
   readonly idleTimeoutMs?: number;
   /** How long `close()` lets running jobs finish before terminating their threads (default 5 s). */
   readonly closeTimeoutMs?: number;
+  /** Old-generation heap of each thread, MiB (default JOB_HEAP_LIMIT_MB). */
+  readonly heapLimitMb?: number;
 }
+
+/**
+ * A job's heap ceiling. The largest legitimate inputs (25 MB txt + return) peak near 150 MiB of
+ * heap; a crafted file that would need more fails its own job (400) instead of the process.
+ */
+export const JOB_HEAP_LIMIT_MB = 512;
+
+const OUT_OF_MEMORY: JobResult = {
+  ok: false,
+  status: 400,
+  code: 'BAD_INPUT',
+  erro: badInput.outOfMemory().message,
+};
 
 export interface JobPool {
   /** Rejects with an error named `AbortError` when `signal` aborts; the thread is terminated. */
@@ -33,6 +48,7 @@ export function createJobPool(options: JobPoolOptions): JobPool {
     maxThreads: threads,
     idleTimeout: options.idleTimeoutMs ?? 30_000,
     closeTimeout: options.closeTimeoutMs ?? 5_000,
+    resourceLimits: { maxOldGenerationSizeMb: options.heapLimitMb ?? JOB_HEAP_LIMIT_MB },
   });
   // Piscina reports a close timeout as an 'error' event; unhandled, it would crash the process.
   // close() terminates the threads right after it anyway.
@@ -51,6 +67,11 @@ export function createJobPool(options: JobPoolOptions): JobPool {
         return (await pool.run(data, signal ? { signal } : {})) as JobResult;
       } catch (err) {
         if (signal?.aborted) await removeAbandonedResult(data.resultPath);
+        else if ((err as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY') {
+          // The thread is gone (piscina starts another); its partial result may remain.
+          await removeAbandonedResult(data.resultPath);
+          return OUT_OF_MEMORY;
+        }
         throw err;
       } finally {
         inFlight--;

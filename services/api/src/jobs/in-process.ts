@@ -9,13 +9,23 @@ export interface JobExecutor {
   close(): Promise<void>;
 }
 
+function rejectOnAbort(signal: AbortSignal): Promise<never> {
+  return new Promise((_resolve, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}
+
 export function createInProcessRunner(pool: JobExecutor): JobRunner {
   return {
     mode: 'in-process',
     async run(data: JobData, { signal, deadline }: RunOptions): Promise<JobResult> {
       const timeout = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+      const aborted = AbortSignal.any([signal, timeout]);
       try {
-        return await pool.run(data, AbortSignal.any([signal, timeout]));
+        // Settles as soon as either signal aborts, not when the pool has finished terminating the
+        // thread: the request log and metrics record the outcome in the same turn as the abort.
+        return await Promise.race([pool.run(data, aborted), rejectOnAbort(aborted)]);
       } catch (err) {
         if (signal.aborted) throw signal.reason;
         if (timeout.aborted) throw new JobTimeoutError();

@@ -40,7 +40,7 @@ function translate(err: FastifyError): CensoError | null {
   // busboy's own parse errors ("Multipart: Boundary not found", "Unexpected end of form", and
   // "Part terminated early ..." when the body ends inside a file part)
   if (/^(Multipart|Malformed|Unexpected end of (form|multipart)|Part terminated early)/i.test(err.message)) {
-    return new BadInputError('Requisição multipart malformada.');
+    return badInput.malformedMultipart();
   }
   if (err.validation) {
     return new BadInputError(`Parâmetros inválidos: ${err.message}`);
@@ -62,11 +62,6 @@ export function registerErrorHandling(app: FastifyInstance): void {
       request.log.info({ reason: err.message }, 'client closed the connection before the response');
       return reply.code(CLIENT_CLOSED_REQUEST).send({ erro: httpMessages.clientGone });
     }
-    // Answered before the body was read to its end (no key, rate limit, overload, disk full
-    // mid-file, a bad first part...): the unread rest would sit in front of the next request on
-    // this keep-alive socket, so close the connection after the answer instead of draining up
-    // to 25 MB from a client we have already refused.
-    if (!request.raw.complete) reply.header('connection', 'close');
     const known = toCensoError(err);
     if (known) {
       // A 5xx of ours (queue, database, storage down) is an operator's problem: keep the cause.

@@ -7,7 +7,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
 import { RateLimitedError, failFastConnection, type Config } from '@censo/shared';
-import { headerToken } from './auth.js';
+import { headerToken } from '../http/auth.js';
 
 export function rateLimitKey(request: FastifyRequest): string {
   return createHash('sha256').update(headerToken(request) ?? '', 'utf8').digest('base64url');

@@ -5,8 +5,9 @@ import { createReadStream } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { JobRejectedError, JobTimeoutError, type Config, type JobData } from '@censo/shared';
 import type { JobRunner } from '../jobs/runner.js';
-import { receiveFiles, withUploadFolder, type UploadField } from '../plugins/uploads.js';
-import { limitInFlight } from '../plugins/in-flight.js';
+import { receiveFiles, withUploadFolder, type UploadField } from '../http/uploads.js';
+import { checkUploadHeaders, limitInFlight } from '../http/admission.js';
+import { continueIfExpected } from '../http/expect-continue.js';
 import { annotateRequestLog } from '../plugins/request-log.js';
 import { divergenciasSchema, retornoRfSchema } from './census-return-schemas.js';
 
@@ -37,11 +38,17 @@ export async function censusReturnRoutes(
   if (app.hasDecorator('metrics')) app.metrics.trackInFlightUploads(inFlight.current);
 
   for (const route of ROUTES) {
-    app.post(route.url, { schema: route.schema, onRequest: inFlight.onRequest }, async (request, reply) =>
+    // Everything that can refuse the upload runs before the body is asked for (Expect: 100-continue)
+    // or read: auth (the enclosing context), the headers, the in-flight limit, the rate limit.
+    const onRequest = [checkUploadHeaders, inFlight.onRequest];
+    app.post(route.url, { schema: route.schema, onRequest, preHandler: continueIfExpected }, async (request, reply) =>
       withUploadFolder(config.uploadDir, request, reply, async (folder, signal) => {
         const started = Date.now();
         annotateRequestLog(request, { jobId: folder.id, kind: route.kind });
-        const files = await receiveFiles(request, folder, route.fields);
+        const files = await receiveFiles(request, folder, route.fields, {
+          totalMs: Math.max(1, config.uploadTimeoutMs - reply.elapsedTime),
+          idleMs: config.uploadIdleMs,
+        });
         const resultPath = folder.file(RESULT_FILE);
         const data: JobData =
           route.kind === 'divergencias'

@@ -12,10 +12,12 @@ import type { RetornoRow } from '../types.js';
 import { badInput } from '../errors.js';
 import { isBlank, MISSING_ROLES, roleOf, ROLES, type Role } from './columns.js';
 import { toUnreadable } from './failure.js';
+import { MAX_CELL_CHARS } from './limits.js';
 
 export const INVALID_JSON = 'não é um JSON válido.';
 export const NO_ROWS_ARRAY = 'o JSON não contém uma lista de linhas.';
 export const ROWS_NOT_OBJECTS = 'as linhas do JSON devem ser objetos.';
+export const STRING_TOO_LONG = 'tem um texto com mais de 32.767 caracteres.';
 
 const CHUNK_BYTES = 256 * 1024;
 
@@ -82,6 +84,18 @@ function invalid(): Error {
   return badInput.unreadableRetorno(INVALID_JSON);
 }
 
+function tooLong(): Error {
+  return badInput.unreadableRetorno(STRING_TOO_LONG);
+}
+
+/**
+ * UTF-16 units a byte of a JSON string adds (escapes aside): none for a UTF-8 continuation byte,
+ * two for the lead byte of a 4-byte sequence (a surrogate pair), else one.
+ */
+function unitsOf(c: number): number {
+  return (c & 0xc0) === 0x80 ? 0 : c >= 0xf0 ? 2 : 1;
+}
+
 export class JsonRowsScanner {
   private state = S.Value;
   private readonly stack: number[] = [];
@@ -91,6 +105,7 @@ export class JsonRowsScanner {
   private stringIsKey = false;
   private escape = false;
   private hexLeft = 0;
+  private stringUnits = 0;
   private num = N.Int;
   private literal: Buffer = TRUE;
   private literalAt = 0;
@@ -110,6 +125,8 @@ export class JsonRowsScanner {
   private skimDepth = 0;
   private skimString = false;
   private skimEscape = false;
+  private skimHex = 0;
+  private skimUnits = 0;
   private partial: Buffer[] = []; // an element that began in an earlier chunk
   // Complete elements of the current chunk, parsed together.
   private batchStarts: number[] = [];
@@ -226,19 +243,30 @@ export class JsonRowsScanner {
     let depth = this.skimDepth;
     let inString = this.skimString;
     let escape = this.skimEscape;
+    let hex = this.skimHex;
+    let units = this.skimUnits;
     for (; i < n; i++) {
       const c = buf[i]!;
       if (inString) {
-        if (escape) escape = false;
-        else if (c === 0x5c) escape = true;
+        if (hex > 0) hex--;
+        else if (escape) {
+          escape = false;
+          if (c === 0x75) hex = 4;
+          if (++units > MAX_CELL_CHARS) throw tooLong();
+        } else if (c === 0x5c) escape = true;
         else if (c === 0x22) inString = false;
-      } else if (c === 0x22) inString = true;
+        else if ((units += unitsOf(c)) > MAX_CELL_CHARS) throw tooLong();
+      } else if (c === 0x22) {
+        inString = true;
+        units = 0;
+      }
       else if (c === 0x7b || c === 0x5b) depth++;
       else if (c === 0x7d || c === 0x5d) {
         if (--depth === 0) {
           this.skimDepth = 0;
           this.skimString = false;
           this.skimEscape = false;
+          this.skimHex = 0;
           this.state = S.After;
           if (this.partial.length > 0) {
             this.partial.push(buf.subarray(0, i + 1));
@@ -253,6 +281,8 @@ export class JsonRowsScanner {
     this.skimDepth = depth;
     this.skimString = inString;
     this.skimEscape = escape;
+    this.skimHex = hex;
+    this.skimUnits = units;
     return n;
   }
 
@@ -385,13 +415,17 @@ export class JsonRowsScanner {
       this.escape = false;
       if (c === 0x75) this.hexLeft = 4;
       else if (!ESCAPES.has(c)) throw invalid();
+      if (++this.stringUnits > MAX_CELL_CHARS) throw tooLong();
     } else if (c === 0x5c) {
       this.escape = true;
     } else if (c === 0x22) {
+      this.stringUnits = 0;
       if (this.stringIsKey) this.state = S.Colon;
       else this.afterValue();
     } else if (c < 0x20) {
       throw invalid();
+    } else if ((this.stringUnits += unitsOf(c)) > MAX_CELL_CHARS) {
+      throw tooLong();
     }
   }
 

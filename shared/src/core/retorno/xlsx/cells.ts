@@ -2,7 +2,7 @@
 // DD/MM/YYYY the cell shows, booleans as Excel shows them, everything else as written.
 import { badInput } from '../../errors.js';
 import type { SharedStrings } from './strings.js';
-import { decodeOoxmlEscapes } from './xml.js';
+import { cellString } from './xml.js';
 
 /** Built-in number formats that display a date or time (ECMA-376 §18.8.30 and the CJK ids). */
 const BUILTIN_DATE_FORMATS = new Set<number>([
@@ -128,9 +128,9 @@ export function cellText(
       return text;
     }
     case 'inlineStr':
-      return decodeOoxmlEscapes(inline ?? value);
+      return cellString(inline ?? value);
     case 'str':
-      return decodeOoxmlEscapes(value);
+      return cellString(value);
     case 'b':
       return value === '1' ? 'TRUE' : value === '0' ? 'FALSE' : value;
     case 'e':
@@ -140,7 +140,7 @@ export function cellText(
       return m ? `${m[3]}/${m[2]}/${m[1]}` : value;
     }
     default: {
-      if (value === '') return inline !== null ? decodeOoxmlEscapes(inline) : '';
+      if (value === '') return inline !== null ? cellString(inline) : '';
       if (ctx.dateStyles[style] === true && NUMBER.test(value)) {
         const date = serialToDate(Number(value), ctx.date1904);
         if (date !== undefined) return date;

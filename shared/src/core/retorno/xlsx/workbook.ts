@@ -5,7 +5,7 @@ import { posix } from 'node:path';
 import { badInput } from '../../errors.js';
 import { isBuiltinDateFormat, isDateFormatCode, type CellContext } from './cells.js';
 import { SharedStrings } from './strings.js';
-import { appendCapped, decodeOoxmlEscapes, TagScanner, type TagHandler } from './xml.js';
+import { appendCapped, cellString, TagScanner, type TagHandler } from './xml.js';
 import type { ZipArchive } from './zip.js';
 
 export const NOT_A_WORKBOOK = 'o zip não contém uma pasta de trabalho do Excel (xl/workbook.xml).';
@@ -202,7 +202,7 @@ class SharedStringsHandler implements TagHandler {
     if (name === 't') xml.collecting = false;
     else if (name === 'rPh') this.inPhonetic = false;
     else if (name === 'si' && this.inItem) {
-      this.strings.push(decodeOoxmlEscapes(this.current));
+      this.strings.push(cellString(this.current));
       this.inItem = false;
     }
   }

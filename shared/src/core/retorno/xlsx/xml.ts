@@ -5,15 +5,16 @@
 // kept out: without a DOCTYPE the only entities are the five predefined ones and numeric
 // character references.
 import { badInput } from '../../errors.js';
+import { MAX_CELL_CHARS } from '../limits.js';
 
 export const INVALID_XML = 'contém XML inválido.';
 export const FORBIDDEN_DTD = 'declarações DOCTYPE/ENTITY não são aceitas.';
-export const TEXT_TOO_LONG = 'tem uma célula com mais de 1 milhão de caracteres.';
+export const CELL_TOO_LONG = 'tem uma célula com mais de 32.767 caracteres.';
 
-/**
- * Longest text a single value (or an unfinished tag) may reach. Excel caps cells at 32,767
- * characters; this only stops a crafted file from building one enormous string.
- */
+/** A value's text while it accumulates, before `_xHHHH_` escapes (7 characters to 1) are decoded. */
+const MAX_CELL_RAW = 7 * MAX_CELL_CHARS;
+
+/** Longest raw XML text (entities not yet decoded) or unfinished tag held between two chunks. */
 export const MAX_TEXT = 1 << 20;
 
 const ENTITY = /&(#[xX][0-9a-fA-F]+|#[0-9]+|lt|gt|amp|quot|apos);/g;
@@ -42,9 +43,17 @@ export function decodeOoxmlEscapes(text: string): string {
   return text.replace(OOXML_ESCAPE, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 }
 
+/** Accumulates one value's text, refusing it as soon as it cannot fit in a cell. */
 export function appendCapped(current: string, more: string): string {
-  if (current.length + more.length > MAX_TEXT) throw badInput.unreadableRetorno(TEXT_TOO_LONG);
+  if (current.length + more.length > MAX_CELL_RAW) throw badInput.unreadableRetorno(CELL_TOO_LONG);
   return current + more;
+}
+
+/** A value's final text: escapes decoded, within Excel's cell limit. */
+export function cellString(raw: string): string {
+  const text = decodeOoxmlEscapes(raw);
+  if (text.length > MAX_CELL_CHARS) throw badInput.unreadableRetorno(CELL_TOO_LONG);
+  return text;
 }
 
 function isNameEnd(c: number): boolean {
@@ -92,7 +101,10 @@ export class TagScanner {
     while (pos < n && !this.done) {
       const lt = buf.indexOf('<', pos);
       if (lt === -1) {
-        if (this.collecting) this.pendingText = appendCapped(this.pendingText, buf.slice(pos));
+        if (this.collecting) {
+          if (this.pendingText.length + n - pos > MAX_TEXT) throw badInput.unreadableRetorno(CELL_TOO_LONG);
+          this.pendingText += buf.slice(pos);
+        }
         pos = n;
         break;
       }

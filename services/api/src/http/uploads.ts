@@ -11,12 +11,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   FileTooLargeError,
   StorageUnavailableError,
+  UploadTimeoutError,
   badInput,
   type RetornoFormat,
   type StoredFile,
   type StoredRetorno,
 } from '@censo/shared';
-import { annotateRequestLog } from './request-log.js';
+import { annotateRequestLog } from '../plugins/request-log.js';
+import { watchUploadBody, type UploadDeadlineOptions } from './upload-deadline.js';
 
 export const MAX_FILE_BYTES = 25 * 1024 * 1024;
 
@@ -101,14 +103,32 @@ function retornoFormat(filename: string): RetornoFormat | null {
 /**
  * Streams the expected file fields of a multipart request into `folder`. Text fields are
  * ignored; any other file field, a repeated field, a wrong extension or an oversized file is
- * rejected as soon as it is seen.
+ * rejected as soon as it is seen; a body late past `deadline` is a 408.
  */
 export async function receiveFiles(
   request: FastifyRequest,
   folder: UploadFolder,
   accepted: readonly UploadField[],
+  deadline: UploadDeadlineOptions,
 ): Promise<ReceivedFiles> {
   if (!request.isMultipart()) throw badInput.notMultipart();
+  let expired = false;
+  const stopWatching = watchUploadBody(request.raw, deadline, () => {
+    expired = true;
+    // @fastify/multipart listens for 'error' on the request: it stops parsing, fails the part
+    // being written and ends the iteration, so the loop below unwinds at once.
+    if (request.raw.listenerCount('error') > 0) request.raw.emit('error', new UploadTimeoutError());
+  });
+  try {
+    return await receiveParts(request, folder, accepted);
+  } catch (err) {
+    throw expired ? new UploadTimeoutError() : err;
+  } finally {
+    stopWatching();
+  }
+}
+
+async function receiveParts(request: FastifyRequest, folder: UploadFolder, accepted: readonly UploadField[]): Promise<ReceivedFiles> {
   let retorno: StoredRetorno | null = null;
   let txt: StoredFile | null = null;
 
