@@ -9,12 +9,12 @@ import { requireApiKey } from './http/auth.js';
 import { answerClientError } from './http/client-errors.js';
 import { deferContinue } from './http/expect-continue.js';
 import { Lingerer } from './http/lingering-close.js';
-import { registerErrorHandling } from './plugins/errors.js';
-import { registerBullBoard } from './plugins/bull-board.js';
-import { registerMetrics } from './plugins/metrics.js';
-import { registerOpenApi } from './plugins/openapi.js';
-import { registerRateLimit } from './plugins/rate-limit.js';
-import { registerRequestLog } from './plugins/request-log.js';
+import { errorsPlugin } from './plugins/errors.js';
+import { bullBoardPlugin } from './plugins/bull-board.js';
+import { metricsPlugin } from './plugins/metrics.js';
+import { openApiPlugin } from './plugins/openapi.js';
+import { rateLimitPlugin } from './plugins/rate-limit.js';
+import { requestLogPlugin } from './plugins/request-log.js';
 import { MULTIPART_LIMITS } from './http/uploads.js';
 import type { QueryService } from './query/service.js';
 import { censusReturnRoutes } from './routes/census-return.js';
@@ -57,15 +57,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('preClose', async () => lingerer.close());
 
   app.addSchema(erroSchema);
-  registerErrorHandling(app);
-  registerRequestLog(app);
+  // Plugins declare their dependencies (fastify-plugin), so Fastify refuses a wrong order. Those
+  // that act on routes as they are added (OpenAPI, rate limit) come before every route.
+  await app.register(errorsPlugin);
+  await app.register(requestLogPlugin);
   await app.register(multipart, { limits: MULTIPART_LIMITS });
-  // Operations: OpenAPI before every route (it collects them as they are added); metrics next,
-  // so its onResponse hook and `app.metrics` reach all routes.
-  await registerOpenApi(app);
-  registerMetrics(app, { config, runner, logger: deps.logger });
-  // Before the /api/* routes: it attaches a route-level hook to them, which runs after auth.
-  await registerRateLimit(app, config);
+  await app.register(openApiPlugin);
+  await app.register(metricsPlugin, { config, runner, logger: deps.logger });
+  // Attaches a route-level hook to the /api/* routes, which runs after the scope's auth hook.
+  await app.register(rateLimitPlugin, config);
 
   const probes: ReadinessProbe[] = [];
   if (runner.mode === 'bullmq') probes.push({ name: 'redis', isReady: () => runner.isReady() });
@@ -82,8 +82,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await queries.register(queryRoutes, { service: query });
   });
 
-  // Off unless BULL_BOARD_TOKEN is set and jobs go through BullMQ.
-  await registerBullBoard(app, { config, runner, logger: deps.logger });
+  await app.register(bullBoardPlugin, { config, runner, logger: deps.logger });
 
   app.addHook('onClose', async () => {
     await Promise.all([runner.close(), query?.close()]);

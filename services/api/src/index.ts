@@ -7,5 +7,5 @@ export { startServer, closeOnSignals, type RunningServer, type Role } from './se
 export { createQueryService, type QueryService, type QueryPage, type QueryListing } from './query/service.js';
 export { queryRoutes } from './routes/query.js';
 export { loadCatalog } from './query/catalog.js';
-export { registerErrorHandling } from './plugins/errors.js';
+export { errorsPlugin } from './plugins/errors.js';
 export { createBullmqRunner, type BullmqRunner } from './jobs/bullmq.js';

@@ -6,6 +6,7 @@
 // without the token, so it leaves the address bar and the browser history.
 import { createHmac } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
@@ -79,7 +80,7 @@ export function requireBoardToken(token: string) {
   };
 }
 
-export async function registerBullBoard(app: FastifyInstance, { config, runner, logger }: BullBoardOptions): Promise<void> {
+async function bullBoard(app: FastifyInstance, { config, runner, logger }: BullBoardOptions): Promise<void> {
   const token = config.bullBoardToken;
   if (token === null || runner.mode !== 'bullmq' || config.redisUrl === null) return;
 
@@ -111,3 +112,6 @@ export async function registerBullBoard(app: FastifyInstance, { config, runner, 
   });
   logger.info({ path: BULL_BOARD_PREFIX }, 'queue dashboard enabled');
 }
+
+/** Off unless BULL_BOARD_TOKEN is set and jobs go through BullMQ. */
+export const bullBoardPlugin = fp(bullBoard, { name: 'censo-bull-board', fastify: '5.x' });

@@ -1,6 +1,7 @@
 // The only place that builds `{ "erro": ... }` bodies. Domain errors carry their status and
 // Portuguese message; Fastify and multipart codes are translated to the SPEC's statuses;
 // anything else is a logged 500 with a fixed message and no details (SPEC §5).
+import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   BadInputError,
@@ -54,7 +55,7 @@ export function toCensoError(err: unknown): CensoError | null {
   return null;
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+async function errorHandling(app: FastifyInstance): Promise<void> {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // The client went away (upload cut, request abandoned while its job ran): nobody will read
     // this answer, and it is not a server fault, so no stack trace at error level.
@@ -81,3 +82,6 @@ export function registerErrorHandling(app: FastifyInstance): void {
 
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ erro: httpMessages.notFound }));
 }
+
+/** The one error handler and the 404 handler, on the root instance. */
+export const errorsPlugin = fp(errorHandling, { name: 'censo-errors', fastify: '5.x' });

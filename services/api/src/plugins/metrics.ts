@@ -7,6 +7,7 @@
 // the log line and the metrics cannot disagree. Label values are bounded: the route *pattern*
 // (never the raw URL), declared query names, job kinds and a fixed set of outcomes.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { pino, type LevelWithSilent } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import {
@@ -177,11 +178,7 @@ export function quieterLevel(app: FastifyInstance, level: 'warn' | 'error'): Lev
   return (values[current] ?? 0) >= (values[level] ?? 0) ? current : level;
 }
 
-/**
- * Registered on the root instance (not as an encapsulated plugin) so it sees every route's end,
- * and `app.metrics` is visible to the route plugins. Needs registerRequestLog first.
- */
-export function registerMetrics(app: FastifyInstance, { config, runner, logger }: MetricsOptions): void {
+async function metricsRoutes(app: FastifyInstance, { config, runner, logger }: MetricsOptions): Promise<void> {
   const { metrics, observe } = createMetrics(runner, logger);
   app.decorate('metrics', metrics);
   // Finished and abandoned requests alike (request-log.ts), so cancelled jobs are counted too.
@@ -216,3 +213,14 @@ export function registerMetrics(app: FastifyInstance, { config, runner, logger }
     },
   );
 }
+
+/**
+ * Not encapsulated, so it sees every route's end and `app.metrics` is visible to the route
+ * plugins; it hangs off the request log's end-of-request event.
+ */
+export const metricsPlugin = fp(metricsRoutes, {
+  name: 'censo-metrics',
+  fastify: '5.x',
+  dependencies: ['censo-request-log'],
+  decorators: { fastify: ['onRequestEnd'] },
+});

@@ -4,6 +4,7 @@
 // @fastify/swagger collects routes in an onRoute hook.
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { quieterLevel } from './metrics.js';
@@ -46,7 +47,7 @@ const transform: NonNullable<FastifyDynamicSwaggerOptions['transform']> = ({ sch
   return { schema, url };
 };
 
-export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+async function openApi(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
     openapi: {
       // 3.1: the schemas use JSON Schema type arrays (`["string", "null"]`).
@@ -82,3 +83,6 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     uiConfig: { docExpansion: 'list', deepLinking: false },
   });
 }
+
+/** Register before any route: @fastify/swagger collects routes as they are added. */
+export const openApiPlugin = fp(openApi, { name: 'censo-openapi', fastify: '5.x' });

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import { RateLimitedError, failFastConnection, type Config } from '@censo/shared';
 import { headerToken } from '../http/auth.js';
@@ -13,11 +14,9 @@ export function rateLimitKey(request: FastifyRequest): string {
   return createHash('sha256').update(headerToken(request) ?? '', 'utf8').digest('base64url');
 }
 
-/** Must be registered before the routes it limits (it attaches itself through onRoute). */
-export async function registerRateLimit(
-  app: FastifyInstance,
-  config: Pick<Config, 'rateLimitPerMinute' | 'redisUrl' | 'queuePrefix'>,
-): Promise<void> {
+export type RateLimitOptions = Pick<Config, 'rateLimitPerMinute' | 'redisUrl' | 'queuePrefix'>;
+
+async function rateLimitPerKey(app: FastifyInstance, config: RateLimitOptions): Promise<void> {
   const perMinute = config.rateLimitPerMinute;
   if (perMinute <= 0) return;
   const redis = config.redisUrl
@@ -39,3 +38,6 @@ export async function registerRateLimit(
     errorResponseBuilder: () => new RateLimitedError(),
   });
 }
+
+/** Register before the routes it limits: @fastify/rate-limit attaches itself through onRoute. */
+export const rateLimitPlugin = fp(rateLimitPerKey, { name: 'censo-rate-limit', fastify: '5.x', dependencies: ['censo-errors'] });

@@ -2,6 +2,7 @@
 // a failed request: id, route, status, duration and, for uploads, the job id and counts. Keys,
 // names and CPFs never appear: only ids and numbers are attached.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 
 export interface RequestLogFields {
   jobId?: string;
@@ -46,7 +47,7 @@ declare module 'fastify' {
  * while its job runs would get no log line and no metrics. The raw response's 'close' fires in
  * both cases, so the request log and the metrics hang off that instead.
  */
-export function registerRequestLog(app: FastifyInstance): void {
+async function requestLog(app: FastifyInstance): Promise<void> {
   const listeners: RequestEndListener[] = [];
   app.decorate('onRequestEnd', (listener: RequestEndListener) => void listeners.push(listener));
   app.decorateRequest('logFields', null);
@@ -73,3 +74,6 @@ export function registerRequestLog(app: FastifyInstance): void {
     else request.log.info(line, 'request completed');
   });
 }
+
+/** Decorates `onRequestEnd` and `request.logFields` for every later plugin and route. */
+export const requestLogPlugin = fp(requestLog, { name: 'censo-request-log', fastify: '5.x' });

@@ -3,6 +3,7 @@
 // in the files they accept and the job kind.
 import { createReadStream } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { JobRejectedError, JobTimeoutError, type Config, type JobData } from '@censo/shared';
 import type { JobRunner } from '../jobs/runner.js';
 import { receiveFiles, withUploadFolder, type UploadField } from '../http/uploads.js';
@@ -30,12 +31,9 @@ const ROUTES: readonly RouteSpec[] = [
 
 const RESULT_FILE = 'resultado.json';
 
-export async function censusReturnRoutes(
-  app: FastifyInstance,
-  { config, runner }: CensusReturnRoutesOptions,
-): Promise<void> {
+async function routes(app: FastifyInstance, { config, runner }: CensusReturnRoutesOptions): Promise<void> {
   const inFlight = limitInFlight(config.maxInFlightUploads);
-  if (app.hasDecorator('metrics')) app.metrics.trackInFlightUploads(inFlight.current);
+  app.metrics.trackInFlightUploads(inFlight.current);
 
   for (const route of ROUTES) {
     // Everything that can refuse the upload runs before the body is asked for (Expect: 100-continue)
@@ -81,3 +79,12 @@ export async function censusReturnRoutes(
     );
   }
 }
+
+/** Encapsulated (its hooks stay its own), with the metrics it reports to declared. */
+export const censusReturnRoutes = fp(routes, {
+  name: 'censo-census-return-routes',
+  fastify: '5.x',
+  encapsulate: true,
+  dependencies: ['censo-metrics', '@fastify/multipart'],
+  decorators: { fastify: ['metrics'] },
+});
