@@ -11,6 +11,7 @@ const PUBLIC_ROUTES = [
   'get /healthz',
   'get /metrics',
   'get /readyz',
+  'post /api/censo-corrigido',
   'post /api/divergencias-rf',
   'post /api/retorno-rf',
 ];

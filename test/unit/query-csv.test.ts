@@ -1,6 +1,6 @@
 // RFC 4180 output of format=csv.
 import { describe, expect, it } from 'vitest';
-import { csvField, csvLine } from '../../services/api/dist/query/csv.js';
+import { csvField, csvLine } from '@censo/shared';
 
 describe('csv', () => {
   it.each([

@@ -65,10 +65,10 @@ export function createProcessor(executor: JobExecutor, { uploadDir, log }: Proce
 }
 
 function checkPaths(data: JobData, root: string): string {
-  const paths = [data?.resultPath, data?.retorno?.path, data?.kind === 'retorno-rf' ? data.txt?.path : root];
+  const paths = [data?.resultPath, data?.retorno?.path, data?.kind === 'divergencias' ? root : data?.txt?.path];
   const folder = typeof data?.resultPath === 'string' ? path.dirname(path.resolve(data.resultPath)) : '';
   const valid =
-    (data?.kind === 'divergencias' || data?.kind === 'retorno-rf') &&
+    (data?.kind === 'divergencias' || data?.kind === 'retorno-rf' || data?.kind === 'censo-corrigido') &&
     paths.every((p) => typeof p === 'string' && isInside(root, path.resolve(p))) &&
     folder !== root &&
     isInside(root, folder);

@@ -1,38 +1,42 @@
-// One job, file paths in and the exact response body out (STYLE "Job boundary"). Domain failures
-// (a bad file, a txt that does not match) come back as `{ ok: false }` results so the queue never
-// retries them; anything thrown is a bug or infrastructure.
-import { createWriteStream } from 'node:fs';
+// One job, file paths in and the response body written to `resultPath` (the job boundary shared
+// by the embedded pool, the BullMQ worker and the CLI). Domain failures (a bad file, a txt that
+// does not match) come back as `{ ok: false }` results so the queue never retries them; anything
+// thrown is a bug or infrastructure.
 import { rm } from 'node:fs/promises';
-import { pipeline } from 'node:stream/promises';
+import { writeCensoCorrigido } from './censo/corrigido.js';
 import { findDivergencias } from './divergencias.js';
 import { CensoError } from './errors.js';
-import { mergePessoas } from './merge.js';
+import { matchPersons, toPessoa } from './merge.js';
+import { csvChunks } from './output/csv.js';
+import { jsonListChunks, writeChunks } from './output/json.js';
+import { DIVERGENCIAS_TABLE, PESSOAS_TABLE, tableRows, type TableShape } from './output/table.js';
+import { writeXlsx } from './output/xlsx.js';
 import { readRetorno } from './retorno/index.js';
-import type { JobData, JobResult } from './types.js';
+import type { JobData, JobResult, OutputFormat } from './types.js';
 
 export interface RunJobOptions {
   readonly signal?: AbortSignal;
 }
 
 const RESULT_STATUSES: ReadonlySet<number> = new Set([400, 413, 422]);
-/** Items are written in batches of about this many characters: fewer writes, bounded memory. */
-const BATCH_CHARS = 64 * 1024;
 
 export async function runJob(data: JobData, options: RunJobOptions = {}): Promise<JobResult> {
   const { signal } = options;
   try {
     signal?.throwIfAborted();
-    const written =
-      data.kind === 'divergencias'
-        ? await writeBody(data.resultPath, 'divergencias', findDivergencias(readRetorno(data.retorno, { signal })), signal)
-        : await writeBody(
-            data.resultPath,
-            'pessoas',
-            // The merge finishes before the file is created: a mismatch leaves nothing to clean.
-            await mergePessoas(findDivergencias(readRetorno(data.retorno, { signal })), data.txt.path, { signal }),
-            signal,
-          );
-    return { ok: true, ...written };
+    const divergencias = findDivergencias(readRetorno(data.retorno, { signal }));
+    if (data.kind === 'divergencias') {
+      return { ok: true, ...(await writeTable(data.resultPath, data.format ?? 'json', DIVERGENCIAS_TABLE, divergencias, signal)) };
+    }
+    // The merge finishes before the result file is created: a mismatch leaves nothing to clean.
+    const matched = await matchPersons(divergencias, data.txt.path, { ...(signal ? { signal } : {}) });
+    if (data.kind === 'retorno-rf') {
+      return { ok: true, ...(await writeTable(data.resultPath, data.format ?? 'json', PESSOAS_TABLE, matched.persons.map(toPessoa), signal)) };
+    }
+    const { bytes, pessoasCorrigidas, naoAplicadas } = await writeCensoCorrigido(data.txt.path, matched, data.resultPath, {
+      ...(signal ? { signal } : {}),
+    });
+    return { ok: true, count: matched.persons.length, bytes, corrigido: { pessoasCorrigidas, naoAplicadas } };
   } catch (err) {
     await rm(data.resultPath, { force: true });
     if (err instanceof CensoError && RESULT_STATUSES.has(err.status)) {
@@ -42,33 +46,24 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
   }
 }
 
-/**
- * Streams `{"<key>":[item,...]}` as compact JSON to `path`. The pipeline waits for the file to
- * drain, so a 300k-row return never becomes one string in memory.
- */
-async function writeBody(
+/** Writes a list answer in `format`; returns how many items it holds and the file's size. */
+export async function writeTable(
   path: string,
-  key: string,
-  items: AsyncIterable<unknown> | Iterable<unknown>,
-  signal: AbortSignal | undefined,
+  format: OutputFormat,
+  table: TableShape,
+  items: AsyncIterable<object> | Iterable<object>,
+  signal?: AbortSignal,
 ): Promise<{ count: number; bytes: number }> {
   let count = 0;
-  let bytes = 0;
-  async function* body(): AsyncGenerator<string> {
-    let batch = `{${JSON.stringify(key)}:[`;
+  async function* counted(): AsyncGenerator<object> {
     for await (const item of items) {
-      batch += (count === 0 ? '' : ',') + JSON.stringify(item);
       count++;
-      if (batch.length >= BATCH_CHARS) {
-        bytes += Buffer.byteLength(batch);
-        yield batch;
-        batch = '';
-      }
+      yield item;
     }
-    batch += ']}';
-    bytes += Buffer.byteLength(batch);
-    yield batch;
   }
-  await pipeline(body, createWriteStream(path), ...(signal ? [{ signal }] : []));
+  let bytes: number;
+  if (format === 'json') bytes = await writeChunks(path, jsonListChunks(table.key, counted()), signal);
+  else if (format === 'csv') bytes = await writeChunks(path, csvChunks(table.columns, tableRows(counted(), table.columns)), signal);
+  else bytes = (await writeXlsx(path, table.key, table.columns, tableRows(counted(), table.columns), signal)).bytes;
   return { count, bytes };
 }

@@ -3,13 +3,13 @@
 // (only what the merge needs of each), so the text file is read once and only the referenced
 // lines are kept.
 import { selectRecords30, CENSO_FIELD, censoField, type Record30 } from './censo/txt.js';
-import type { DecodeOptions } from './censo/decode.js';
+import type { CensoEncoding, DecodeOptions } from './censo/decode.js';
 import { toDataBr } from './dates.js';
 import { TxtMismatchError } from './errors.js';
 import type { Divergencia, Pessoa } from './types.js';
 
 /** Fields a divergence replaces; `nome_mae`, `nome_pai` and `null` replace nothing. */
-type AppliedChave = 'cpf' | 'nome' | 'data_nascimento' | 'inep';
+export type AppliedChave = 'cpf' | 'nome' | 'data_nascimento' | 'inep';
 const APPLIED: ReadonlySet<string> = new Set<AppliedChave>(['cpf', 'nome', 'data_nascimento', 'inep']);
 
 /**
@@ -37,6 +37,20 @@ export interface MergeOptions {
   readonly highWaterMark?: number;
 }
 
+/** A record 30 with at least one divergence, and the tax authority's values for its fields. */
+export interface MatchedPerson {
+  readonly record: Record30;
+  /** The `correto` of the last divergence of each applied field, as the return wrote it. */
+  readonly changes: Readonly<Partial<Record<AppliedChave, string>>>;
+}
+
+export interface MatchedPersons {
+  /** In line order. */
+  readonly persons: readonly MatchedPerson[];
+  /** How the text file was decoded; null when there was nothing to match, so it was not read. */
+  readonly encoding: CensoEncoding | null;
+}
+
 /**
  * One Pessoa per record-30 line with at least one divergence, in line order. Throws
  * TxtMismatchError for the first divergence, in return order, that the text file cannot
@@ -47,6 +61,29 @@ export async function mergePessoas(
   txtPath: string,
   options: MergeOptions = {},
 ): Promise<Pessoa[]> {
+  return (await matchPersons(divergencias, txtPath, options)).persons.map(toPessoa);
+}
+
+/** The person `/api/retorno-rf` answers for a matched record (SPEC §3.2). */
+export function toPessoa({ record, changes }: MatchedPerson): Pessoa {
+  return {
+    codigo_na_escola: censoField(record, CENSO_FIELD.codigo),
+    linha: String(record.linha),
+    cpf: changes.cpf ?? censoField(record, CENSO_FIELD.cpf),
+    nome: changes.nome ?? censoField(record, CENSO_FIELD.nome),
+    data_nascimento: toDataBr(changes.data_nascimento ?? censoField(record, CENSO_FIELD.dataNascimento)),
+    inep: changes.inep ?? censoField(record, CENSO_FIELD.inep),
+    // Never the tax authority's value: the answer reports the mother as the school has her.
+    nome_mae: censoField(record, CENSO_FIELD.filiacao1),
+  };
+}
+
+/** The merge itself: which record 30 each divergence belongs to, and what it changes. */
+export async function matchPersons(
+  divergencias: AsyncIterable<Divergencia> | Iterable<Divergencia>,
+  txtPath: string,
+  options: MergeOptions = {},
+): Promise<MatchedPersons> {
   const pending: Pending[] = [];
   const lines = new Set<number>();
   const codes = new Set<string>();
@@ -65,7 +102,7 @@ export async function mergePessoas(
       codes.add(codigoKey(d.codigo_na_escola));
     }
   }
-  if (pending.length === 0) return [];
+  if (pending.length === 0) return { persons: [], encoding: null };
 
   const decodeOptions: DecodeOptions = {
     ...(options.signal ? { signal: options.signal } : {}),
@@ -85,21 +122,10 @@ export async function mergePessoas(
     if (p.chave) person.changes[p.chave] = p.correto;
   }
 
-  return [...persons.keys()]
-    .sort((a, b) => a - b)
-    .map((linha) => {
-      const { record, changes } = persons.get(linha)!;
-      return {
-        codigo_na_escola: censoField(record, CENSO_FIELD.codigo),
-        linha: String(linha),
-        cpf: changes.cpf ?? censoField(record, CENSO_FIELD.cpf),
-        nome: changes.nome ?? censoField(record, CENSO_FIELD.nome),
-        data_nascimento: toDataBr(changes.data_nascimento ?? censoField(record, CENSO_FIELD.dataNascimento)),
-        inep: changes.inep ?? censoField(record, CENSO_FIELD.inep),
-        // Never the tax authority's value: the answer reports the mother as the school has her.
-        nome_mae: censoField(record, CENSO_FIELD.filiacao1),
-      };
-    });
+  return {
+    persons: [...persons.keys()].sort((a, b) => a - b).map((linha) => persons.get(linha)!),
+    encoding: txt.encoding,
+  };
 }
 
 function locate(p: Pending, byLine: ReadonlyMap<number, Record30>, byCode: ReadonlyMap<string, Record30>): Record30 {

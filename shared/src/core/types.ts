@@ -40,6 +40,10 @@ export interface Pessoa {
 
 export type RetornoFormat = 'json' | 'xlsx';
 
+/** Format of a list answer (SPEC §3.5). */
+export type OutputFormat = 'json' | 'csv' | 'xlsx';
+export const OUTPUT_FORMATS: readonly OutputFormat[] = ['json', 'csv', 'xlsx'];
+
 export interface StoredFile {
   /** Absolute path of the upload on disk (server-generated name). */
   readonly path: string;
@@ -54,10 +58,20 @@ export type JobData =
   | {
       readonly kind: 'divergencias';
       readonly retorno: StoredRetorno;
+      /** Absent means json: jobs enqueued by an older API during a rolling deploy still run. */
+      readonly format?: OutputFormat;
       readonly resultPath: string;
     }
   | {
       readonly kind: 'retorno-rf';
+      readonly retorno: StoredRetorno;
+      readonly txt: StoredFile;
+      readonly format?: OutputFormat;
+      readonly resultPath: string;
+    }
+  | {
+      /** The corrected census file (SPEC §3.4), always ISO-8859-1 text. */
+      readonly kind: 'censo-corrigido';
       readonly retorno: StoredRetorno;
       readonly txt: StoredFile;
       readonly resultPath: string;
@@ -72,5 +86,12 @@ export type JobKind = JobData['kind'];
  * `resultPath`, and `count` says how many items it holds.
  */
 export type JobResult =
-  | { readonly ok: true; readonly count: number; readonly bytes: number }
+  | {
+      readonly ok: true;
+      /** Items answered: divergences, persons, or for the corrected file the persons matched. */
+      readonly count: number;
+      readonly bytes: number;
+      /** Set for `censo-corrigido` (SPEC §3.4 headers). */
+      readonly corrigido?: { readonly pessoasCorrigidas: number; readonly naoAplicadas: number };
+    }
   | { readonly ok: false; readonly status: 400 | 413 | 422; readonly code: string; readonly erro: string };

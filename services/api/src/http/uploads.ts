@@ -43,6 +43,8 @@ export interface UploadFolder {
 export interface ReceivedFiles {
   readonly retorno: StoredRetorno;
   readonly txt: StoredFile | null;
+  /** The txt's name as the client sent it: data for a download's name, never a path. */
+  readonly txtName: string | null;
 }
 
 /** Errors of the file system that mean "cannot store uploads now", not "bad request". */
@@ -131,6 +133,7 @@ export async function receiveFiles(
 async function receiveParts(request: FastifyRequest, folder: UploadFolder, accepted: readonly UploadField[]): Promise<ReceivedFiles> {
   let retorno: StoredRetorno | null = null;
   let txt: StoredFile | null = null;
+  let txtName: string | null = null;
 
   for await (const part of request.parts({ limits: MULTIPART_LIMITS })) {
     if (part.type !== 'file') continue;
@@ -150,6 +153,7 @@ async function receiveParts(request: FastifyRequest, folder: UploadFolder, accep
       if (extensionOf(part.filename) !== 'txt') throw badInput.wrongExtension('txt');
       target = folder.file('censo.txt');
       txt = { path: target };
+      txtName = part.filename;
     }
 
     const sink = createWriteStream(target, { flags: 'wx', mode: 0o600 });
@@ -167,5 +171,5 @@ async function receiveParts(request: FastifyRequest, folder: UploadFolder, accep
 
   if (!retorno) throw badInput.fileMissing('retorno');
   if (accepted.includes('txt') && !txt) throw badInput.fileMissing('txt');
-  return { retorno, txt };
+  return { retorno, txt, txtName };
 }

@@ -20,20 +20,23 @@ const file = (description: string) => ({ type: 'string', format: 'binary', descr
  * while streaming), so the body is described here for the document only: a `body` in the route
  * schema would make Fastify validate it, and there is nothing parsed to validate.
  */
+const RETORNO_AND_TXT = {
+  type: 'object',
+  required: ['retorno', 'txt'],
+  properties: {
+    retorno: file('Retorno do Censo, .json ou .xlsx (até 25 MB).'),
+    txt: file('Arquivo de migração enviado ao Censo, .txt (até 25 MB).'),
+  },
+} as const;
+
 const MULTIPART_BODIES: Readonly<Record<string, object>> = {
   '/api/divergencias-rf': {
     type: 'object',
     required: ['retorno'],
     properties: { retorno: file('Retorno do Censo, .json ou .xlsx (até 25 MB).') },
   },
-  '/api/retorno-rf': {
-    type: 'object',
-    required: ['retorno', 'txt'],
-    properties: {
-      retorno: file('Retorno do Censo, .json ou .xlsx (até 25 MB).'),
-      txt: file('Arquivo de migração enviado ao Censo, .txt (até 25 MB).'),
-    },
-  },
+  '/api/retorno-rf': RETORNO_AND_TXT,
+  '/api/censo-corrigido': RETORNO_AND_TXT,
 };
 
 /** Operator-only or self-describing routes that are not part of the API contract. */

@@ -10,13 +10,13 @@ import {
   CensoError,
   DatabaseUnavailableError,
   QueryTimeoutError,
+  csvLine,
   withTimeout,
   type Config,
 } from '@censo/shared';
 import { loadCatalog, BUILTIN_QUERIES_DIR, type Catalog, type CompiledQuery } from './catalog.js';
 import type { SqlPart } from './sql-template.js';
 import { encodeCursor } from './cursor.js';
-import { csvLine } from './csv.js';
 import { parseQueryRequest, type QueryRequest } from './params.js';
 
 export type QueryLogger = Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;

@@ -1,4 +1,4 @@
-// OpenAPI descriptions of the two upload routes. The multipart body is read by hand (streamed to
+// OpenAPI descriptions of the upload routes. The multipart body is read by hand (streamed to
 // disk), so it is described here for the docs only, never validated by Fastify.
 import { apiKeySecurity, authErrors, errorResponses } from './schemas.js';
 
@@ -8,6 +8,26 @@ const uploadErrors = errorResponses({
   413: 'Arquivo acima de 25 MB: `Arquivo excede o limite de 25 MB.`',
   429: 'Limite de requisições por minuto da chave excedido.',
   504: 'O processamento passou de JOB_TIMEOUT_MS: `Tempo esgotado ao processar o arquivo.`',
+});
+
+/** SPEC §3.5: the list routes answer JSON, CSV or XLSX. */
+const formatQuery = {
+  type: 'object',
+  properties: {
+    format: {
+      type: 'string',
+      enum: ['json', 'csv', 'xlsx'],
+      default: 'json',
+      description: 'json (padrão), csv (RFC 4180, UTF-8) ou xlsx (uma planilha, cabeçalho em negrito e fixo, toda célula como texto).',
+    },
+  },
+} as const;
+
+const spreadsheets = (name: string) => ({
+  'text/csv': { schema: { type: 'string', description: `${name}.csv: uma linha por item, colunas na ordem das chaves JSON.` } },
+  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': {
+    schema: { type: 'string', format: 'binary', description: `${name}.xlsx: planilha "${name}".` },
+  },
 });
 
 const divergencia = {
@@ -48,12 +68,16 @@ export const divergenciasSchema = {
     'multipart/form-data com um arquivo `retorno` (.json ou .xlsx). Responde as divergências na ordem das linhas do retorno.',
   consumes: ['multipart/form-data'],
   security: apiKeySecurity,
+  querystring: formatQuery,
   response: {
     200: {
       description: 'Divergências encontradas.',
-      type: 'object',
-      required: ['divergencias'],
-      properties: { divergencias: { type: 'array', items: divergencia } },
+      content: {
+        'application/json': {
+          schema: { type: 'object', required: ['divergencias'], properties: { divergencias: { type: 'array', items: divergencia } } },
+        },
+        ...spreadsheets('divergencias'),
+      },
     },
     ...uploadErrors,
   },
@@ -66,12 +90,44 @@ export const retornoRfSchema = {
     'multipart/form-data com `retorno` (.json ou .xlsx) e `txt` (.txt, arquivo de migração enviado). Responde uma pessoa por registro 30 com divergência, na ordem das linhas do txt.',
   consumes: ['multipart/form-data'],
   security: apiKeySecurity,
+  querystring: formatQuery,
   response: {
     200: {
       description: 'Pessoas corrigidas.',
-      type: 'object',
-      required: ['pessoas'],
-      properties: { pessoas: { type: 'array', items: pessoa } },
+      content: {
+        'application/json': {
+          schema: { type: 'object', required: ['pessoas'], properties: { pessoas: { type: 'array', items: pessoa } } },
+        },
+        ...spreadsheets('pessoas'),
+      },
+    },
+    ...uploadErrors,
+    ...errorResponses({
+      422: 'O txt não é o arquivo do retorno: `O arquivo txt não corresponde ao retorno (linha <n>).` ou `(código <c>)`.',
+    }),
+  },
+} as const;
+
+export const censoCorrigidoSchema = {
+  tags: ['retorno'],
+  summary: 'Arquivo de migração corrigido, pronto para reenviar ao Educacenso',
+  description:
+    'multipart/form-data com `retorno` (.json ou .xlsx) e `txt` (.txt, arquivo de migração enviado). Responde o próprio txt, em ISO-8859-1, ' +
+    'com os campos 4 a 7 (INEP, CPF, nome, data de nascimento) das pessoas de /api/retorno-rf trocados pelos valores da Receita Federal, ' +
+    'no formato do leiaute do INEP; todo o resto byte a byte igual. Salve com `curl -OJ`.',
+  consumes: ['multipart/form-data'],
+  security: apiKeySecurity,
+  response: {
+    200: {
+      description: 'O arquivo corrigido (`Content-Disposition: attachment`).',
+      headers: {
+        'censo-pessoas-corrigidas': { type: 'integer', description: 'Linhas de registro 30 cujos bytes mudaram.' },
+        'censo-correcoes-nao-aplicadas': {
+          type: 'integer',
+          description: 'Valores da Receita Federal que não cabem no leiaute (CPF sem 11 dígitos, data irreconhecível, nome vazio) e não foram aplicados.',
+        },
+      },
+      content: { 'text/plain': { schema: { type: 'string', format: 'binary' } } },
     },
     ...uploadErrors,
     ...errorResponses({

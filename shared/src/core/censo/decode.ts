@@ -14,11 +14,17 @@ export type DecodeEvent =
 
 export interface DecodeOptions {
   readonly signal?: AbortSignal;
+  /** Decode as this, without detection: a second pass over a file whose encoding is known. */
+  readonly encoding?: CensoEncoding;
   /** Read chunk size in bytes; tests make it tiny to put chunk ends inside sequences. */
   readonly highWaterMark?: number;
 }
 
 export async function* decodeCensoFile(path: string, options: DecodeOptions = {}): AsyncGenerator<DecodeEvent> {
+  if (options.encoding === 'windows-1252') {
+    yield* decodeAs(path, 'windows-1252', options);
+    return;
+  }
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   try {
     for await (const chunk of readChunks(path, options)) {
@@ -35,12 +41,16 @@ export async function* decodeCensoFile(path: string, options: DecodeOptions = {}
     }
   }
   yield { type: 'restart', encoding: 'windows-1252' };
-  const cp1252 = new TextDecoder('windows-1252');
+  yield* decodeAs(path, 'windows-1252', options);
+}
+
+async function* decodeAs(path: string, encoding: 'windows-1252', options: DecodeOptions): AsyncGenerator<DecodeEvent> {
+  const decoder = new TextDecoder(encoding);
   for await (const chunk of readChunks(path, options)) {
-    const text = cp1252.decode(chunk, { stream: true });
+    const text = decoder.decode(chunk, { stream: true });
     if (text) yield { type: 'text', text };
   }
-  const tail = cp1252.decode();
+  const tail = decoder.decode();
   if (tail) yield { type: 'text', text: tail };
 }
 

@@ -45,39 +45,48 @@ export interface LineScan {
   readonly encoding: CensoEncoding;
 }
 
+/** How a line ended: the corrected file writes each line back with its own. */
+export type LineEnd = '' | '\n' | '\r\n' | '\r';
+
 /**
- * Splits decoded text into lines (LF, CRLF or CR), tracking a CR that ends one chunk so that an
- * LF starting the next one does not count as another (empty) line.
+ * Splits decoded text into lines (LF, CRLF or CR) and reports each line's end. A CR that ends
+ * one chunk is held until the next chunk shows whether an LF follows, so CRLF split across two
+ * chunks is one line end, not two lines.
  */
 export class LineSplitter {
   private pending = '';
-  private afterCr = false;
+  /** A line ended by a CR at the end of the last chunk. */
+  private held: string | null = null;
   private count = 0;
 
-  constructor(private readonly onLine: (linha: number, text: string) => void) {}
+  constructor(private readonly onLine: (linha: number, text: string, end: LineEnd) => void) {}
 
   get lines(): number {
     return this.count;
   }
 
   push(text: string): void {
-    let start = 0;
-    if (this.afterCr && text.charCodeAt(0) === 10) start = 1;
-    this.afterCr = false;
     const length = text.length;
+    if (length === 0) return;
+    let start = 0;
+    if (this.held !== null) {
+      const crlf = text.charCodeAt(0) === 10;
+      this.emit(this.held, crlf ? '\r\n' : '\r');
+      this.held = null;
+      if (crlf) start = 1;
+    }
     for (let i = start; i < length; i++) {
       const c = text.charCodeAt(i);
       if (c !== 10 && c !== 13) continue;
       const piece = text.slice(start, i);
-      this.emit(this.pending ? this.pending + piece : piece);
+      const line = this.pending ? this.pending + piece : piece;
       this.pending = '';
-      if (c === 13) {
-        if (i + 1 < length) {
-          if (text.charCodeAt(i + 1) === 10) i++;
-        } else {
-          this.afterCr = true;
-        }
-      }
+      if (c === 10) this.emit(line, '\n');
+      else if (i + 1 === length) this.held = line;
+      else if (text.charCodeAt(i + 1) === 10) {
+        this.emit(line, '\r\n');
+        i++;
+      } else this.emit(line, '\r');
       start = i + 1;
     }
     if (start < length) this.pending += text.slice(start);
@@ -85,20 +94,21 @@ export class LineSplitter {
 
   /** The last line may lack its line end. */
   end(): void {
-    if (this.pending) this.emit(this.pending);
+    if (this.held !== null) this.emit(this.held, '\r');
+    this.held = null;
+    if (this.pending) this.emit(this.pending, '');
     this.pending = '';
-    this.afterCr = false;
   }
 
   reset(): void {
     this.pending = '';
-    this.afterCr = false;
+    this.held = null;
     this.count = 0;
   }
 
-  private emit(text: string): void {
+  private emit(text: string, end: LineEnd): void {
     this.count++;
-    this.onLine(this.count, text);
+    this.onLine(this.count, text, end);
   }
 }
 

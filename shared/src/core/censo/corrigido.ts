@@ -1,0 +1,124 @@
+// The corrected census file (SPEC §3.4): the submitted text file with the tax authority's values
+// written into fields 4–7 of the persons `/api/retorno-rf` answers, every other byte as it was,
+// in ISO-8859-1. Built from the merge's own matches (merge.ts), so the persons and the file can
+// never disagree. The file is streamed chunk by chunk, line by line: a 25 MB text file never
+// becomes one string.
+import { createWriteStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import { toPessoa, type AppliedChave, type MatchedPersons } from '../merge.js';
+import { decodeCensoFile, type CensoEncoding, type DecodeOptions } from './decode.js';
+import { inepCpf, inepData, inepId, inepNome } from './inep-values.js';
+import { LineSplitter, visitCensoLines, type LineEnd } from './txt.js';
+
+export interface CorrigidoCounts {
+  /** Record-30 lines whose bytes changed (`Censo-Pessoas-Corrigidas`). */
+  readonly pessoasCorrigidas: number;
+  /** Tax-authority values that could not be written as the layout requires (`Censo-Correcoes-Nao-Aplicadas`). */
+  readonly naoAplicadas: number;
+}
+
+/** Field position (1-based) and INEP-style writer of each field a divergence may change. */
+const REWRITTEN: Readonly<Record<AppliedChave, { readonly field: number; readonly write: (value: string) => string | null }>> = {
+  inep: { field: 4, write: inepId },
+  cpf: { field: 5, write: inepCpf },
+  nome: { field: 6, write: inepNome },
+  data_nascimento: { field: 7, write: inepData },
+};
+
+const BATCH_CHARS = 64 * 1024;
+
+interface Plan {
+  /** Line number → (field index, 0-based → new value). */
+  readonly lines: ReadonlyMap<number, ReadonlyMap<number, string>>;
+  readonly naoAplicadas: number;
+}
+
+/** What each changed line gets: the value `pessoas` gives each diverged field, INEP-style. */
+function plan(matched: MatchedPersons): Plan {
+  const lines = new Map<number, Map<number, string>>();
+  let naoAplicadas = 0;
+  for (const person of matched.persons) {
+    const pessoa = toPessoa(person);
+    const fields = new Map<number, string>();
+    for (const chave of Object.keys(person.changes) as AppliedChave[]) {
+      const { field, write } = REWRITTEN[chave];
+      const value = write(pessoa[chave]);
+      if (value === null) naoAplicadas++;
+      else fields.set(field - 1, value);
+    }
+    if (fields.size > 0) lines.set(person.record.linha, fields);
+  }
+  return { lines, naoAplicadas };
+}
+
+function rewrite(line: string, fields: ReadonlyMap<number, string>): string {
+  const parts = line.split('|');
+  for (const [index, value] of fields) parts[index] = value;
+  return parts.join('|');
+}
+
+/**
+ * Text → ISO-8859-1 bytes. A file read as windows-1252 maps back to its own bytes (the WHATWG
+ * decoder is one-to-one, so unchanged bytes stay as they were, even 0x80–0x9F); any other file
+ * is re-encoded, a character ISO-8859-1 cannot hold becoming `?`.
+ */
+export function encoderFor(encoding: CensoEncoding): (text: string) => Buffer {
+  if (encoding !== 'windows-1252') {
+    return (text) => Buffer.from(text.replace(/[^\u0000-\u00ff]/gu, '?'), 'latin1');
+  }
+  const decoded = new TextDecoder('windows-1252').decode(Uint8Array.from({ length: 32 }, (_, i) => 0x80 + i));
+  const byteOf = new Map<number, number>();
+  for (let i = 0; i < decoded.length; i++) byteOf.set(decoded.charCodeAt(i), 0x80 + i);
+  return (text) => {
+    if (!/[^\u0000-\u007f\u00a0-\u00ff]/.test(text)) return Buffer.from(text, 'latin1');
+    const bytes = Buffer.allocUnsafe(text.length);
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      bytes[i] = c < 0x80 || (c >= 0xa0 && c <= 0xff) ? c : (byteOf.get(c) ?? 0x3f);
+    }
+    return bytes;
+  };
+}
+
+/** Writes the corrected census file to `outPath`; `txtPath` is the submitted one. */
+export async function writeCensoCorrigido(
+  txtPath: string,
+  matched: MatchedPersons,
+  outPath: string,
+  options: Pick<DecodeOptions, 'signal' | 'highWaterMark'> = {},
+): Promise<CorrigidoCounts & { bytes: number }> {
+  const { lines, naoAplicadas } = plan(matched);
+  // Nothing matched: the merge did not read the file, so its encoding is found first.
+  const encoding = matched.encoding ?? (await visitCensoLines(txtPath, { line() {}, restart() {} }, options)).encoding;
+  const encode = encoderFor(encoding);
+  let pessoasCorrigidas = 0;
+
+  async function* corrected(): AsyncGenerator<Buffer> {
+    let batch = '';
+    const splitter = new LineSplitter((linha: number, text: string, end: LineEnd) => {
+      const fields = lines.get(linha);
+      if (fields) {
+        const next = rewrite(text, fields);
+        if (next !== text) pessoasCorrigidas++;
+        batch += next + end;
+      } else {
+        batch += text + end;
+      }
+    });
+    for await (const event of decodeCensoFile(txtPath, { ...options, encoding })) {
+      // The encoding is known, so the decoder never restarts; text events only.
+      if (event.type !== 'text') continue;
+      splitter.push(event.text);
+      if (batch.length >= BATCH_CHARS) {
+        yield encode(batch);
+        batch = '';
+      }
+    }
+    splitter.end();
+    yield encode(batch);
+  }
+
+  const out = createWriteStream(outPath, { mode: 0o600 });
+  await pipeline(corrected, out, ...(options.signal ? [{ signal: options.signal }] : []));
+  return { pessoasCorrigidas, naoAplicadas, bytes: out.bytesWritten };
+}

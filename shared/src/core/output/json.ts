@@ -1,0 +1,28 @@
+// The JSON answer of the upload routes, `{"<key>":[item,...]}`, streamed to a file in batches so a
+// 300k-row return never becomes one string in memory.
+import { createWriteStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+
+/** Items are written in batches of about this many characters: fewer writes, bounded memory. */
+const BATCH_CHARS = 64 * 1024;
+
+export async function* jsonListChunks(key: string, items: AsyncIterable<unknown> | Iterable<unknown>): AsyncGenerator<string> {
+  let batch = `{${JSON.stringify(key)}:[`;
+  let first = true;
+  for await (const item of items) {
+    batch += (first ? '' : ',') + JSON.stringify(item);
+    first = false;
+    if (batch.length >= BATCH_CHARS) {
+      yield batch;
+      batch = '';
+    }
+  }
+  yield `${batch}]}`;
+}
+
+/** Writes text chunks to `path`, waiting for the file to drain; returns the bytes written. */
+export async function writeChunks(path: string, chunks: AsyncIterable<string | Buffer>, signal?: AbortSignal): Promise<number> {
+  const out = createWriteStream(path, { mode: 0o600 });
+  await pipeline(chunks, out, ...(signal ? [{ signal }] : []));
+  return out.bytesWritten;
+}
