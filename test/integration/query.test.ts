@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createLogger, loadConfig, type Config } from '@censo/shared';
 import { buildApp, createQueryService, type JobRunner, type QueryService } from '@censo/api';
+import { encodeCursor } from '../../services/api/dist/query/cursor.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
 
 const KEY = 'query-key';
@@ -22,7 +23,16 @@ const DIRECT_COLUMNS = `id::text, auditable_id::text, user_id::text, action,
   to_char(created_at, 'YYYY-MM-DD HH24:MI:SS')`;
 
 type Row = (string | null)[];
-interface Page { query: string; count: number; next_cursor: string | null; columns: string[]; rows: Row[] }
+interface Page { query: string; count: number; next_cursor: string | null; columns: string[]; rows: Record<string, string | null>[] }
+
+/** A page's rows back as arrays in `columns` order, to compare with direct SQL. */
+function asArrays(page: Pick<Page, 'columns' | 'rows'>): Row[] {
+  return page.rows.map((row) => {
+    // SPEC §3.3: keys are exactly the columns, in their order.
+    expect(Object.keys(row)).toEqual(page.columns);
+    return page.columns.map((column) => row[column] as string | null);
+  });
+}
 
 let server: TestPostgres;
 let schema: TestSchema;
@@ -81,7 +91,7 @@ async function walk(params: string): Promise<{ rows: Row[]; pages: Page[] }> {
     pages.push(body);
     cursor = body.next_cursor;
   } while (cursor !== null);
-  return { rows: pages.flatMap((page) => page.rows), pages };
+  return { rows: pages.flatMap(asArrays), pages };
 }
 
 async function direct(where = 'true', values: unknown[] = []): Promise<Row[]> {
@@ -172,7 +182,8 @@ describe('JSON pages', () => {
     const { rows } = await walk('query=audits&action=limite');
     expect(rows[0]).toEqual([expect.stringMatching(/^\d+$/), '9007199254740993', '42', 'limite', '2024-03-04 23:59:59']);
     const { body } = await get('/api/query?query=audits&limit=5');
-    expect(body.rows[4]).toEqual(['5', '50', null, 'destroy', '2024-03-01 00:07:13']);
+    expect(body.rows[4]).toEqual({ id: '5', auditable_id: '50', user_id: null, action: 'destroy', created_at: '2024-03-01 00:07:13' });
+    expect(JSON.stringify(body.rows[4])).toBe('{"id":"5","auditable_id":"50","user_id":null,"action":"destroy","created_at":"2024-03-01 00:07:13"}');
   });
 
   it('applies filters, with a smaller limit, across pages', async () => {
@@ -208,7 +219,7 @@ describe('JSON pages', () => {
     const cursor = encodeURIComponent(first.body.next_cursor!);
     const second = await get(`/api/query?query=audits&user_id=3&limit=20&cursor=${cursor}`);
     expect(second.status).toBe(200);
-    expect(second.body.rows).toEqual((await direct('user_id = 3')).slice(10, 30));
+    expect(asArrays(second.body)).toEqual((await direct('user_id = 3')).slice(10, 30));
     for (const url of [
       `/api/query?query=audits&user_id=4&limit=10&cursor=${cursor}`,
       `/api/query?query=audits&limit=10&cursor=${cursor}`,
@@ -239,12 +250,12 @@ describe('JSON pages', () => {
       cursor = body.next_cursor;
     } while (cursor !== null);
     const expected = await schema.admin.query({ text: 'SELECT id::text, created_at::text FROM audits ORDER BY audits.created_at, audits.id', rowMode: 'array' });
-    expect(pages.flatMap((page) => page.rows)).toEqual(expected.rows);
+    expect(pages.flatMap(asArrays)).toEqual(expected.rows);
   });
 
   it('runs in a read-only session', async () => {
     const { body } = await get('/api/query?query=somente_leitura');
-    expect(body.rows).toEqual([['1', 'on']]);
+    expect(asArrays(body)).toEqual([['1', 'on']]);
   });
 });
 
@@ -287,6 +298,24 @@ describe('400', () => {
       const response = await get(`/api/query?query=audits&limit=10&cursor=${encodeURIComponent(bad)}`);
       expect(response.status).toBe(400);
       expect(response.body.erro).toBe('Parâmetro cursor inválido.');
+    }
+  });
+
+  it('rejects a correctly signed cursor whose key is not a value of the key column (400, not 500)', async () => {
+    const { cursorSecret } = configFor({});
+    for (const key of ['abc', '1e5', '99999999999999999999999']) {
+      const cursor = encodeCursor(cursorSecret, 'audits', new Map(), [key]);
+      const response = await get(`/api/query?query=audits&limit=10&cursor=${encodeURIComponent(cursor)}`);
+      expect(response.status, key).toBe(400);
+      expect(response.body).toEqual({ erro: 'Parâmetro cursor inválido.' });
+    }
+  });
+
+  it('names an empty query parameter as such', async () => {
+    for (const url of ['/api/query?query=', '/api/query?query=&limit=5']) {
+      const response = await get(url);
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ erro: 'Parâmetro query vazio.' });
     }
   });
 });

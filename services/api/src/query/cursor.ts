@@ -33,6 +33,10 @@ export function encodeCursor(secret: string, query: string, filters: ReadonlyMap
  * Returns the key value(s) after which the next page starts. Throws BadInputError for anything
  * not issued by this service for this very query and filter set.
  */
+export function invalidCursor(): BadInputError {
+  return new BadInputError('Parâmetro cursor inválido.');
+}
+
 export function decodeCursor(
   secret: string,
   cursor: string,
@@ -40,7 +44,7 @@ export function decodeCursor(
   filters: ReadonlyMap<string, string>,
   keyLength: number,
 ): string[] {
-  const invalid = (): BadInputError => new BadInputError('Parâmetro cursor inválido.');
+  const invalid = invalidCursor;
   if (cursor.length > MAX_CURSOR_LENGTH) throw invalid();
   const match = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})$/.exec(cursor);
   if (match === null) throw invalid();

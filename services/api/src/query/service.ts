@@ -16,7 +16,7 @@ import {
 } from '@censo/shared';
 import { loadCatalog, BUILTIN_QUERIES_DIR, type Catalog, type CompiledQuery } from './catalog.js';
 import type { SqlPart } from './sql-template.js';
-import { encodeCursor } from './cursor.js';
+import { encodeCursor, invalidCursor } from './cursor.js';
 import { parseQueryRequest, type QueryRequest } from './params.js';
 
 export type QueryLogger = Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
@@ -26,13 +26,16 @@ export type RunRequest = Extract<QueryRequest, { kind: 'run' }>;
 /** Every value is the server's text (or null): see TEXT_TYPES. */
 export type Row = readonly (string | null)[];
 
-/** The 200 body of a JSON page (SPEC §3.3); `rows` are arrays in `columns` order. */
+/** One row of a JSON page: keyed by column name, keys in `columns` order (SPEC §3.3). */
+export type RowObject = Readonly<Record<string, string | null>>;
+
+/** The 200 body of a JSON page (SPEC §3.3). */
 export interface QueryPage {
   readonly query: string;
   readonly count: number;
   readonly next_cursor: string | null;
   readonly columns: readonly string[];
-  readonly rows: readonly Row[];
+  readonly rows: readonly RowObject[];
 }
 
 /** The 200 body of `GET /api/query` without parameters. */
@@ -109,6 +112,10 @@ export async function createQueryService(config: Config, log: QueryLogger, optio
       const result = await pool.query<(string | null)[]>({ text, values, rowMode: 'array', types: TEXT_TYPES });
       return result.rows;
     } catch (err) {
+      // Filters are validated by type before they reach SQL; a signed cursor is not (its keys are
+      // whatever the key columns held, and the declaration does not say their types). A data
+      // exception (SQLSTATE class 22: `abc` or `1e5` for a bigint key) with a cursor is the cursor's.
+      if (after !== null && isDataException(err)) throw invalidCursor();
       throw translateError(err);
     }
   }
@@ -135,13 +142,12 @@ export async function createQueryService(config: Config, log: QueryLogger, optio
       const rows = await fetch(query, filters, after, limit + 1);
       const more = rows.length > limit;
       const page = more ? rows.slice(0, limit) : rows;
-      const width = query.columns.length;
       return {
         query: query.name,
         count: page.length,
         next_cursor: more ? encodeCursor(config.cursorSecret, query.name, filters, keyOf(query, page[page.length - 1]!)) : null,
         columns: query.columns,
-        rows: page.map((row) => (row.length === width ? row : row.slice(0, width))),
+        rows: page.map((row) => rowObject(query.columns, row)),
       };
     },
 
@@ -303,6 +309,11 @@ const UNAVAILABLE_CODES = new Set([
   '3D000', // database does not exist
 ]);
 
+function isDataException(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('22');
+}
+
 /** pg's failures as the service's errors; anything else (bad declared SQL) stays a logged 500. */
 export function translateError(err: unknown): unknown {
   if (err instanceof CensoError) return err;
@@ -318,4 +329,14 @@ export function translateError(err: unknown): unknown {
     return new DatabaseUnavailableError({ cause: err });
   }
   return err;
+}
+
+/**
+ * A row keyed by its columns. Built property by property in `columns` order, which is the order
+ * JSON.stringify writes them; a declared name such as `__proto__` becomes a plain own property.
+ */
+function rowObject(columns: readonly string[], row: Row): RowObject {
+  const object: Record<string, string | null> = Object.create(null) as Record<string, string | null>;
+  for (let i = 0; i < columns.length; i++) object[columns[i]!] = row[i] ?? null;
+  return object;
 }

@@ -19,14 +19,14 @@ const cell = { type: ['string', 'null'] } as const;
 
 const pageSchema = {
   type: 'object',
-  description: 'Uma página (format=json). `rows` são listas de valores na ordem de `columns`; todo valor não nulo é texto.',
+  description: 'Uma página (format=json). `rows`: um objeto por linha, com as chaves de `columns`, na mesma ordem; todo valor não nulo é texto.',
   required: ['query', 'count', 'next_cursor', 'columns', 'rows'],
   properties: {
     query: { type: 'string' },
     count: { type: 'integer', description: 'Linhas nesta página.' },
     next_cursor: { type: ['string', 'null'], description: 'Passe em `cursor` para a próxima página; null na última.' },
     columns: { type: 'array', items: { type: 'string' } },
-    rows: { type: 'array', items: { type: 'array', items: cell } },
+    rows: { type: 'array', items: { type: 'object', additionalProperties: cell } },
   },
 } as const;
 
