@@ -89,21 +89,46 @@ export async function generate({ persons = 10_000, perPerson = 3, out, formats =
   return summary;
 }
 
+const USAGE = `usage: node bench/gen-big.mjs [--persons N] [--rows-per-person N] [--formats txt,json,xlsx] [--out DIR]
+  Writes DIR/censo.txt, DIR/retorno.json, DIR/retorno.xlsx and DIR/expected-summary.json.
+  Defaults: --persons 10000 --rows-per-person 3 --formats txt,json,xlsx --out .bench/gen`;
+
+function usageError(message) {
+  console.error(`gen-big: ${message}\n${USAGE}`);
+  process.exit(2);
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = (await import('node:util')).parseArgs({
-    options: {
-      persons: { type: 'string', default: '10000' },
-      out: { type: 'string', default: '.bench/gen' },
-      'rows-per-person': { type: 'string', default: '3' },
-      formats: { type: 'string', default: 'txt,json,xlsx' },
-    },
-  });
+  let values;
+  try {
+    ({ values } = (await import('node:util')).parseArgs({
+      options: {
+        persons: { type: 'string', default: '10000' },
+        out: { type: 'string', default: '.bench/gen' },
+        'rows-per-person': { type: 'string', default: '3' },
+        formats: { type: 'string', default: 'txt,json,xlsx' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }));
+  } catch (err) {
+    usageError(err.message);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  for (const name of ['persons', 'rows-per-person']) {
+    if (!/^[1-9]\d*$/.test(values[name])) usageError(`--${name} must be a positive whole number, got "${values[name]}"`);
+  }
+  const formats = values.formats.split(',');
+  const unknown = formats.filter((f) => !['txt', 'json', 'xlsx'].includes(f));
+  if (unknown.length > 0) usageError(`unknown format: ${unknown.join(', ')}`);
   const out = path.resolve(values.out);
   const summary = await generate({
     persons: Number(values.persons),
     perPerson: Number(values['rows-per-person']),
     out,
-    formats: values.formats.split(','),
+    formats,
   });
   for (const f of fs.readdirSync(out)) console.log(f.padEnd(24), (fs.statSync(path.join(out, f)).size / 1048576).toFixed(2), 'MiB');
   console.log(JSON.stringify(summary));

@@ -1,5 +1,5 @@
 // The application as a plugin tree: routes, hooks and error handling, never `listen` and never
-// process.env (STYLE §1). Entry points (server.ts) and tests build it with their own deps.
+// process.env. Entry points (server.ts) and tests build it with their own deps.
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import multipart from '@fastify/multipart';

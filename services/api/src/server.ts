@@ -1,4 +1,4 @@
-// The process shell around the app: logger, dependencies, listen, graceful close (STYLE §1).
+// The process shell around the app: logger, dependencies, listen, graceful close.
 // `npm start` runs role "all" (API + jobs: an in-process pool without REDIS_URL, or a BullMQ
 // worker in this same process with it); `npm run start:api` runs role "api" (needs REDIS_URL).
 import { mkdir } from 'node:fs/promises';
@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { createJobPool, createLogger, type Config, type Logger } from '@censo/shared';
 import { buildApp } from './app.js';
 import { createInProcessRunner } from './jobs/in-process.js';
+import { loadCatalog } from './query/catalog.js';
 import { createQueryService } from './query/service.js';
 import type { JobRunner } from './jobs/runner.js';
 
@@ -39,6 +40,9 @@ async function createRunner(config: Config, role: Role, logger: Logger): Promise
 }
 
 export async function startServer(config: Config, role: Role, logger = createLogger(config, { service: 'censo-api', role })): Promise<RunningServer> {
+  // Without a database the query route answers 503, but a broken QUERIES_FILE is still a
+  // setting error: it stops the start now rather than on the day DATABASE_URL is set.
+  if (config.databaseUrl === null && config.queriesFile !== null) await loadCatalog(config.queriesFile);
   await mkdir(config.uploadDir, { recursive: true, mode: 0o700 });
   const { runner, worker } = await createRunner(config, role, logger);
   const query = config.databaseUrl === null ? null : await createQueryService(config, logger);

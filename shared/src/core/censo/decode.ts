@@ -1,16 +1,25 @@
-// Census text decoding (SPEC §1.1): UTF-8 when the whole file is valid UTF-8 (a BOM is dropped),
-// otherwise WHATWG windows-1252. Validity is only known at the end of the file, so the file is
+// Census text decoding (SPEC §1.1): UTF-16 (LE/BE) when the file starts with a UTF-16 BOM or its
+// first line has NUL in every other byte, as Windows editors save "Unicode" text; else UTF-8
+// when the whole file is valid UTF-8 (a BOM is dropped), otherwise WHATWG windows-1252. Validity is only known at the end of the file, so the file is
 // read once with a fatal streaming UTF-8 decoder and, at the first invalid sequence, read again
 // from the start as windows-1252. Consumers see that as a `restart` event and drop what they
 // built so far: a windows-1252 file can begin with bytes that are also valid UTF-8 (`Ã©`), so
 // the text yielded before the restart may be wrong, not just incomplete.
 import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
 
-export type CensoEncoding = 'utf-8' | 'windows-1252';
+export type CensoEncoding = 'utf-8' | 'windows-1252' | 'utf-16le' | 'utf-16be';
+
+/** Decoders that need no detection once chosen. */
+type FixedEncoding = Exclude<CensoEncoding, 'utf-8'>;
 
 export type DecodeEvent =
   | { readonly type: 'text'; readonly text: string }
-  | { readonly type: 'restart'; readonly encoding: 'windows-1252' };
+  /**
+   * The encoding is not (or no longer) UTF-8: drop what was built from earlier text events and
+   * start again from line 1. Announced first, before any text, for a UTF-16 file.
+   */
+  | { readonly type: 'restart'; readonly encoding: FixedEncoding };
 
 export interface DecodeOptions {
   readonly signal?: AbortSignal;
@@ -21,8 +30,14 @@ export interface DecodeOptions {
 }
 
 export async function* decodeCensoFile(path: string, options: DecodeOptions = {}): AsyncGenerator<DecodeEvent> {
-  if (options.encoding === 'windows-1252') {
-    yield* decodeAs(path, 'windows-1252', options);
+  if (options.encoding !== undefined && options.encoding !== 'utf-8') {
+    yield* decodeAs(path, options.encoding, options);
+    return;
+  }
+  const utf16 = options.encoding === undefined ? await sniffUtf16(path) : null;
+  if (utf16 !== null) {
+    yield { type: 'restart', encoding: utf16 };
+    yield* decodeAs(path, utf16, options);
     return;
   }
   const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -44,7 +59,43 @@ export async function* decodeCensoFile(path: string, options: DecodeOptions = {}
   yield* decodeAs(path, 'windows-1252', options);
 }
 
-async function* decodeAs(path: string, encoding: 'windows-1252', options: DecodeOptions): AsyncGenerator<DecodeEvent> {
+/** Bytes looked at to recognise UTF-16 without a BOM: the first line, or this much of it. */
+const SNIFF_BYTES = 512;
+
+/**
+ * UTF-16 by its BOM, or by the first line having NUL in every other byte (every character of a
+ * census line is below U+0100, so one byte of each pair is 0): odd bytes for LE, even for BE.
+ */
+export async function sniffUtf16(path: string): Promise<'utf-16le' | 'utf-16be' | null> {
+  const file = await open(path, 'r');
+  let head: Buffer;
+  try {
+    const buffer = Buffer.alloc(SNIFF_BYTES);
+    const { bytesRead } = await file.read(buffer, 0, SNIFF_BYTES, 0);
+    head = buffer.subarray(0, bytesRead);
+  } finally {
+    await file.close();
+  }
+  if (head[0] === 0xff && head[1] === 0xfe) return 'utf-16le';
+  if (head[0] === 0xfe && head[1] === 0xff) return 'utf-16be';
+  let le = true;
+  let be = true;
+  let pairs = 0;
+  for (let i = 0; i + 1 < head.length; i += 2) {
+    const a = head[i]!;
+    const b = head[i + 1]!;
+    if ((a === 0x0a || a === 0x0d) && b === 0) break; // LE line end
+    if (a === 0 && (b === 0x0a || b === 0x0d)) break; // BE line end
+    le &&= a !== 0 && b === 0;
+    be &&= a === 0 && b !== 0;
+    pairs++;
+    if (!le && !be) return null;
+  }
+  if (pairs < 2) return null;
+  return le ? 'utf-16le' : be ? 'utf-16be' : null;
+}
+
+async function* decodeAs(path: string, encoding: FixedEncoding, options: DecodeOptions): AsyncGenerator<DecodeEvent> {
   const decoder = new TextDecoder(encoding);
   for await (const chunk of readChunks(path, options)) {
     const text = decoder.decode(chunk, { stream: true });
