@@ -57,6 +57,12 @@ function rewrite(line: string, fields: ReadonlyMap<number, string>): string {
   return parts.join('|');
 }
 
+/** WHATWG windows-1252, bytes 0x80-0x9F (the rest of the byte range is ISO-8859-1). */
+const WINDOWS_1252_HIGH = [
+  0x20ac, 0x81, 0x201a, 0x192, 0x201e, 0x2026, 0x2020, 0x2021, 0x2c6, 0x2030, 0x160, 0x2039, 0x152, 0x8d, 0x17d, 0x8f,
+  0x90, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x2dc, 0x2122, 0x161, 0x203a, 0x153, 0x9d, 0x17e, 0x178,
+];
+
 /**
  * Text → ISO-8859-1 bytes. A file read as windows-1252 maps back to its own bytes (the WHATWG
  * decoder is one-to-one, so unchanged bytes stay as they were, even 0x80–0x9F); any other file
@@ -66,9 +72,13 @@ export function encoderFor(encoding: CensoEncoding): (text: string) => Buffer {
   if (encoding !== 'windows-1252') {
     return (text) => Buffer.from(text.replace(/[^\u0000-\u00ff]/gu, '?'), 'latin1');
   }
-  const decoded = new TextDecoder('windows-1252').decode(Uint8Array.from({ length: 32 }, (_, i) => 0x80 + i));
   const byteOf = new Map<number, number>();
-  for (let i = 0; i < decoded.length; i++) byteOf.set(decoded.charCodeAt(i), 0x80 + i);
+  WINDOWS_1252_HIGH.forEach((code, i) => {
+    byteOf.set(code, 0x80 + i);
+    // Node's one-shot decode of this label maps 0x80-0x9F to U+0080-U+009F (its Latin-1 fast
+    // path) while the streaming decode follows WHATWG: either way the byte comes back.
+    byteOf.set(0x80 + i, 0x80 + i);
+  });
   return (text) => {
     if (!/[^\u0000-\u007f\u00a0-\u00ff]/.test(text)) return Buffer.from(text, 'latin1');
     const bytes = Buffer.allocUnsafe(text.length);
