@@ -51,6 +51,14 @@ describe('invalid settings stop the start with one line', () => {
     expect(stderr).toMatch(/unknown property "extra"/);
   });
 
+  it('COLUMNS_FILE invalid', async () => {
+    const file = path.join(dir, 'columns.json');
+    await writeFile(file, JSON.stringify({ mensagens: ['Descrição'] }));
+    const { code, stderr } = await start({ COLUMNS_FILE: file });
+    expect(code).toBe(1);
+    expect(stderr.trim()).toBe(`censo-api: could not start: COLUMNS_FILE ${file}: unknown key "mensagens" (expected one of registro, linha, codigo, campo, mensagem, conteudo, chave)`);
+  });
+
   it('UPLOAD_TIMEOUT_MS not a number', async () => {
     const { code, stderr } = await start({ UPLOAD_TIMEOUT_MS: 'soon' });
     expect(code).toBe(1);

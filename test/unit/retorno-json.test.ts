@@ -86,7 +86,6 @@ describe('unreadable json', () => {
   const INVALID = 'não é um JSON válido.';
   const NO_ARRAY = 'o JSON não contém uma lista de linhas.';
   const NOT_OBJECTS = 'as linhas do JSON devem ser objetos.';
-  const NO_ROLES = 'nenhuma lista tem as colunas código, campo e mensagem.';
 
   it('refuses text that is not JSON', async () => {
     for (const text of ['', '   ', 'hello', '{"a" 1}', '[{"a":1},]', '[{"a":1}}', "{'a': 1}", '[{"a": tru}]', '[{"a":1}] x', '{"a": [1,], "b": [{"c":1}]}', '{"a": 01, "b": []}', '{"a": "x\u0001"}']) {
@@ -111,10 +110,11 @@ describe('unreadable json', () => {
   });
 
   it('refuses rows without the código, campo and mensagem keys', async () => {
-    await unreadable('[{"Registro": "30", "Linha": "1"}]', NO_ROLES);
-    await unreadable('[{}]', NO_ROLES);
+    // SPEC §1.2: the error names the keys found (at most 10, 200 characters) and the roles missing.
+    await unreadable('[{"Registro": "30", "Linha": "1"}]', 'cabeçalho não reconhecido na lista de linhas (encontradas: Registro, Linha; faltam: código, campo, mensagem).');
+    await unreadable('[{}]', 'cabeçalho não reconhecido na lista de linhas (encontradas: nenhuma; faltam: código, campo, mensagem).');
     // The first array of objects is the rows array, even when a later one would have the keys.
-    await unreadable(JSON.stringify({ totais: [{ n: 1 }], erros: [ROW] }), NO_ROLES);
+    await unreadable(JSON.stringify({ totais: [{ n: 1 }], erros: [ROW] }), 'cabeçalho não reconhecido na lista de linhas (encontradas: n; faltam: código, campo, mensagem).');
   });
 
   it('survives deep nesting without a stack overflow', async () => {

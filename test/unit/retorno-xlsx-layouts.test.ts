@@ -57,7 +57,8 @@ describe('xlsx header and sheets', () => {
   it('ignores a header-like row below row 20 (the sheet is skipped, so the file is unreadable)', async () => {
     const path = await buildXlsx({ sheets: [{ rows: textRow(1, ['Título']) + textRow(21, [...HEADER]) + textRow(22, ['30', '1', 'A', 'B', 'C', 'D']) }] });
     const err = await readError(path, 'xlsx');
-    expect(err.message).toBe('Arquivo retorno ilegível: nenhuma planilha tem as colunas código, campo e mensagem.');
+    // The best candidate is the title row (the header-like row 21 is beyond the 20 looked at).
+    expect(err.message).toBe('Arquivo retorno ilegível: cabeçalho não reconhecido na planilha "Plan1" (encontradas: Título; faltam: código, campo, mensagem).');
   });
 
   it('accepts the header on row 20 and a sheet with a header and no data', async () => {
@@ -86,7 +87,9 @@ describe('xlsx header and sheets', () => {
 
   it('a workbook with rows but no usable header is unreadable; an empty one yields no rows', async () => {
     const bad = await buildXlsx({ sheets: [{ rows: textRow(1, ['Código', 'Campo', 'Mensagem']) }] });
-    expect((await readError(bad, 'xlsx')).message).toMatch(/nenhuma planilha tem as colunas/);
+    expect((await readError(bad, 'xlsx')).message).toBe(
+      'Arquivo retorno ilegível: cabeçalho não reconhecido na planilha "Plan1" (encontradas: Código, Campo, Mensagem; faltam: código).',
+    );
     const empty = await buildXlsx({ sheets: [{ rows: '' }] });
     expect(await readRows(empty, 'xlsx')).toEqual([]);
   });

@@ -4,7 +4,7 @@
 import { mkdir } from 'node:fs/promises';
 import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
-import { createJobPool, createLogger, type Config, type Logger } from '@censo/shared';
+import { createJobPool, createLogger, loadColumnsFile, type Config, type Logger } from '@censo/shared';
 import { buildApp } from './app.js';
 import { createInProcessRunner } from './jobs/in-process.js';
 import { loadCatalog } from './query/catalog.js';
@@ -30,7 +30,8 @@ async function createRunner(config: Config, role: Role, logger: Logger): Promise
   if (!config.redisUrl) {
     // Room for every admitted upload (MAX_INFLIGHT_UPLOADS, checked before the body is read), so
     // the pool never refuses a request whose body the client has already sent.
-    const pool = createJobPool({ threads: config.workerConcurrency, maxQueue: config.maxInFlightUploads });
+    const vocabulary = await loadColumnsFile(config.columnsFile);
+    const pool = createJobPool({ threads: config.workerConcurrency, maxQueue: config.maxInFlightUploads, vocabulary });
     return { runner: createInProcessRunner(pool), worker: null };
   }
   const { createBullmqRunner } = await import('./jobs/bullmq.js');

@@ -16,7 +16,15 @@ try {
 }
 
 const log = createLogger(config, { role: 'worker' });
-const running = await startWorker(config, log);
+let running: Awaited<ReturnType<typeof startWorker>>;
+try {
+  running = await startWorker(config, log);
+} catch (err) {
+  // COLUMNS_FILE is read when the worker's pool starts: a bad one is a setting error too.
+  if (!(err instanceof ConfigError)) throw err;
+  process.stderr.write(`censo-worker: invalid configuration: ${err.message}\n`);
+  process.exit(1);
+}
 const health = config.portFromEnv ? await startHealthServer(config, running, log) : null;
 
 // The worker drains for at most min(JOB_TIMEOUT_MS, 20 s), then hands jobs back (5 s more);

@@ -10,6 +10,7 @@ import {
   UPLOAD_GONE,
   closeQueueEvents,
   createJobPool,
+  loadColumnsFile,
   settlesWithin,
   throttledErrorLog,
   workerConnection,
@@ -57,7 +58,7 @@ export async function startWorker(
   const concurrency = config.workerConcurrency;
   const drainMs = options.drainMs ?? Math.min(config.jobTimeoutMs, 20_000);
   // One thread per parallel job: BullMQ's concurrency and the pool size are the same number.
-  const executor = options.executor ?? createJobPool({ threads: concurrency });
+  const executor = options.executor ?? createJobPool({ threads: concurrency, vocabulary: await loadColumnsFile(config.columnsFile) });
   const connection = workerConnection(config.redisUrl);
   const onError = throttledErrorLog(log);
 

@@ -66,12 +66,48 @@ const FILIACAO_WORD = /\bfiliacao\b/;
 const EXPLICIT_PARENT = /\bfiliacao\s*([12])\b/;
 const PAI_WORD = /\bpai\b/;
 
-export function classifyCampo(campo: string, mensagem: string): { chave: Chave | null; is_filiacao: boolean } {
+/** Extra field labels per `chave` (COLUMNS_FILE `"chave"`), added to SPEC §2's table. */
+export type LabelSynonyms = Readonly<Partial<Record<Chave, readonly string[]>>>;
+
+/**
+ * SPEC §2's label table plus an operator's additions: `cpf`, `nome`, `data_nascimento` labels
+ * map straight to their field; an `inep` label is an identification label (a parent's name when
+ * the message speaks of filiation); `nome_mae`/`nome_pai` labels are filiation labels.
+ */
+export class FieldLabels {
+  readonly plain: ReadonlyMap<string, Chave>;
+  readonly identification: ReadonlySet<string>;
+  readonly parents: ReadonlyMap<string, 'nome_mae' | 'nome_pai'>;
+
+  constructor(extra: LabelSynonyms = {}) {
+    const plain = new Map(LABELS);
+    const identification = new Set(IDENTIFICATION_LABELS);
+    const parents = new Map<string, 'nome_mae' | 'nome_pai'>();
+    for (const [chave, labels] of Object.entries(extra) as [Chave, readonly string[]][]) {
+      for (const label of labels) {
+        const key = labelKey(label);
+        if (plain.has(key) || identification.has(key) || parents.has(key)) continue; // built-ins first
+        if (chave === 'inep') identification.add(key);
+        else if (chave === 'nome_mae' || chave === 'nome_pai') parents.set(key, chave);
+        else plain.set(key, chave);
+      }
+    }
+    this.plain = plain;
+    this.identification = identification;
+    this.parents = parents;
+  }
+}
+
+export const BUILTIN_FIELD_LABELS = new FieldLabels();
+
+export function classifyCampo(campo: string, mensagem: string, labels: FieldLabels = BUILTIN_FIELD_LABELS): { chave: Chave | null; is_filiacao: boolean } {
   const label = labelKey(campo);
-  const plain = LABELS.get(label);
+  const plain = labels.plain.get(label);
   if (plain) return { chave: plain, is_filiacao: false };
+  const parentLabel = labels.parents.get(label);
+  if (parentLabel) return { chave: parentLabel, is_filiacao: true };
   const message = normalized(mensagem);
-  if (IDENTIFICATION_LABELS.has(label)) {
+  if (labels.identification.has(label)) {
     // INEP's return files report a parent's name under the identification label; only the
     // message tells them apart (fixture `basico`).
     if (FILIATION_WORD.test(`${label} ${message}`)) return { chave: parent(label, message), is_filiacao: true };
@@ -89,12 +125,12 @@ function parent(label: string, message: string): 'nome_mae' | 'nome_pai' {
 }
 
 /** The divergence a row states, or `null` when the row is not a tax-authority divergence. */
-export function toDivergencia(row: RetornoRow): Divergencia | null {
+export function toDivergencia(row: RetornoRow, labels: FieldLabels = BUILTIN_FIELD_LABELS): Divergencia | null {
   if (!isRegistro30(row.registro)) return null;
   if (!citesReceitaFederal(row.mensagem)) return null;
   const content = splitConteudo(row.conteudo);
   if (!content) return null;
-  const { chave, is_filiacao } = classifyCampo(row.campo, row.mensagem);
+  const { chave, is_filiacao } = classifyCampo(row.campo, row.mensagem, labels);
   return {
     codigo_na_escola: row.codigo.trim(),
     linha: row.linha === null ? '' : row.linha.trim(),
@@ -107,9 +143,12 @@ export function toDivergencia(row: RetornoRow): Divergencia | null {
 }
 
 /** The divergences of a return, in the return's row order. */
-export async function* findDivergencias(rows: AsyncIterable<RetornoRow> | Iterable<RetornoRow>): AsyncGenerator<Divergencia> {
+export async function* findDivergencias(
+  rows: AsyncIterable<RetornoRow> | Iterable<RetornoRow>,
+  labels: FieldLabels = BUILTIN_FIELD_LABELS,
+): AsyncGenerator<Divergencia> {
   for await (const row of rows) {
-    const divergencia = toDivergencia(row);
+    const divergencia = toDivergencia(row, labels);
     if (divergencia) yield divergencia;
   }
 }

@@ -8,6 +8,7 @@ export * from './censo/decode.js';
 export * from './censo/txt.js';
 export * from './dates.js';
 export * from './divergencias.js';
+export * from './vocabulary.js';
 export * from './merge.js';
 export * from './output/csv.js';
 export * from './output/json.js';

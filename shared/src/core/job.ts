@@ -13,18 +13,22 @@ import { DIVERGENCIAS_TABLE, PESSOAS_TABLE, tableRows, type TableShape } from '.
 import { writeXlsx } from './output/xlsx.js';
 import { readRetorno } from './retorno/index.js';
 import type { JobData, JobResult, OutputFormat } from './types.js';
+import type { Vocabulary } from './vocabulary.js';
 
 export interface RunJobOptions {
   readonly signal?: AbortSignal;
+  /** The words to recognise in the return (default: SPEC's built-in ones). */
+  readonly vocabulary?: Vocabulary;
 }
 
 const RESULT_STATUSES: ReadonlySet<number> = new Set([400, 413, 422]);
 
 export async function runJob(data: JobData, options: RunJobOptions = {}): Promise<JobResult> {
-  const { signal } = options;
+  const { signal, vocabulary } = options;
   try {
     signal?.throwIfAborted();
-    const divergencias = findDivergencias(readRetorno(data.retorno, { signal }));
+    const rows = readRetorno(data.retorno, { ...(signal ? { signal } : {}), ...(vocabulary ? { names: vocabulary.columns } : {}) });
+    const divergencias = findDivergencias(rows, vocabulary?.labels);
     if (data.kind === 'divergencias') {
       return { ok: true, ...(await writeTable(data.resultPath, data.format ?? 'json', DIVERGENCIAS_TABLE, divergencias, signal)) };
     }

@@ -21,6 +21,8 @@ export interface Config {
   readonly databaseUrl: string | null;
   readonly databasePoolMax: number;
   readonly queriesFile: string | null;
+  /** Extra column names and field labels (SPEC §1.2), loaded at start by loadColumnsFile. */
+  readonly columnsFile: string | null;
   readonly uploadDir: string;
   readonly jobTimeoutMs: number;
   /** Deadline for an upload body to arrive whole (SPEC §5), from the request's start. */
@@ -71,6 +73,7 @@ export function loadConfig(env: Env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
     queriesFile: text(env.QUERIES_FILE),
+    columnsFile: text(env.COLUMNS_FILE),
     uploadDir: path.resolve(text(env.UPLOAD_DIR) ?? path.join(os.tmpdir(), 'censo-api-uploads')),
     jobTimeoutMs: integer(env, 'JOB_TIMEOUT_MS', 120_000, 1, 3_600_000),
     uploadTimeoutMs: integer(env, 'UPLOAD_TIMEOUT_MS', 120_000, 1, 3_600_000),

@@ -4,6 +4,7 @@ import { rm } from 'node:fs/promises';
 import { Piscina } from 'piscina';
 import { OverloadedError, badInput } from '../core/errors.js';
 import type { JobData, JobResult } from '../core/types.js';
+import type { VocabularyAdditions } from '../core/vocabulary.js';
 
 export interface JobPoolOptions {
   readonly threads: number;
@@ -15,6 +16,8 @@ export interface JobPoolOptions {
   readonly closeTimeoutMs?: number;
   /** Old-generation heap of each thread, MiB (default JOB_HEAP_LIMIT_MB). */
   readonly heapLimitMb?: number;
+  /** COLUMNS_FILE additions every thread recognises (loadColumnsFile). */
+  readonly vocabulary?: VocabularyAdditions;
 }
 
 /**
@@ -49,6 +52,7 @@ export function createJobPool(options: JobPoolOptions): JobPool {
     idleTimeout: options.idleTimeoutMs ?? 30_000,
     closeTimeout: options.closeTimeoutMs ?? 5_000,
     resourceLimits: { maxOldGenerationSizeMb: options.heapLimitMb ?? JOB_HEAP_LIMIT_MB },
+    workerData: { vocabulary: options.vocabulary ?? {} },
   });
   // Piscina reports a close timeout as an 'error' event; unhandled, it would crash the process.
   // close() terminates the threads right after it anyway.

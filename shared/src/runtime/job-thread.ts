@@ -1,7 +1,12 @@
 // Entry module of the job pool's worker threads (piscina calls the default export per task).
+// The vocabulary (COLUMNS_FILE additions) comes once per thread, as the pool's workerData.
+import { workerData } from 'piscina';
 import { runJob } from '../core/job.js';
 import type { JobData, JobResult } from '../core/types.js';
+import { createVocabulary, type VocabularyAdditions } from '../core/vocabulary.js';
+
+const vocabulary = createVocabulary((workerData as { vocabulary?: VocabularyAdditions } | undefined)?.vocabulary);
 
 export default function runJobInThread(data: JobData): Promise<JobResult> {
-  return runJob(data);
+  return runJob(data, { vocabulary });
 }

@@ -3,10 +3,14 @@ import type { RetornoRow, StoredRetorno } from '../types.js';
 import { readJsonRetorno } from './json.js';
 import { readXlsxRetorno } from './xlsx/index.js';
 
-export { roleOf, ROLES, type Role } from './columns.js';
+import type { ColumnNames } from './columns.js';
+
+export { roleOf, ROLES, ColumnNames, type Role, type RoleSynonyms } from './columns.js';
 
 export interface ReadRetornoOptions {
   readonly signal?: AbortSignal;
+  /** Column names to recognise (default: SPEC §1.2's synonyms). */
+  readonly names?: ColumnNames;
 }
 
 /**
@@ -15,5 +19,7 @@ export interface ReadRetornoOptions {
  * aborting closes the file.
  */
 export function readRetorno(file: StoredRetorno, options: ReadRetornoOptions = {}): AsyncGenerator<RetornoRow, void, undefined> {
-  return file.format === 'json' ? readJsonRetorno(file.path, options.signal) : readXlsxRetorno(file.path, options.signal);
+  return file.format === 'json'
+    ? readJsonRetorno(file.path, options.signal, options.names)
+    : readXlsxRetorno(file.path, options.signal, options.names);
 }

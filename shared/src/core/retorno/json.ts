@@ -10,7 +10,16 @@
 import { createReadStream } from 'node:fs';
 import type { RetornoRow } from '../types.js';
 import { badInput } from '../errors.js';
-import { isBlank, MISSING_ROLES, roleOf, ROLES, type Role } from './columns.js';
+import {
+  BUILTIN_COLUMN_NAMES,
+  CANDIDATE_TEXTS,
+  isBlank,
+  ROLES,
+  unrecognisedHeader,
+  type ColumnNames,
+  type HeaderCandidate,
+  type Role,
+} from './columns.js';
 import { toUnreadable } from './failure.js';
 import { MAX_CELL_CHARS } from './limits.js';
 
@@ -21,10 +30,14 @@ export const STRING_TOO_LONG = 'tem um texto com mais de 32.767 caracteres.';
 
 const CHUNK_BYTES = 256 * 1024;
 
-export async function* readJsonRetorno(path: string, signal?: AbortSignal): AsyncGenerator<RetornoRow, void, undefined> {
+export async function* readJsonRetorno(
+  path: string,
+  signal?: AbortSignal,
+  names: ColumnNames = BUILTIN_COLUMN_NAMES,
+): AsyncGenerator<RetornoRow, void, undefined> {
   signal?.throwIfAborted();
   const stream = createReadStream(path, { highWaterMark: CHUNK_BYTES });
-  const scanner = new JsonRowsScanner();
+  const scanner = new JsonRowsScanner(names);
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       signal?.throwIfAborted();
@@ -117,7 +130,9 @@ export class JsonRowsScanner {
   private wrapped = false;
   private elements = 0;
   private usable = false;
-  private rolesMissing = false;
+  /** The rows array had rows but not the required roles: its first row's keys, for the error. */
+  private rolesMissing: HeaderCandidate | null = null;
+  private firstKeys: string[] | null = null;
   private pending: RetornoRow[] = [];
   private out: RetornoRow[] = [];
 
@@ -132,7 +147,11 @@ export class JsonRowsScanner {
   private batchStarts: number[] = [];
   private batchEnds: number[] = [];
 
-  private readonly roles = new RoleCache();
+  private readonly roles: RoleCache;
+
+  constructor(names: ColumnNames = BUILTIN_COLUMN_NAMES) {
+    this.roles = new RoleCache(names);
+  }
 
   take(): RetornoRow[] {
     const rows = this.out;
@@ -234,7 +253,7 @@ export class JsonRowsScanner {
     if (this.state === S.Number && this.stack.length === 0 && this.numberComplete()) this.state = S.Done;
     if (this.state !== S.Done) throw invalid();
     if (!this.found) throw badInput.unreadableRetorno(NO_ROWS_ARRAY);
-    if (this.rolesMissing) throw badInput.unreadableRetorno(MISSING_ROLES_JSON);
+    if (this.rolesMissing) throw badInput.unreadableRetorno(unrecognisedHeader('na lista de linhas', this.rolesMissing));
   }
 
   /** Skims an element from `i`; returns the index of its closing `}` or `buf.length`. */
@@ -310,6 +329,7 @@ export class JsonRowsScanner {
   }
 
   private addRow(element: Record<string, unknown>, raw: Map<string, string> | undefined): void {
+    this.firstKeys ??= Object.keys(element).slice(0, CANDIDATE_TEXTS).map((key) => key.slice(0, 200));
     const values: (string | null)[] = [null, null, null, null, null, null];
     for (const key of Object.keys(element)) {
       const slot = this.roles.slotOf(key);
@@ -378,7 +398,18 @@ export class JsonRowsScanner {
     }
   }
 
+  private headerCandidate(): HeaderCandidate {
+    const texts = this.firstKeys ?? [];
+    const roles = new Set<Role>();
+    for (const key of texts) {
+      const slot = this.roles.slotOf(key);
+      if (slot >= 0) roles.add(ROLES[slot]!);
+    }
+    return { texts, roles };
+  }
+
   private beginCandidate(depth: number, wrapped: boolean): void {
+    this.firstKeys = null;
     this.candidate = true;
     this.rowsDepth = depth;
     this.wrapped = wrapped;
@@ -395,7 +426,7 @@ export class JsonRowsScanner {
       this.candidate = false;
       this.found = true;
       // Judged in end(), so a syntax error later in the file takes precedence.
-      if (this.elements > 0 && !this.usable) this.rolesMissing = true;
+      if (this.elements > 0 && !this.usable) this.rolesMissing = this.headerCandidate();
       else this.release();
     }
     this.stack.pop();
@@ -477,7 +508,6 @@ export class JsonRowsScanner {
   }
 }
 
-export const MISSING_ROLES_JSON = MISSING_ROLES.replace('planilha', 'lista');
 
 // `"` `\` `/` b f n r t
 const ESCAPES = new Set([0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
@@ -486,10 +516,12 @@ const ESCAPES = new Set([0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
 class RoleCache {
   private readonly cache = new Map<string, number>();
 
+  constructor(private readonly names: ColumnNames) {}
+
   slotOf(key: string): number {
     let slot = this.cache.get(key);
     if (slot === undefined) {
-      const role: Role | undefined = roleOf(key);
+      const role: Role | undefined = this.names.roleOf(key);
       slot = role === undefined ? -1 : ROLES.indexOf(role);
       // Rows with ever-new keys must not grow the cache without bound.
       if (this.cache.size < 10_000) this.cache.set(key, slot);

@@ -1,13 +1,17 @@
 // The xlsx return reader: every worksheet in workbook order, streamed (SPEC §1.2, §5).
 import type { RetornoRow } from '../../types.js';
 import { badInput } from '../../errors.js';
-import { MISSING_ROLES } from '../columns.js';
+import { betterCandidate, BUILTIN_COLUMN_NAMES, unrecognisedHeader, type ColumnNames, type HeaderCandidate } from '../columns.js';
 import { toUnreadable } from '../failure.js';
 import { SheetScanner } from './sheet.js';
 import { readWorkbook } from './workbook.js';
 import { NOT_A_ZIP, ZipArchive } from './zip.js';
 
-export async function* readXlsxRetorno(path: string, signal?: AbortSignal): AsyncGenerator<RetornoRow, void, undefined> {
+export async function* readXlsxRetorno(
+  path: string,
+  signal?: AbortSignal,
+  names: ColumnNames = BUILTIN_COLUMN_NAMES,
+): AsyncGenerator<RetornoRow, void, undefined> {
   signal?.throwIfAborted();
   let zip: ZipArchive;
   try {
@@ -19,8 +23,9 @@ export async function* readXlsxRetorno(path: string, signal?: AbortSignal): Asyn
     const book = await readWorkbook(zip, signal);
     let usable = false;
     let content = false;
-    for (const part of book.sheets) {
-      const sheet = new SheetScanner(book);
+    let best: { candidate: HeaderCandidate; sheet: string } | null = null;
+    for (const [index, part] of book.sheets.entries()) {
+      const sheet = new SheetScanner(book, names);
       for await (const chunk of zip.text(part, signal)) {
         sheet.feed(chunk);
         for (const row of sheet.take()) yield row;
@@ -30,8 +35,13 @@ export async function* readXlsxRetorno(path: string, signal?: AbortSignal): Asyn
       for (const row of sheet.take()) yield row;
       usable ||= sheet.hasHeader;
       content ||= sheet.hasContent;
+      if (sheet.candidate && betterCandidate(best?.candidate ?? null, sheet.candidate) !== best?.candidate) {
+        best = { candidate: sheet.candidate, sheet: book.sheetNames[index] ?? '' };
+      }
     }
-    if (!usable && content) throw badInput.unreadableRetorno(MISSING_ROLES);
+    if (!usable && content && best) {
+      throw badInput.unreadableRetorno(unrecognisedHeader(`na planilha "${best.sheet}"`, best.candidate));
+    }
   } catch (err) {
     throw toUnreadable(err, NOT_A_ZIP, signal);
   } finally {

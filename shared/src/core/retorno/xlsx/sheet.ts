@@ -2,7 +2,17 @@
 // data row into a RetornoRow, keeping only the mapped columns' values so rows with thousands of
 // columns or huge unmapped cells cost nothing but scanning.
 import type { RetornoRow } from '../../types.js';
-import { hasRequiredRoles, isBlank, roleOf, ROLES, type Role } from '../columns.js';
+import {
+  BUILTIN_COLUMN_NAMES,
+  betterCandidate,
+  CANDIDATE_TEXTS,
+  hasRequiredRoles,
+  isBlank,
+  ROLES,
+  type ColumnNames,
+  type HeaderCandidate,
+  type Role,
+} from '../columns.js';
 import { cellText, type CellContext } from './cells.js';
 import { appendCapped, decodeEntities, TagScanner, type TagHandler } from './xml.js';
 
@@ -61,7 +71,14 @@ export class SheetScanner implements TagHandler {
   private readonly rowStarts = new Int32Array(1);
   private readonly rowEnds = new Int32Array(1);
 
-  constructor(private readonly ctx: CellContext) {}
+  /** The best header candidate seen in rows 1–20, for the error when none qualifies. */
+  candidate: HeaderCandidate | null = null;
+  private probeTexts: string[] = [];
+
+  constructor(
+    private readonly ctx: CellContext,
+    private readonly names: ColumnNames = BUILTIN_COLUMN_NAMES,
+  ) {}
 
   /** Whether the rest of the sheet can be skipped (its end, or no header in rows 1–20). */
   get done(): boolean {
@@ -157,6 +174,7 @@ export class SheetScanner implements TagHandler {
       for (let i = 0; i < 6; i++) values[i] = null;
     } else {
       this.probeRoles.clear();
+      this.probeTexts = [];
     }
     if (selfClosing) this.closeRow();
   }
@@ -167,6 +185,9 @@ export class SheetScanner implements TagHandler {
       return;
     }
     if (this.rowHasContent) this.hasContent = true;
+    if (this.rowHasContent && this.rowNumber <= HEADER_ROWS) {
+      this.candidate = betterCandidate(this.candidate, { texts: this.probeTexts, roles: new Set(this.probeRoles.keys()) });
+    }
     if (this.rowNumber <= HEADER_ROWS && hasRequiredRoles(this.probeRoles)) {
       this.useHeader(this.probeRoles);
     } else if (this.rowNumber >= HEADER_ROWS) {
@@ -237,7 +258,8 @@ export class SheetScanner implements TagHandler {
     if (this.slot === PROBE) {
       if (text.trim() === '') return;
       this.rowHasContent = true;
-      const role = roleOf(text);
+      if (this.probeTexts.length < CANDIDATE_TEXTS) this.probeTexts.push(text.slice(0, 200));
+      const role = this.names.roleOf(text);
       // The leftmost column of a role wins when a header repeats one.
       if (role !== undefined && !this.probeRoles.has(role)) this.probeRoles.set(role, this.column);
       return;

@@ -13,6 +13,8 @@ export const NOT_A_WORKBOOK = 'o zip não contém uma pasta de trabalho do Excel
 export interface Workbook extends CellContext {
   /** Worksheet part names, in the workbook's sheet order. */
   readonly sheets: readonly string[];
+  /** The sheets' names as the workbook shows them, in the same order. */
+  readonly sheetNames: readonly string[];
 }
 
 interface Relationship {
@@ -32,9 +34,11 @@ export async function readWorkbook(zip: ZipArchive, signal?: AbortSignal): Promi
   const byId = new Map(rels.map((rel) => [rel.id, rel]));
 
   const sheets: string[] = [];
-  for (const id of book.sheetRelIds) {
+  const sheetNames: string[] = [];
+  for (const [i, id] of book.sheetRelIds.entries()) {
     const rel = byId.get(id);
     if (!rel || rel.external) continue;
+    sheetNames.push(book.sheetNames[i] ?? '');
     const part = resolveTarget(dir, rel.target);
     if (part === undefined || !zip.has(part)) {
       throw badInput.unreadableRetorno('uma planilha listada na pasta de trabalho não está no arquivo.');
@@ -52,6 +56,7 @@ export async function readWorkbook(zip: ZipArchive, signal?: AbortSignal): Promi
   strings.strings.finish();
   return {
     sheets,
+    sheetNames,
     date1904: book.date1904,
     dateStyles: styles.dateStyles(),
     sharedStrings: strings.strings,
@@ -105,12 +110,16 @@ export function resolveTarget(dir: string, target: string): string | undefined {
 
 class WorkbookHandler implements TagHandler {
   readonly sheetRelIds: string[] = [];
+  readonly sheetNames: string[] = [];
   date1904 = false;
 
   open(name: string, _selfClosing: boolean, xml: TagScanner): void {
     if (name === 'sheet') {
       const id = xml.attr('id');
-      if (id !== undefined) this.sheetRelIds.push(id);
+      if (id !== undefined) {
+        this.sheetRelIds.push(id);
+        this.sheetNames.push((xml.attr('name') ?? '').slice(0, 100));
+      }
     } else if (name === 'workbookPr') {
       const value = xml.attr('date1904')?.toLowerCase();
       this.date1904 = value === '1' || value === 'true';
