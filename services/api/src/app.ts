@@ -50,11 +50,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // part...): the unread rest cannot stay in front of the next request on this keep-alive
   // socket, so the connection closes after the answer, lingering so the client can read it.
   app.addHook('onSend', async (request, reply) => {
-    if (request.raw.complete) return;
+    // A success has read its body; the last bytes of its framing may still be in flight, and the
+    // keep-alive connection takes care of them.
+    if (request.raw.complete || reply.statusCode < 400) return;
     reply.header('connection', 'close');
     lingerer.armResponseClose(request.raw);
   });
-  app.addHook('preClose', async () => lingerer.close());
+  app.addHook('preClose', async () => {
+    lingerer.close();
+    // close() ends the connections that are idle when it starts; one still reading the last bytes
+    // of a request (a chunked body's terminator after its response went out) turns idle later,
+    // and would then hold close() for the whole keep-alive timeout (72 s). Keep sweeping.
+    const sweep = setInterval(() => app.server.closeIdleConnections(), 50).unref();
+    app.server.once('close', () => clearInterval(sweep));
+  });
 
   app.addSchema(erroSchema);
   // Plugins declare their dependencies (fastify-plugin), so Fastify refuses a wrong order. Those
