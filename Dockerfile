@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # One image for both roles: the API (default command) and the worker
-# (`node services/worker/dist/main.js`), so they always run the same job code.
+# (`node services/worker/dist/main.js`), so they always run the same job code; and the CLI:
+# `docker run --rm -v "$PWD:/work" -w /work <image> censo lote retornos -o divergencias.csv`.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
@@ -8,10 +9,12 @@ COPY package.json package-lock.json tsconfig.json tsconfig.base.json ./
 COPY shared/package.json shared/
 COPY services/api/package.json services/api/
 COPY services/worker/package.json services/worker/
+COPY cli/package.json cli/
 COPY test/package.json test/
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY shared shared
 COPY services services
+COPY cli cli
 RUN npx tsc -b
 
 FROM node:20-bookworm-slim AS runtime
@@ -24,12 +27,16 @@ COPY package.json package-lock.json ./
 COPY shared/package.json shared/
 COPY services/api/package.json services/api/
 COPY services/worker/package.json services/worker/
+COPY cli/package.json cli/
 COPY test/package.json test/
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/shared/dist shared/dist
 COPY --from=build /app/services/worker/dist services/worker/dist
 COPY --from=build /app/services/api/dist services/api/dist
+COPY --from=build /app/cli/dist cli/dist
 COPY services/api/queries services/api/queries
+# `censo` on the PATH, whatever npm did with the workspace's bin before dist existed.
+RUN chmod +x cli/dist/main.js && ln -sf /app/cli/dist/main.js /usr/local/bin/censo
 # The named volume mounted here inherits this ownership on first use.
 RUN mkdir -p /data/uploads && chown -R node:node /data && chmod 700 /data/uploads
 USER node
