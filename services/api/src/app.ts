@@ -11,6 +11,7 @@ import { deferContinue } from './http/expect-continue.js';
 import { Lingerer } from './http/lingering-close.js';
 import { errorsPlugin } from './plugins/errors.js';
 import { bullBoardPlugin } from './plugins/bull-board.js';
+import { pagePlugin } from './plugins/page.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { openApiPlugin } from './plugins/openapi.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
@@ -92,6 +93,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(bullBoardPlugin, { config, runner, logger: deps.logger });
+  await app.register(pagePlugin);
 
   app.addHook('onClose', async () => {
     await Promise.all([runner.close(), query?.close()]);

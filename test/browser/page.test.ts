@@ -1,0 +1,256 @@
+// The staff page (SPEC §3.6) in a real Chromium (Debian's, driven by playwright-core; .ci/run
+// installs it): the key, each task on the fixtures with the exact table contents, sorting and
+// filtering, downloads compared with the routes' own answers, the queries with paging and CSV,
+// the errors, the CSP, no console errors, and 150,000 divergences without a frozen tab.
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixtureCases } from '../helpers/fixtures.js';
+import { API_KEY, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
+import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SHOTS = fileURLToPath(new URL('./.screenshots/', import.meta.url));
+const basico = fixtureCases().find((c) => c.name === 'basico')!;
+const divergencias = (basico.expectedDivergencias as { divergencias: Record<string, unknown>[] }).divergencias;
+const pessoas = (basico.expectedPessoas as { pessoas: Record<string, unknown>[] }).pessoas;
+
+let browser: Browser;
+let server: TestServer;
+let pg: TestPostgres;
+let schema: TestSchema;
+let downloads: string;
+const consoleErrors: string[] = [];
+
+beforeAll(async () => {
+  // Never skipped: a machine without Chromium fails here with the reason.
+  expect(existsSync(CHROMIUM), 'install Debian chromium (.ci/run does)').toBe(true);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  pg = await startTestPostgres();
+  schema = await createTestSchema(pg.url);
+  await createAuditsTable(schema.admin);
+  await schema.admin.query(`INSERT INTO audits (auditable_id, user_id, action, created_at)
+    SELECT g, CASE WHEN g % 5 = 0 THEN NULL ELSE g % 7 END, CASE WHEN g % 2 = 0 THEN 'update' ELSE 'create' END,
+           timestamp '2024-03-01' + g * interval '1 minute'
+    FROM generate_series(1, 1200) AS g`);
+  server = await startTestServer({ DATABASE_URL: schema.url });
+  downloads = await mkdtemp(path.join(os.tmpdir(), 'censo-page-'));
+  await mkdir(SHOTS, { recursive: true });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.dispose();
+  await schema?.drop();
+  await pg?.stop();
+  await rm(downloads, { recursive: true, force: true });
+});
+
+async function openPage(): Promise<Page> {
+  const context = await browser.newContext({ acceptDownloads: true });
+  const page = await context.newPage();
+  page.on('console', (message) => {
+    if (message.type() === 'error') consoleErrors.push(message.text());
+  });
+  page.on('pageerror', (err) => consoleErrors.push(err.message));
+  await page.goto(server.url);
+  return page;
+}
+
+async function enterKey(page: Page, value = API_KEY): Promise<void> {
+  await page.getByLabel('Chave de acesso (x-api-key)').fill(value);
+  await page.getByRole('button', { name: 'Entrar' }).click();
+}
+
+/** The visible table's body as arrays of cell texts. */
+async function tableRows(page: Page, container: string): Promise<string[][]> {
+  return page.locator(`#${container} tbody tr`).evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+}
+
+async function routeAnswer(route: string, files: UploadFile[]): Promise<Buffer> {
+  const response = await fetch(`${server.url}${route}`, { method: 'POST', headers: { 'x-api-key': API_KEY }, body: await formWith(files) });
+  return Buffer.from(await response.arrayBuffer());
+}
+
+async function downloaded(page: Page, click: () => Promise<void>): Promise<{ name: string; bytes: Buffer }> {
+  const [download] = await Promise.all([page.waitForEvent('download'), click()]);
+  const target = path.join(downloads, download.suggestedFilename());
+  await download.saveAs(target);
+  return { name: download.suggestedFilename(), bytes: await readFile(target) };
+}
+
+const text = (row: Record<string, unknown>, columns: string[]) => columns.map((c) => (row[c] === null ? '' : String(row[c])));
+const DIV_COLUMNS = ['codigo_na_escola', 'linha', 'campo', 'enviado', 'correto', 'is_filiacao', 'chave'];
+const PESSOA_COLUMNS = ['codigo_na_escola', 'linha', 'cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae'];
+
+describe('the staff page', () => {
+  it('is served under a CSP of self, with no referrer, and its key is asked again after a 401', async () => {
+    const response = await fetch(`${server.url}/`);
+    expect(response.status).toBe(200);
+    const csp = response.headers.get('content-security-policy') ?? '';
+    expect(csp).toMatch(/default-src 'self'/);
+    expect(csp).toMatch(/frame-ancestors 'none'/);
+    expect(csp).not.toMatch(/unsafe-inline/);
+    expect(response.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(await response.text()).not.toMatch(/<script>(?!\s*<\/script>)|<script(?![^>]*src=)[^>]*>/);
+
+    const page = await openPage();
+    await page.screenshot({ path: path.join(SHOTS, 'chave.png') });
+    await enterKey(page, 'chave-errada');
+    await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(basico.retorno.json);
+    await page.getByRole('button', { name: 'Ver divergências' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe('Credencial inválida (header x-api-key).');
+    await expect.poll(() => page.evaluate(() => sessionStorage.getItem('censo-api-key'))).toBeNull();
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('chave');
+    // The key never goes to a cookie, localStorage or a URL.
+    await enterKey(page);
+    expect(await page.evaluate(() => [document.cookie, localStorage.length, location.href.includes('test-key')])).toEqual(['', 0, false]);
+    await page.context().close();
+  });
+
+  it('Divergências: the exact table, counts per chave, sorting, filters, and the routes\' CSV/XLSX', async () => {
+    const page = await openPage();
+    await enterKey(page);
+    await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(basico.retorno.xlsx);
+    await page.getByRole('button', { name: 'Ver divergências' }).click();
+    await page.locator('#tabela-divergencias tbody tr').first().waitFor();
+    expect(await tableRows(page, 'tabela-divergencias')).toEqual(divergencias.map((d) => text(d, DIV_COLUMNS)));
+    const tally = new Map<string, number>();
+    for (const d of divergencias) tally.set(String(d.chave ?? '(nenhuma)'), (tally.get(String(d.chave ?? '(nenhuma)')) ?? 0) + 1);
+    const counts = await page.locator('#tabela-divergencias .contagens li').allTextContents();
+    expect(new Set(counts)).toEqual(new Set([...tally].map(([k, n]) => `${k}: ${n}`)));
+    await page.screenshot({ path: path.join(SHOTS, 'divergencias.png'), fullPage: true });
+
+    await page.locator('#tabela-divergencias th').filter({ hasText: 'campo' }).getByRole('button').click();
+    expect(await page.locator('#tabela-divergencias th').filter({ hasText: 'campo' }).getAttribute('aria-sort')).toBe('ascending');
+    const sorted = [...divergencias].map((d) => String(d.campo)).sort(new Intl.Collator('pt-BR', { numeric: true }).compare);
+    expect((await tableRows(page, 'tabela-divergencias')).map((r) => r[2])).toEqual(sorted);
+    await page.locator('#tabela-divergencias th').filter({ hasText: 'campo' }).getByRole('button').click();
+    expect(await page.locator('#tabela-divergencias th').filter({ hasText: 'campo' }).getAttribute('aria-sort')).toBe('descending');
+
+    await page.getByLabel(/^Filtrar \(/).fill('ALU0002');
+    expect((await tableRows(page, 'tabela-divergencias')).map((r) => r[0])).toEqual(divergencias.filter((d) => d.codigo_na_escola === 'ALU0002').map(() => 'ALU0002'));
+    await page.getByLabel(/^Filtrar \(/).fill('');
+    await page.getByLabel('Filtrar por chave').selectOption('cpf');
+    expect((await tableRows(page, 'tabela-divergencias')).map((r) => r[6])).toEqual(divergencias.filter((d) => d.chave === 'cpf').map(() => 'cpf'));
+
+    const retorno: UploadFile = { field: 'retorno', path: basico.retorno.xlsx, filename: 'retorno.xlsx' };
+    const csv = await downloaded(page, () => page.locator('#resultado-divergencias').getByRole('button', { name: 'Baixar CSV' }).click());
+    expect(csv.name).toBe('divergencias.csv');
+    expect(csv.bytes.equals(await routeAnswer('/api/divergencias-rf?format=csv', [retorno]))).toBe(true);
+    const xlsx = await downloaded(page, () => page.locator('#resultado-divergencias').getByRole('button', { name: 'Baixar XLSX' }).click());
+    expect(xlsx.name).toBe('divergencias.xlsx');
+    expect(xlsx.bytes.subarray(0, 2).toString()).toBe('PK');
+    await page.context().close();
+  });
+
+  it('Retorno + txt: the persons, and the corrected census file with its counts', async () => {
+    const page = await openPage();
+    await enterKey(page);
+    await page.getByRole('tab', { name: 'Retorno + txt' }).click();
+    await page.locator('#retorno-pessoas').setInputFiles(basico.retorno.json);
+    await page.locator('#txt-pessoas').setInputFiles(basico.txt);
+    await page.getByRole('button', { name: 'Ver pessoas corrigidas' }).click();
+    await page.locator('#tabela-pessoas tbody tr').first().waitFor();
+    expect(await tableRows(page, 'tabela-pessoas')).toEqual(pessoas.map((p) => text(p, PESSOA_COLUMNS)));
+    const files: UploadFile[] = [
+      { field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' },
+      { field: 'txt', path: basico.txt, filename: path.basename(basico.txt) },
+    ];
+    const corrected = await downloaded(page, () => page.getByRole('button', { name: 'Baixar arquivo corrigido (.txt)' }).click());
+    expect(corrected.name).toBe('censo-corrigido.txt');
+    expect(corrected.bytes.equals(await routeAnswer('/api/censo-corrigido', files))).toBe(true);
+    expect(await page.locator('#contagens-corrigido').textContent()).toBe('Pessoas corrigidas: 3. Correções não aplicadas: 0.');
+    const csv = await downloaded(page, () => page.locator('#resultado-retorno').getByRole('button', { name: 'Baixar CSV' }).click());
+    expect(csv.bytes.equals(await routeAnswer('/api/retorno-rf?format=csv', files))).toBe(true);
+    await page.screenshot({ path: path.join(SHOTS, 'retorno.png'), fullPage: true });
+    await page.context().close();
+  });
+
+  it('Consultas: a form from the filters, pages through next_cursor, CSV of everything', async () => {
+    const page = await openPage();
+    await enterKey(page);
+    await page.getByRole('tab', { name: 'Consultas' }).click();
+    await expect.poll(() => page.locator('#consulta option').count()).toBeGreaterThan(0);
+    expect(await page.locator('#filtro-user_id').getAttribute('type')).toBe('number');
+    expect(await page.locator('#filtro-inicio').getAttribute('type')).toBe('date');
+    await page.locator('#filtro-action').fill('update');
+    await page.getByRole('button', { name: 'Consultar' }).click();
+    await page.locator('#tabela-consulta tbody tr').first().waitFor();
+    // 600 'update' rows: one service page (limit 1000), 100 per screen page.
+    expect(await page.locator('#tabela-consulta tbody tr').count()).toBe(100);
+    expect(await page.getByRole('button', { name: 'Próxima página' }).isHidden()).toBe(true);
+    await page.locator('#filtro-action').fill('');
+    await page.getByRole('button', { name: 'Consultar' }).click();
+    await expect.poll(() => page.getByRole('button', { name: 'Próxima página' }).isVisible()).toBe(true);
+    await page.screenshot({ path: path.join(SHOTS, 'consultas.png'), fullPage: true });
+    await page.getByRole('button', { name: 'Próxima página' }).click();
+    await expect.poll(() => page.locator('#tabela-consulta p').first().textContent()).toBe('200 de 200 linhas');
+    const first = (await tableRows(page, 'tabela-consulta'))[0]!;
+    expect(first[0]).toBe('1001');
+    const csv = await downloaded(page, () => page.getByRole('button', { name: 'Exportar tudo (CSV)' }).click());
+    const direct = await fetch(`${server.url}/api/query?query=audits&format=csv`, { headers: { 'x-api-key': API_KEY } });
+    expect(csv.bytes.equals(Buffer.from(await direct.arrayBuffer()))).toBe(true);
+    await page.context().close();
+  });
+
+  it('shows the service\'s erro for a bad file, and says to try later on a 504', async () => {
+    const page = await openPage();
+    await enterKey(page);
+    await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles({ name: 'retorno.json', mimeType: 'application/json', buffer: Buffer.from('[1, 2]') });
+    await page.getByRole('button', { name: 'Ver divergências' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe('Arquivo retorno ilegível: as linhas do JSON devem ser objetos.');
+    await page.context().close();
+
+    const slow = await startTestServer({ JOB_TIMEOUT_MS: '1' });
+    try {
+      const context = await browser.newContext();
+      const page2 = await context.newPage();
+      await page2.goto(slow.url);
+      await enterKey(page2);
+      await page2.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(basico.retorno.json);
+      await page2.getByRole('button', { name: 'Ver divergências' }).click();
+      await expect.poll(() => page2.getByRole('alert').textContent()).toBe('Tempo esgotado ao processar o arquivo. Tente novamente mais tarde.');
+      await context.close();
+    } finally {
+      await slow.dispose();
+    }
+  });
+
+  it('150,000 divergences: the first table page shows and the tab stays responsive', async () => {
+    const big = path.join(downloads, 'big');
+    const generator = '../../bench/gen-big.mjs';
+    const { generate } = (await import(generator)) as { generate: (o: object) => Promise<{ divergencias: number }> };
+    const summary = await generate({ persons: 100_000, perPerson: 3, out: big, formats: ['xlsx'] });
+    const page = await openPage();
+    await enterKey(page);
+    await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(path.join(big, 'retorno.xlsx'));
+    const started = Date.now();
+    await page.getByRole('button', { name: 'Ver divergências' }).click();
+    await page.locator('#tabela-divergencias tbody tr').first().waitFor({ timeout: 90_000 });
+    const firstPageMs = Date.now() - started;
+    // Only one screen page is in the DOM, and the tab answers at once.
+    expect(await page.locator('#tabela-divergencias tbody tr').count()).toBe(100);
+    expect(await page.locator('#tabela-divergencias p').first().textContent()).toBe(`${summary.divergencias} de ${summary.divergencias} linhas`);
+    const tick = Date.now();
+    await page.getByRole('button', { name: 'Página seguinte' }).click();
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(resolve)));
+    const responsiveMs = Date.now() - tick;
+    expect(responsiveMs).toBeLessThan(5_000);
+    console.log(`page: ${summary.divergencias} divergences, first table page after ${firstPageMs} ms, next page in ${responsiveMs} ms`);
+    await page.context().close();
+  }, 240_000);
+
+  it('wrote no console errors', () => {
+    // The 401, 400 and 504 above are answers the page shows, not script errors; Chromium logs a
+    // failed resource load for them, which is the only console output allowed.
+    expect(consoleErrors.filter((e) => !/Failed to load resource: the server responded with a status of (401|400|504)/.test(e))).toEqual([]);
+  });
+});
