@@ -107,11 +107,11 @@ describe('the staff page', () => {
     await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(basico.retorno.json);
     await page.getByRole('button', { name: 'Ver divergências' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toBe('Credencial inválida (header x-api-key).');
-    await expect.poll(() => page.evaluate(() => sessionStorage.getItem('censo-api-key'))).toBeNull();
-    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('chave');
+    await expect.poll(() => page.evaluate("sessionStorage.getItem('censo-api-key')")).toBeNull();
+    await expect.poll(() => page.evaluate('document.activeElement?.id')).toBe('chave');
     // The key never goes to a cookie, localStorage or a URL.
     await enterKey(page);
-    expect(await page.evaluate(() => [document.cookie, localStorage.length, location.href.includes('test-key')])).toEqual(['', 0, false]);
+    expect(await page.evaluate("[document.cookie, localStorage.length, location.href.includes('test-key')]")).toEqual(['', 0, false]);
     await page.context().close();
   });
 
@@ -241,7 +241,7 @@ describe('the staff page', () => {
     expect(await page.locator('#tabela-divergencias p').first().textContent()).toBe(`${summary.divergencias} de ${summary.divergencias} linhas`);
     const tick = Date.now();
     await page.getByRole('button', { name: 'Página seguinte' }).click();
-    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(resolve)));
+    await page.evaluate('new Promise((resolve) => requestAnimationFrame(resolve))');
     const responsiveMs = Date.now() - tick;
     expect(responsiveMs).toBeLessThan(5_000);
     console.log(`page: ${summary.divergencias} divergences, first table page after ${firstPageMs} ms, next page in ${responsiveMs} ms`);
