@@ -24,7 +24,7 @@ async function core() {
   const { readRetorno, findDivergencias } = await import('@censo/shared');
   return async () => {
     let out = 0;
-    for await (const _ of findDivergencias(readRetorno({ path: file, format }))) out++;
+    for await (const _divergencia of findDivergencias(readRetorno({ path: file, format }))) out++;
     return { out };
   };
 }
@@ -40,7 +40,7 @@ async function exceljs() {
       entries: 'emit',
     });
     let rows = 0;
-    for await (const sheet of reader) for await (const _ of sheet) rows++;
+    for await (const sheet of reader) for await (const _row of sheet) rows++;
     return { out: rows };
   };
 }

@@ -115,7 +115,9 @@ async function waitReady(url, timeoutMs = 30_000) {
   while (Date.now() < deadline) {
     try {
       if ((await fetch(`${url}/readyz`)).status === 200) return;
-    } catch {}
+    } catch {
+      // not listening yet
+    }
     await sleep(200);
   }
   throw new Error(`${url} not ready`);

@@ -16,6 +16,8 @@ const METRICS_TOKEN = 'token-secreto-de-metricas';
 const [basico] = fixtureCases();
 if (!basico) throw new Error('no fixtures');
 
+// Log lines are JSON objects of any shape.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Line = Record<string, any>;
 const lines: Line[] = [];
 let raw = '';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKeyMatcher, createLogger, loadConfig, REDACTED_PATHS } from '@censo/shared';
 import { startServer } from '@censo/api';
 import { fixtureCases } from '../helpers/fixtures.js';
-import { API_KEY, expectEmptyDir, formWith, post, startTestServer, type TestServer } from '../helpers/http.js';
+import { expectEmptyDir, formWith, post, startTestServer, type TestServer } from '../helpers/http.js';
 import { closing, openUpload, partHead } from '../helpers/raw-http.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';

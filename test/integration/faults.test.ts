@@ -19,7 +19,7 @@ import { startServer, type RunningServer } from '@censo/api';
 import { startWorker } from '@censo/worker';
 import { createBullmqRunner } from '../../services/api/dist/jobs/bullmq.js';
 import { fixtureCases } from '../helpers/fixtures.js';
-import { API_KEY, expectEmptyDir, formWith, post, startTestServer, type TestServer } from '../helpers/http.js';
+import { API_KEY, expectEmptyDir, formWith, post, startTestServer } from '../helpers/http.js';
 import { createAuditsTable, createTestSchema, startTestPostgres } from '../helpers/postgres.js';
 import { startRedisProxy } from '../helpers/redis.js';
 

@@ -73,7 +73,6 @@ export class JobWaiters {
       resolve = res;
       reject = rej;
     });
-    let timer: NodeJS.Timeout | undefined;
     const finish = (settle: () => void): void => {
       if (this.#waiters.get(id) !== waiter) return; // already settled
       this.#untrack(id, waiter);
@@ -91,9 +90,9 @@ export class JobWaiters {
       succeed: (value) => finish(() => resolve(value)),
       fail: (err) => finish(() => reject(err)),
     };
+    const timer = setTimeout(() => giveUp(new JobTimeoutError(), 'deadline passed'), Math.max(0, deadline - Date.now()));
     this.#track(id, waiter);
     signal.addEventListener('abort', onAbort, { once: true });
-    timer = setTimeout(() => giveUp(new JobTimeoutError(), 'deadline passed'), Math.max(0, deadline - Date.now()));
     return {
       result,
       enqueued: () => {

@@ -70,6 +70,7 @@ const WINDOWS_1252_HIGH = [
  */
 export function encoderFor(encoding: CensoEncoding): (text: string) => Buffer {
   if (encoding !== 'windows-1252') {
+    // eslint-disable-next-line no-control-regex -- the range starts at U+0000 on purpose
     return (text) => Buffer.from(text.replace(/[^\u0000-\u00ff]/gu, '?'), 'latin1');
   }
   const byteOf = new Map<number, number>();
@@ -80,6 +81,7 @@ export function encoderFor(encoding: CensoEncoding): (text: string) => Buffer {
     byteOf.set(0x80 + i, 0x80 + i);
   });
   return (text) => {
+    // eslint-disable-next-line no-control-regex -- the range starts at U+0000 on purpose
     if (!/[^\u0000-\u007f\u00a0-\u00ff]/.test(text)) return Buffer.from(text, 'latin1');
     const bytes = Buffer.allocUnsafe(text.length);
     for (let i = 0; i < text.length; i++) {
