@@ -21,7 +21,17 @@ export default tseslint.config(
   {
     files: ['shared/src/core/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/runtime/**', '**/queue/**', 'fastify', 'bullmq', 'ioredis', 'pg'], message: 'The core is pure: no runtime, queue, HTTP or database code.' }] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/runtime/**', '**/queue/**', 'fastify', 'bullmq', 'ioredis', 'pg'],
+              message: 'The core is pure: no runtime, queue, HTTP or database code.',
+            },
+          ],
+        },
+      ],
     },
   },
   { files: ['services/api/web/**/*.js'], languageOptions: { globals: globals.browser } },

@@ -11,16 +11,69 @@ export function coreCases(data) {
   const x25 = data.x25.files.xlsx;
   const j25 = data.j25.files.json;
   return [
-    { id: 'xlsx100-core', group: 'xlsx100', label: 'censo-api core (readRetorno + findDivergencias)', args: ['core', x100], rows: data.p100k.rows, expect: data.p100k.divergencias },
-    { id: 'xlsx100-exceljs', group: 'xlsx100', label: 'exceljs 4.4 streaming reader, rows only', args: ['exceljs', x100], rows: data.p100k.rows },
-    { id: 'xlsx100-floor', group: 'xlsx100', label: 'floor: inflate + byte scan, no rows', args: ['floor-xlsx', x100], rows: data.p100k.rows },
-    { id: 'xlsx25-core', group: 'xlsx25', label: 'censo-api core (readRetorno + findDivergencias)', args: ['core', x25], rows: data.x25.rows, expect: data.x25.divergencias },
-    { id: 'xlsx25-exceljs', group: 'xlsx25', label: 'exceljs 4.4 streaming reader, rows only', args: ['exceljs', x25], rows: data.x25.rows },
+    {
+      id: 'xlsx100-core',
+      group: 'xlsx100',
+      label: 'censo-api core (readRetorno + findDivergencias)',
+      args: ['core', x100],
+      rows: data.p100k.rows,
+      expect: data.p100k.divergencias,
+    },
+    {
+      id: 'xlsx100-exceljs',
+      group: 'xlsx100',
+      label: 'exceljs 4.4 streaming reader, rows only',
+      args: ['exceljs', x100],
+      rows: data.p100k.rows,
+    },
+    {
+      id: 'xlsx100-floor',
+      group: 'xlsx100',
+      label: 'floor: inflate + byte scan, no rows',
+      args: ['floor-xlsx', x100],
+      rows: data.p100k.rows,
+    },
+    {
+      id: 'xlsx25-core',
+      group: 'xlsx25',
+      label: 'censo-api core (readRetorno + findDivergencias)',
+      args: ['core', x25],
+      rows: data.x25.rows,
+      expect: data.x25.divergencias,
+    },
+    {
+      id: 'xlsx25-exceljs',
+      group: 'xlsx25',
+      label: 'exceljs 4.4 streaming reader, rows only',
+      args: ['exceljs', x25],
+      rows: data.x25.rows,
+    },
     { id: 'xlsx25-floor', group: 'xlsx25', label: 'floor: inflate + byte scan, no rows', args: ['floor-xlsx', x25], rows: data.x25.rows },
-    { id: 'json25-core', group: 'json25', label: 'censo-api core (readRetorno + findDivergencias)', args: ['core', j25], rows: data.j25.rows, expect: data.j25.divergencias },
+    {
+      id: 'json25-core',
+      group: 'json25',
+      label: 'censo-api core (readRetorno + findDivergencias)',
+      args: ['core', j25],
+      rows: data.j25.rows,
+      expect: data.j25.divergencias,
+    },
     { id: 'json25-parse', group: 'json25', label: 'bare readFile + JSON.parse', args: ['json-parse', j25], rows: data.j25.rows },
-    { id: 'merge-t25', group: 'merge', label: 'runJob retorno-rf (read + extract + merge + write)', args: ['job-rf', data.t25.files.xlsx, data.t25.files.txt], rows: data.t25.rows, expect: data.t25.pessoas },
-    { id: 'merge-p100k', group: 'merge', label: 'runJob retorno-rf (read + extract + merge + write)', args: ['job-rf', data.p100k.files.xlsx, data.p100k.files.txt], rows: data.p100k.rows, expect: data.p100k.pessoas },
+    {
+      id: 'merge-t25',
+      group: 'merge',
+      label: 'runJob retorno-rf (read + extract + merge + write)',
+      args: ['job-rf', data.t25.files.xlsx, data.t25.files.txt],
+      rows: data.t25.rows,
+      expect: data.t25.pessoas,
+    },
+    {
+      id: 'merge-p100k',
+      group: 'merge',
+      label: 'runJob retorno-rf (read + extract + merge + write)',
+      args: ['job-rf', data.p100k.files.xlsx, data.p100k.files.txt],
+      rows: data.p100k.rows,
+      expect: data.p100k.pessoas,
+    },
   ];
 }
 
@@ -39,7 +92,17 @@ export async function runCore(data, runs, log = console.log) {
   for (const c of cases) {
     const s = samples[c.id];
     const ms = median(s.map((r) => r.ms));
-    results[c.id] = { ...c, ms, rowsPerSec: c.rows / (ms / 1000), maxRssMB: median(s.map((r) => r.maxRssMB)), maxRssMax: Math.max(...s.map((r) => r.maxRssMB)), out: s[0].out, bytes: s[0].bytes, runs: s.length, all: s.map((r) => Math.round(r.ms)) };
+    results[c.id] = {
+      ...c,
+      ms,
+      rowsPerSec: c.rows / (ms / 1000),
+      maxRssMB: median(s.map((r) => r.maxRssMB)),
+      maxRssMax: Math.max(...s.map((r) => r.maxRssMB)),
+      out: s[0].out,
+      bytes: s[0].bytes,
+      runs: s.length,
+      all: s.map((r) => Math.round(r.ms)),
+    };
   }
   // Ratios within the same run, then their median.
   const ratio = (a, b) => median(samples[a].map((r, i) => r.ms / samples[b][i].ms));

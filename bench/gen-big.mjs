@@ -40,7 +40,21 @@ export async function generate({ persons = 10_000, perPerson = 3, out, formats =
     const code = `P${String(i).padStart(7, '0')}`;
     const p = { inep: digits(12), cpf: digits(11), nome: name(), nasc: date(), mae: name() };
     const f = new Array(108).fill('');
-    Object.assign(f, { 0: '30', 1: school, 2: code, 3: p.inep, 4: p.cpf, 5: p.nome, 6: p.nasc, 7: '1', 8: p.mae, 10: '2', 11: '1', 13: '1', 14: '76' });
+    Object.assign(f, {
+      0: '30',
+      1: school,
+      2: code,
+      3: p.inep,
+      4: p.cpf,
+      5: p.nome,
+      6: p.nasc,
+      7: '1',
+      8: p.mae,
+      10: '2',
+      11: '1',
+      13: '1',
+      14: '76',
+    });
     txtBuf += f.join('|') + '\n';
     if (txtBuf.length > 1 << 20) {
       txtParts.push(Buffer.from(txtBuf, 'latin1'));
@@ -52,8 +66,17 @@ export async function generate({ persons = 10_000, perPerson = 3, out, formats =
       if (kind === 0) rows.push([30, line, code, 'Número do CPF', RF, `${p.cpf} -- ${digits(11)}`]);
       else if (kind === 1) rows.push([30, line, code, 'Nome completo', RF, `${p.nome} -- ${name()}`]);
       else if (kind === 2) rows.push([30, line, code, 'Data de nascimento', RF, `${p.nasc} -- ${date()}`]);
-      else if (kind === 3) rows.push([30, line, code, 'Identificação única (Inep)', 'Filiação 1 (nome da mãe) divergente da base da Receita Federal.', `${p.mae} -- ${name()}`]);
-      else if (kind === 4) rows.push([30, line, code, 'Município de nascimento', 'O campo foi preenchido com valor não permitido.', '9999999']);
+      else if (kind === 3)
+        rows.push([
+          30,
+          line,
+          code,
+          'Identificação única (Inep)',
+          'Filiação 1 (nome da mãe) divergente da base da Receita Federal.',
+          `${p.mae} -- ${name()}`,
+        ]);
+      else if (kind === 4)
+        rows.push([30, line, code, 'Município de nascimento', 'O campo foi preenchido com valor não permitido.', '9999999']);
       else if (kind === 5) rows.push([60, line, code, 'Turma', 'O campo não foi preenchido quando deveria ser preenchido.', '']);
       else if (kind === 6) rows.push([30, line, code, 'Cor/Raça', 'O campo foi preenchido com valor não permitido.', '7']);
       else rows.push([30, line, code, 'Endereço Eletrônico', 'O campo contém caractere(s) não permitido(s).', 'x@y']);

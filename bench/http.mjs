@@ -17,7 +17,11 @@ const WORKER_MAIN = path.join(ROOT, 'services/worker/dist/main.js');
 export function multipartBody(files) {
   const parts = [];
   for (const { field, filename, content } of files) {
-    parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`));
+    parts.push(
+      Buffer.from(
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+      ),
+    );
     parts.push(content, Buffer.from('\r\n'));
   }
   parts.push(Buffer.from(`--${BOUNDARY}--\r\n`));
@@ -26,7 +30,14 @@ export function multipartBody(files) {
 
 function cannon(opts) {
   return new Promise((resolve, reject) => {
-    const instance = autocannon({ ...opts, method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'x-api-key': API_KEY, ...opts.headers } }, (err, result) => (err ? reject(err) : resolve(result)));
+    const instance = autocannon(
+      {
+        ...opts,
+        method: 'POST',
+        headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'x-api-key': API_KEY, ...opts.headers },
+      },
+      (err, result) => (err ? reject(err) : resolve(result)),
+    );
     // A request whose response never came counts as an error; nothing is retried.
     instance.on('error', () => {});
   });
@@ -74,7 +85,8 @@ async function deploy(mode, workers, redisUrl) {
   } else {
     Object.assign(env, { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix });
     procs.push(startProcess(`api-${mode}`, [API_MAIN, '--role=api'], env));
-    for (let i = 0; i < workers; i++) procs.push(startProcess(`worker-${mode}-${i + 1}`, [WORKER_MAIN], { ...env, PORT: String(port + 50 + i) }));
+    for (let i = 0; i < workers; i++)
+      procs.push(startProcess(`worker-${mode}-${i + 1}`, [WORKER_MAIN], { ...env, PORT: String(port + 50 + i) }));
   }
   const url = `http://127.0.0.1:${port}`;
   await waitFor(`${url}/readyz`, { process: procs[0] });
@@ -141,13 +153,19 @@ export async function runHttp(data, { quick, redisUrl, log = console.log }) {
       // server finish those (they count against MAX_INFLIGHT_UPLOADS) before the next phase.
       await sleep(1500);
       const base = memoryOf(d.api.pid);
-      const c50 = summarize(await cannon({ url: `${d.url}/api/divergencias-rf`, body: small, connections: 50, duration: smallSeconds, timeout: 30 }));
+      const c50 = summarize(
+        await cannon({ url: `${d.url}/api/divergencias-rf`, body: small, connections: 50, duration: smallSeconds, timeout: 30 }),
+      );
       log(`  http ${mode}: small c=50 ${c50.reqPerSec.toFixed(0)} req/s p50 ${c50.p50} ms`);
       await sleep(1500);
-      const c1 = summarize(await cannon({ url: `${d.url}/api/divergencias-rf`, body: small, connections: 1, duration: quick ? 2 : 5, timeout: 30 }));
+      const c1 = summarize(
+        await cannon({ url: `${d.url}/api/divergencias-rf`, body: small, connections: 1, duration: quick ? 2 : 5, timeout: 30 }),
+      );
       log(`  http ${mode}: small c=1 p50 ${c1.p50} ms`);
       await sleep(1500);
-      const big = summarize(await cannon({ url: `${d.url}/api/retorno-rf`, body: large, connections: 2, amount: largeAmount, timeout: 120 }));
+      const big = summarize(
+        await cannon({ url: `${d.url}/api/retorno-rf`, body: large, connections: 2, amount: largeAmount, timeout: 120 }),
+      );
       log(`  http ${mode}: large c=2 ${big.reqPerSec.toFixed(2)} req/s p50 ${big.p50} ms`);
       const mem = memoryOf(d.api.pid);
       results.push({ mode, workers, small50: c50, small1: c1, large: big, apiRssBaseMB: base.rss, apiPeakRssMB: mem.hwm });

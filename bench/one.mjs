@@ -96,7 +96,12 @@ async function jobRf() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'censo-bench-'));
   return async () => {
     try {
-      const result = await runJob({ kind: 'retorno-rf', retorno: { path: file, format }, txt: { path: txt }, resultPath: path.join(dir, 'r.json') });
+      const result = await runJob({
+        kind: 'retorno-rf',
+        retorno: { path: file, format },
+        txt: { path: txt },
+        resultPath: path.join(dir, 'r.json'),
+      });
       if (!result.ok) throw new Error(`job failed: ${JSON.stringify(result)}`);
       return { out: result.count, bytes: result.bytes };
     } finally {

@@ -123,7 +123,8 @@ export async function runQuery({ quick, databaseUrl, log = console.log }) {
     if (deepPage.rows[0][0] !== String(DEPTH + 1) || deepPage.count !== 1000) throw new Error(`deep page starts at ${deepPage.rows[0][0]}`);
     // And one cursor taken from the route itself, to check that the constructed one is the real thing.
     const second = JSON.parse((await timeGet(firstUrl, 1)).body).next_cursor;
-    if (second !== encodeCursor(CURSOR_SECRET, 'audits', new Map(), ['1000'])) throw new Error('constructed cursor differs from the route’s');
+    if (second !== encodeCursor(CURSOR_SECRET, 'audits', new Map(), ['1000']))
+      throw new Error('constructed cursor differs from the route’s');
 
     const select = `SELECT id, auditable_id, user_id, action, to_char(created_at, 'YYYY-MM-DD HH24:MI:SS') AS created_at FROM audits`;
     const offsetSql = `${select} ORDER BY id OFFSET ${DEPTH} LIMIT 1000`;
@@ -149,7 +150,15 @@ export async function runQuery({ quick, databaseUrl, log = console.log }) {
       const ms = performance.now() - t0;
       clearInterval(sampler);
       if (res.status !== 200 || lines !== AUDIT_ROWS + 1) throw new Error(`csv: HTTP ${res.status}, ${lines} lines`);
-      csvRuns.push({ ms, rows: lines - 1, bytes, rowsPerSec: (lines - 1) / (ms / 1000), rssBeforeMB: before.rss, rssPeakMB: peak, rssAfterMB: memoryOf(api.pid).rss });
+      csvRuns.push({
+        ms,
+        rows: lines - 1,
+        bytes,
+        rowsPerSec: (lines - 1) / (ms / 1000),
+        rssBeforeMB: before.rss,
+        rssPeakMB: peak,
+        rssAfterMB: memoryOf(api.pid).rss,
+      });
       await sleep(300);
     }
     const csv = {
@@ -161,7 +170,17 @@ export async function runQuery({ quick, databaseUrl, log = console.log }) {
       rssPeakMB: Math.max(...csvRuns.map((r) => r.rssPeakMB)),
       rssGrowthMB: Math.max(...csvRuns.map((r) => r.rssPeakMB - r.rssBeforeMB)),
     };
-    return { rows: AUDIT_ROWS, depth: DEPTH, first: stats(first.ms), deep: stats(deep.ms), offset: stats(offset), keyset: stats(keyset), csv, apiHwmMB: memoryOf(api.pid).hwm, requests: n };
+    return {
+      rows: AUDIT_ROWS,
+      depth: DEPTH,
+      first: stats(first.ms),
+      deep: stats(deep.ms),
+      offset: stats(offset),
+      keyset: stats(keyset),
+      csv,
+      apiHwmMB: memoryOf(api.pid).hwm,
+      requests: n,
+    };
   } finally {
     await api?.stop();
     await admin.end();

@@ -45,7 +45,9 @@ const dataRows = Object.entries(data).map(([name, d]) => [
   name,
   fmt(d.persons),
   fmt(d.rows),
-  Object.entries(d.sizes).map(([f, b]) => `${f} ${(b / MiB).toFixed(2)} MiB`).join(', '),
+  Object.entries(d.sizes)
+    .map(([f, b]) => `${f} ${(b / MiB).toFixed(2)} MiB`)
+    .join(', '),
 ]);
 const dataTable = table(['set', 'persons', 'return rows', 'files (limit 25 MiB each)'], dataRows);
 log(dataTable);
@@ -68,7 +70,11 @@ section(
     '',
     `**xlsx, 300k rows (p100k, ${(data.p100k.sizes.xlsx / MiB).toFixed(1)} MiB)**`,
     '',
-    table(H, [coreRow('xlsx100-core', 'xlsx100-core'), coreRow('xlsx100-exceljs', 'xlsx100-core'), coreRow('xlsx100-floor', 'xlsx100-core')]),
+    table(H, [
+      coreRow('xlsx100-core', 'xlsx100-core'),
+      coreRow('xlsx100-exceljs', 'xlsx100-core'),
+      coreRow('xlsx100-floor', 'xlsx100-core'),
+    ]),
     '',
     `**xlsx near the limit, 600k rows (x25, ${(data.x25.sizes.xlsx / MiB).toFixed(1)} MiB)**`,
     '',
@@ -93,16 +99,34 @@ section(
     table(
       ['input', 'time ms', 'return rows/s', 'pessoas', 'pessoas/s', 'result MiB', 'peak RSS MiB'],
       [
-        mergeRow('merge-t25', `t25: txt ${(data.t25.sizes.txt / MiB).toFixed(1)} MiB (${fmt(data.t25.persons)} persons) + xlsx ${(data.t25.sizes.xlsx / MiB).toFixed(1)} MiB`),
-        mergeRow('merge-p100k', `p100k: txt ${(data.p100k.sizes.txt / MiB).toFixed(1)} MiB + xlsx ${(data.p100k.sizes.xlsx / MiB).toFixed(1)} MiB`),
+        mergeRow(
+          'merge-t25',
+          `t25: txt ${(data.t25.sizes.txt / MiB).toFixed(1)} MiB (${fmt(data.t25.persons)} persons) + xlsx ${(data.t25.sizes.xlsx / MiB).toFixed(1)} MiB`,
+        ),
+        mergeRow(
+          'merge-p100k',
+          `p100k: txt ${(data.p100k.sizes.txt / MiB).toFixed(1)} MiB + xlsx ${(data.p100k.sizes.xlsx / MiB).toFixed(1)} MiB`,
+        ),
       ],
     ),
   ].join('\n'),
 );
-target('xlsx ≥ 200k return rows/s through the core (300k-row return / 600k-row return)', `${fmt(core['xlsx100-core'].rowsPerSec)} / ${fmt(core['xlsx25-core'].rowsPerSec)} rows/s`, core['xlsx100-core'].rowsPerSec >= 200_000 && core['xlsx25-core'].rowsPerSec >= 200_000);
-target('xlsx peak RSS ≤ 150 MB at 25 MB', `${fmt(core['xlsx25-core'].maxRssMB)} MiB (max of runs ${fmt(core['xlsx25-core'].maxRssMax)})`, core['xlsx25-core'].maxRssMax * 1.048576 <= 150);
+target(
+  'xlsx ≥ 200k return rows/s through the core (300k-row return / 600k-row return)',
+  `${fmt(core['xlsx100-core'].rowsPerSec)} / ${fmt(core['xlsx25-core'].rowsPerSec)} rows/s`,
+  core['xlsx100-core'].rowsPerSec >= 200_000 && core['xlsx25-core'].rowsPerSec >= 200_000,
+);
+target(
+  'xlsx peak RSS ≤ 150 MB at 25 MB',
+  `${fmt(core['xlsx25-core'].maxRssMB)} MiB (max of runs ${fmt(core['xlsx25-core'].maxRssMax)})`,
+  core['xlsx25-core'].maxRssMax * 1.048576 <= 150,
+);
 target('json ≤ 2× a bare JSON.parse of the same file', `${core.ratios.json25CoreVsParse.toFixed(2)}×`, core.ratios.json25CoreVsParse <= 2);
-target('json peak RSS ≤ 200 MB at 25 MB', `${fmt(core['json25-core'].maxRssMB)} MiB (JSON.parse: ${fmt(core['json25-parse'].maxRssMB)} MiB)`, core['json25-core'].maxRssMax * 1.048576 <= 200);
+target(
+  'json peak RSS ≤ 200 MB at 25 MB',
+  `${fmt(core['json25-core'].maxRssMB)} MiB (JSON.parse: ${fmt(core['json25-parse'].maxRssMB)} MiB)`,
+  core['json25-core'].maxRssMax * 1.048576 <= 200,
+);
 
 // --- 3. HTTP -----------------------------------------------------------------------------------
 log('\nHTTP (autocannon)...');
@@ -113,13 +137,45 @@ try {
   log(`  HTTP section failed: ${err.message}`);
 }
 if (http) {
-  const codes = (s) => Object.entries(s.statusCodes ?? {}).filter(([c]) => c !== '200').map(([c, n]) => `${n}×${c}`).join(' ') || '—';
+  const codes = (s) =>
+    Object.entries(s.statusCodes ?? {})
+      .filter(([c]) => c !== '200')
+      .map(([c, n]) => `${n}×${c}`)
+      .join(' ') || '—';
   const rows = [];
   for (const r of http.results) {
-    const name = r.workers === 0 ? 'embedded (one process, thread pool)' : `queue: API + ${r.workers} worker process${r.workers > 1 ? 'es' : ''}`;
-    rows.push([name, 'small, 50 conn', fmt(r.small50.requests), fmt(r.small50.reqPerSec), fmt(r.small50.p50), fmt(r.small50.p99), `${r.small50.errors + r.small50.timeouts} / ${codes(r.small50)}`, r.workers ? `${fmt(r.overheadP50At50, 1)}` : '']);
-    rows.push([name, 'small, 1 conn', fmt(r.small1.requests), fmt(r.small1.reqPerSec), fmt(r.small1.p50), fmt(r.small1.p99), `${r.small1.errors + r.small1.timeouts} / ${codes(r.small1)}`, r.workers ? `${fmt(r.overheadP50At1, 1)} (mean ${fmt(r.overheadMeanAt1, 2)})` : '']);
-    rows.push([name, 'large, 2 conn', fmt(r.large.requests), fmt(r.large.reqPerSec, 2), fmt(r.large.p50), fmt(r.large.p99), `${r.large.errors + r.large.timeouts} / ${codes(r.large)}`, '']);
+    const name =
+      r.workers === 0 ? 'embedded (one process, thread pool)' : `queue: API + ${r.workers} worker process${r.workers > 1 ? 'es' : ''}`;
+    rows.push([
+      name,
+      'small, 50 conn',
+      fmt(r.small50.requests),
+      fmt(r.small50.reqPerSec),
+      fmt(r.small50.p50),
+      fmt(r.small50.p99),
+      `${r.small50.errors + r.small50.timeouts} / ${codes(r.small50)}`,
+      r.workers ? `${fmt(r.overheadP50At50, 1)}` : '',
+    ]);
+    rows.push([
+      name,
+      'small, 1 conn',
+      fmt(r.small1.requests),
+      fmt(r.small1.reqPerSec),
+      fmt(r.small1.p50),
+      fmt(r.small1.p99),
+      `${r.small1.errors + r.small1.timeouts} / ${codes(r.small1)}`,
+      r.workers ? `${fmt(r.overheadP50At1, 1)} (mean ${fmt(r.overheadMeanAt1, 2)})` : '',
+    ]);
+    rows.push([
+      name,
+      'large, 2 conn',
+      fmt(r.large.requests),
+      fmt(r.large.reqPerSec, 2),
+      fmt(r.large.p50),
+      fmt(r.large.p99),
+      `${r.large.errors + r.large.timeouts} / ${codes(r.large)}`,
+      '',
+    ]);
   }
   const mem = http.results.map((r) => `${r.mode} ${fmt(r.apiPeakRssMB)} MiB`).join(', ');
   section(
@@ -136,8 +192,19 @@ if (http) {
   const emb = http.results.find((r) => r.workers === 0);
   const q1 = http.results.find((r) => r.workers === 1);
   const q2 = http.results.find((r) => r.workers === 2);
-  target('small uploads ≥ 300 req/s, 0 errors (embedded / queue 1w / queue 2w)', http.results.map((r) => `${fmt(r.small50.reqPerSec)} req/s, ${r.small50.errors + r.small50.timeouts + r.small50.non2xx} err`).join(' / '), http.results.every((r) => r.small50.reqPerSec >= 300 && r.small50.errors + r.small50.timeouts + r.small50.non2xx === 0));
-  if (q1) target('queue overhead ≤ 3 ms p50 at 50 in flight (1w / 2w)', `${fmt(q1.overheadP50At50, 1)} / ${fmt(q2?.overheadP50At50, 1)} ms (at 1 in flight: ${fmt(q1.overheadP50At1, 1)} / ${fmt(q2?.overheadP50At1, 1)} ms)`, q1.overheadP50At50 <= 3 && (q2?.overheadP50At50 ?? 0) <= 3);
+  target(
+    'small uploads ≥ 300 req/s, 0 errors (embedded / queue 1w / queue 2w)',
+    http.results
+      .map((r) => `${fmt(r.small50.reqPerSec)} req/s, ${r.small50.errors + r.small50.timeouts + r.small50.non2xx} err`)
+      .join(' / '),
+    http.results.every((r) => r.small50.reqPerSec >= 300 && r.small50.errors + r.small50.timeouts + r.small50.non2xx === 0),
+  );
+  if (q1)
+    target(
+      'queue overhead ≤ 3 ms p50 at 50 in flight (1w / 2w)',
+      `${fmt(q1.overheadP50At50, 1)} / ${fmt(q2?.overheadP50At50, 1)} ms (at 1 in flight: ${fmt(q1.overheadP50At1, 1)} / ${fmt(q2?.overheadP50At1, 1)} ms)`,
+      q1.overheadP50At50 <= 3 && (q2?.overheadP50At50 ?? 0) <= 3,
+    );
   else target('queue overhead ≤ 3 ms p50 at 50 in flight', 'Redis not reachable', null);
   void emb;
 } else {
@@ -173,14 +240,30 @@ if (query) {
       '',
       table(
         ['CSV export of all rows', 'time ms', 'rows/s', 'MiB sent', 'API RSS before', 'API RSS peak', 'growth'],
-        q.csv.runs.map((r, i) => [`run ${i + 1}`, fmt(r.ms), fmt(r.rowsPerSec), (r.bytes / MiB).toFixed(1), fmt(r.rssBeforeMB), fmt(r.rssPeakMB), fmt(r.rssPeakMB - r.rssBeforeMB)]),
+        q.csv.runs.map((r, i) => [
+          `run ${i + 1}`,
+          fmt(r.ms),
+          fmt(r.rowsPerSec),
+          (r.bytes / MiB).toFixed(1),
+          fmt(r.rssBeforeMB),
+          fmt(r.rssPeakMB),
+          fmt(r.rssPeakMB - r.rssBeforeMB),
+        ]),
       ),
       '',
       `API RSS sampled every 50 ms from /proc/<pid>/status (MiB); process peak (VmHWM) at the end: ${fmt(q.apiHwmMB)} MiB.`,
     ].join('\n'),
   );
-  target('query page at depth ≈ first page, ≤ 3 ms on 1M rows', `first ${fmt(q.first.p50, 2)} ms, depth ${fmt(q.deep.p50, 2)} ms (OFFSET ${fmt(q.offset.p50)} ms)`, q.deep.p50 <= 3 && q.deep.p50 <= q.first.p50 * 1.5);
-  target('CSV ≥ 300k rows/s with flat RSS', `${fmt(q.csv.rowsPerSec)} rows/s, RSS +${fmt(q.csv.rssGrowthMB)} MiB during export`, q.csv.rowsPerSec >= 300_000 && q.csv.rssGrowthMB <= 100);
+  target(
+    'query page at depth ≈ first page, ≤ 3 ms on 1M rows',
+    `first ${fmt(q.first.p50, 2)} ms, depth ${fmt(q.deep.p50, 2)} ms (OFFSET ${fmt(q.offset.p50)} ms)`,
+    q.deep.p50 <= 3 && q.deep.p50 <= q.first.p50 * 1.5,
+  );
+  target(
+    'CSV ≥ 300k rows/s with flat RSS',
+    `${fmt(q.csv.rowsPerSec)} rows/s, RSS +${fmt(q.csv.rssGrowthMB)} MiB during export`,
+    q.csv.rowsPerSec >= 300_000 && q.csv.rssGrowthMB <= 100,
+  );
 } else {
   section('4. Query route', pgVersion ? '_Failed, see the console output._' : '_PostgreSQL not reachable: skipped._');
   target('query page at depth ≈ first page', 'not measured', null);
@@ -192,10 +275,20 @@ const profDir = path.join(DATA, 'prof');
 rmSync(profDir, { recursive: true, force: true });
 mkdirSync(profDir, { recursive: true });
 await runNodeJson(['--cpu-prof', `--cpu-prof-dir=${profDir}`, path.join('bench', 'one.mjs'), 'core', data.x25.files.xlsx]);
-const top = topFrames(path.join(profDir, readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'))), 12);
+const top = topFrames(
+  path.join(
+    profDir,
+    readdirSync(profDir).find((f) => f.endsWith('.cpuprofile')),
+  ),
+  12,
+);
 section(
   'Where the xlsx core spends its time',
-  [`\`node --cpu-prof bench/one.mjs core .bench/x25/retorno.xlsx\` (self time; "(idle)" is the main thread waiting for zlib's inflate on the libuv pool):`, '', table(['self ms', '%', 'function', 'location'], top)].join('\n'),
+  [
+    `\`node --cpu-prof bench/one.mjs core .bench/x25/retorno.xlsx\` (self time; "(idle)" is the main thread waiting for zlib's inflate on the libuv pool):`,
+    '',
+    table(['self ms', '%', 'function', 'location'], top),
+  ].join('\n'),
 );
 
 function topFrames(file, n) {
@@ -238,7 +331,13 @@ const doc = [
   '',
 ].join('\n');
 // Keep the Load section written by `npm run load` (scripts/load.mjs) across bench re-runs.
-const previous = (() => { try { return readFileSync(path.join(ROOT, 'BENCHMARKS.md'), 'utf8'); } catch { return ''; } })();
+const previous = (() => {
+  try {
+    return readFileSync(path.join(ROOT, 'BENCHMARKS.md'), 'utf8');
+  } catch {
+    return '';
+  }
+})();
 const loadSection = /<!-- load:start -->[\s\S]*?<!-- load:end -->/.exec(previous)?.[0];
 writeFileSync(path.join(ROOT, 'BENCHMARKS.md'), loadSection ? `${doc.trimEnd()}\n\n${loadSection}\n` : doc);
 log(`\nWrote BENCHMARKS.md in ${((Date.now() - started) / 60000).toFixed(1)} min.`);

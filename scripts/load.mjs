@@ -44,7 +44,13 @@ const FIX = path.join(ROOT, 'test/fixtures/basico');
 function multipart(files) {
   const parts = [];
   for (const { field, filename, content } of files) {
-    parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`), content, Buffer.from('\r\n'));
+    parts.push(
+      Buffer.from(
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+      ),
+      content,
+      Buffer.from('\r\n'),
+    );
   }
   parts.push(Buffer.from(`--${BOUNDARY}--\r\n`));
   return Buffer.concat(parts);
@@ -53,7 +59,14 @@ function multipart(files) {
 function largeReturn(rows) {
   const out = [];
   for (let i = 0; i < rows; i++) {
-    out.push({ Registro: '30', Linha: String(i + 2), 'Código na Escola': `ALU${i}`, Campo: i % 2 ? 'Número do CPF' : 'Nome', Mensagem: 'O campo não está de acordo com a base da Receita Federal.', Conteúdo: `${10000000000 + i} -- ${20000000000 + i}` });
+    out.push({
+      Registro: '30',
+      Linha: String(i + 2),
+      'Código na Escola': `ALU${i}`,
+      Campo: i % 2 ? 'Número do CPF' : 'Nome',
+      Mensagem: 'O campo não está de acordo com a base da Receita Federal.',
+      Conteúdo: `${10000000000 + i} -- ${20000000000 + i}`,
+    });
   }
   return Buffer.from(JSON.stringify(out));
 }
@@ -63,19 +76,38 @@ function mix() {
   const xlsx = readFileSync(path.join(FIX, 'retorno.xlsx'));
   const txt = readFileSync(path.join(FIX, 'censo.txt'));
   const large = largeReturn(40_000); // ~8 MB
-  const upload = (route, files) => ({ method: 'POST', path: route, headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'x-api-key': API_KEY }, body: multipart(files) });
+  const upload = (route, files) => ({
+    method: 'POST',
+    path: route,
+    headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'x-api-key': API_KEY },
+    body: multipart(files),
+  });
   const get = (p) => ({ method: 'GET', path: p, headers: { 'x-api-key': API_KEY } });
   const small = [
     upload('/api/divergencias-rf', [{ field: 'retorno', filename: 'retorno.json', content: json }]),
-    upload('/api/retorno-rf', [{ field: 'retorno', filename: 'retorno.json', content: json }, { field: 'txt', filename: 'censo.txt', content: txt }]),
+    upload('/api/retorno-rf', [
+      { field: 'retorno', filename: 'retorno.json', content: json },
+      { field: 'txt', filename: 'censo.txt', content: txt },
+    ]),
     get('/api/query?query=audits&limit=100'),
     upload('/api/divergencias-rf', [{ field: 'retorno', filename: 'retorno.xlsx', content: xlsx }]),
-    upload('/api/retorno-rf', [{ field: 'retorno', filename: 'retorno.xlsx', content: xlsx }, { field: 'txt', filename: 'censo.txt', content: txt }]),
+    upload('/api/retorno-rf', [
+      { field: 'retorno', filename: 'retorno.xlsx', content: xlsx },
+      { field: 'txt', filename: 'censo.txt', content: txt },
+    ]),
     get('/api/query?query=audits&user_id=3&inicio=2025-01-01&fim=2025-12-31'),
     get('/api/query?query=audits&format=csv'),
   ];
   // One large upload per 3 rounds of the small ones, per connection.
-  return { requests: [...small, ...small, ...small, upload('/api/divergencias-rf', [{ field: 'retorno', filename: 'retorno.json', content: large }])], largeBytes: large.length };
+  return {
+    requests: [
+      ...small,
+      ...small,
+      ...small,
+      upload('/api/divergencias-rf', [{ field: 'retorno', filename: 'retorno.json', content: large }]),
+    ],
+    largeBytes: large.length,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -90,7 +122,11 @@ async function freePort() {
 }
 
 function start(name, script, env, extraArgs = []) {
-  const child = spawn(process.execPath, [script, ...extraArgs], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script, ...extraArgs], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const log = [];
   const keep = (d) => {
     log.push(d.toString());
@@ -138,7 +174,9 @@ async function redisMemory(redis) {
 
 function runCannon(url, requests, duration) {
   return new Promise((resolve, reject) => {
-    const instance = autocannon({ url, connections: CONNECTIONS, duration, requests, timeout: 60 }, (err, r) => (err ? reject(err) : resolve(r)));
+    const instance = autocannon({ url, connections: CONNECTIONS, duration, requests, timeout: 60 }, (err, r) =>
+      err ? reject(err) : resolve(r),
+    );
     instance.on('error', () => {});
   });
 }
@@ -150,19 +188,38 @@ async function prepareDatabase() {
   const client = new pg.Client({ connectionString: DATABASE_URL });
   await client.connect();
   await client.query(`CREATE SCHEMA ${schema}`);
-  await client.query(`CREATE TABLE ${schema}.audits (id bigserial PRIMARY KEY, auditable_id bigint, auditable_type varchar, user_id bigint, user_type varchar, action varchar, created_at timestamp(6))`);
-  await client.query(`INSERT INTO ${schema}.audits (auditable_id, user_id, action, created_at) SELECT g, g % 10, CASE WHEN g % 3 = 0 THEN 'update' ELSE 'create' END, timestamp '2025-01-01' + g * interval '37 minutes' FROM generate_series(1, 5000) g`);
+  await client.query(
+    `CREATE TABLE ${schema}.audits (id bigserial PRIMARY KEY, auditable_id bigint, auditable_type varchar, user_id bigint, user_type varchar, action varchar, created_at timestamp(6))`,
+  );
+  await client.query(
+    `INSERT INTO ${schema}.audits (auditable_id, user_id, action, created_at) SELECT g, g % 10, CASE WHEN g % 3 = 0 THEN 'update' ELSE 'create' END, timestamp '2025-01-01' + g * interval '37 minutes' FROM generate_series(1, 5000) g`,
+  );
   await client.query(`CREATE INDEX ON ${schema}.audits (user_id, id)`);
   const url = new URL(DATABASE_URL);
   url.searchParams.set('options', `-c search_path=${schema}`);
-  return { url: url.href, drop: async () => { await client.query(`DROP SCHEMA ${schema} CASCADE`); await client.end(); } };
+  return {
+    url: url.href,
+    drop: async () => {
+      await client.query(`DROP SCHEMA ${schema} CASCADE`);
+      await client.end();
+    },
+  };
 }
 
 async function runMode(mode, requests, db) {
   const uploadDir = mkdtempSync(path.join(os.tmpdir(), `censo-load-${mode}-`));
   const port = await freePort();
   const prefix = `{load-${randomUUID()}}`;
-  const base = { API_KEY, HOST: '127.0.0.1', PORT: String(port), UPLOAD_DIR: uploadDir, LOG_LEVEL: 'warn', DATABASE_URL: db.url, WORKER_CONCURRENCY: '2', JOB_TIMEOUT_MS: '60000' };
+  const base = {
+    API_KEY,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    UPLOAD_DIR: uploadDir,
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: db.url,
+    WORKER_CONCURRENCY: '2',
+    JOB_TIMEOUT_MS: '60000',
+  };
   const procs = [];
   let redis = null;
   if (mode === 'embedded') {
@@ -170,7 +227,8 @@ async function runMode(mode, requests, db) {
   } else {
     const q = { ...base, REDIS_URL, QUEUE_PREFIX: prefix };
     procs.push(start('api (--role=api)', 'services/api/dist/main.js', q, ['--role=api']));
-    for (const i of [1, 2]) procs.push(start(`worker ${i}`, 'services/worker/dist/main.js', { ...q, PORT: String(await freePort()), WORKER_CONCURRENCY: '1' }));
+    for (const i of [1, 2])
+      procs.push(start(`worker ${i}`, 'services/worker/dist/main.js', { ...q, PORT: String(await freePort()), WORKER_CONCURRENCY: '1' }));
     redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   }
   const url = `http://127.0.0.1:${port}`;
@@ -225,22 +283,39 @@ const mb = (n) => (Number.isFinite(n) ? n.toFixed(1) : '?');
 
 function table(results, largeBytes) {
   const lines = [];
-  lines.push(`Mixed load on loopback, ${DURATION} s per mode, ${CONNECTIONS} connections (autocannon), ${os.cpus().length} cores, Node ${process.version}.`);
-  lines.push(`Each connection loops over: divergencias-rf (json, xlsx), retorno-rf (json+txt, xlsx+txt), GET /api/query (page, filtered, CSV of 5000 rows) three times, then one ${(largeBytes / 1024 / 1024).toFixed(1)} MB return (40 000 rows) on divergencias-rf.`);
+  lines.push(
+    `Mixed load on loopback, ${DURATION} s per mode, ${CONNECTIONS} connections (autocannon), ${os.cpus().length} cores, Node ${process.version}.`,
+  );
+  lines.push(
+    `Each connection loops over: divergencias-rf (json, xlsx), retorno-rf (json+txt, xlsx+txt), GET /api/query (page, filtered, CSV of 5000 rows) three times, then one ${(largeBytes / 1024 / 1024).toFixed(1)} MB return (40 000 rows) on divergencias-rf.`,
+  );
   lines.push('');
   lines.push('| mode | requests | req/s | 2xx | unexpected (non-2xx / errors / timeouts) | p50 ms | p99 ms | max ms | files left |');
   lines.push('|---|---:|---:|---:|---|---:|---:|---:|---:|');
-  for (const r of results) lines.push(`| ${r.mode} | ${r.requests} | ${r.reqPerSec.toFixed(1)} | ${r.ok} | ${r.unexpected} (${r.non2xx} / ${r.errors} / ${r.timeouts}) | ${r.p50} | ${r.p99} | ${r.max} | ${r.filesLeft} |`);
+  for (const r of results)
+    lines.push(
+      `| ${r.mode} | ${r.requests} | ${r.reqPerSec.toFixed(1)} | ${r.ok} | ${r.unexpected} (${r.non2xx} / ${r.errors} / ${r.timeouts}) | ${r.p50} | ${r.p99} | ${r.max} | ${r.filesLeft} |`,
+    );
   lines.push('');
   lines.push('| mode | process | RSS start MB | 25% | 50% | 75% | end | peak |');
   lines.push('|---|---|---:|---:|---:|---:|---:|---:|');
   for (const r of results) {
     for (const p of r.processes) {
-      lines.push(`| ${r.mode} | ${p.name} | ${mb(p.start)} | ${p.quarters.map((q) => mb(q ?? NaN)).join(' | ')} | ${mb(p.end)} | ${mb(p.peak)} |`);
+      lines.push(
+        `| ${r.mode} | ${p.name} | ${mb(p.start)} | ${p.quarters.map((q) => mb(q ?? NaN)).join(' | ')} | ${mb(p.end)} | ${mb(p.peak)} |`,
+      );
     }
   }
-  for (const r of results) if (r.redis) lines.push('', `Redis \`used_memory\` (${r.mode}): ${mb(r.redis.start)} MB at start, ${mb(r.redis.end)} MB at end (completed jobs are kept up to 10 000 / 1 h by design, then trimmed).`);
-  lines.push('', '"start" is sampled after a 5 s warm-up; "unexpected" is any non-2xx answer, socket error or timeout (the mix contains only valid requests, and rate limiting and load shedding stay below their thresholds).');
+  for (const r of results)
+    if (r.redis)
+      lines.push(
+        '',
+        `Redis \`used_memory\` (${r.mode}): ${mb(r.redis.start)} MB at start, ${mb(r.redis.end)} MB at end (completed jobs are kept up to 10 000 / 1 h by design, then trimmed).`,
+      );
+  lines.push(
+    '',
+    '"start" is sampled after a 5 s warm-up; "unexpected" is any non-2xx answer, socket error or timeout (the mix contains only valid requests, and rate limiting and load shedding stay below their thresholds).',
+  );
   return lines.join('\n');
 }
 
@@ -275,9 +350,12 @@ async function main() {
 }
 
 // A hard bound whatever happens: duration per mode plus start-up and shutdown.
-const hardStop = setTimeout(() => {
-  console.error('load: hard time limit reached');
-  process.exit(2);
-}, (DURATION + 120) * MODES.length * 1000 + 120_000);
+const hardStop = setTimeout(
+  () => {
+    console.error('load: hard time limit reached');
+    process.exit(2);
+  },
+  (DURATION + 120) * MODES.length * 1000 + 120_000,
+);
 hardStop.unref();
 await main();

@@ -74,13 +74,23 @@ export async function lote(options: LoteOptions): Promise<number> {
     // Every file is queued at once; the pool runs `threads` of them at a time.
     const jobs = files.map((file, i): Promise<JobResult> => {
       const resultPath = path.join(work, `${i}.json`);
-      const run = pool.run({ kind: 'divergencias', retorno: { path: path.join(options.folder, file), format: retornoFormat(file)! }, format: 'json', resultPath });
+      const run = pool.run({
+        kind: 'divergencias',
+        retorno: { path: path.join(options.folder, file), format: retornoFormat(file)! },
+        format: 'json',
+        resultPath,
+      });
       return run.finally(bar.tick);
     });
     await write(out, options.format === 'csv' ? csvLine(['arquivo', ...DIVERGENCIA_COLUMNS]) : '{"divergencias":[');
     let first = true;
     for (const [i, file] of files.entries()) {
-      const result = await jobs[i]!.catch((err: unknown): JobResult => ({ ok: false, status: 400, code: 'ERROR', erro: String((err as Error).message ?? err) }));
+      const result = await jobs[i]!.catch((err: unknown): JobResult => ({
+        ok: false,
+        status: 400,
+        code: 'ERROR',
+        erro: String((err as Error).message ?? err),
+      }));
       if (!result.ok) {
         failed++;
         process.stderr.write(`censo: ${file}: ${result.erro}\n`);

@@ -11,7 +11,12 @@ import { BadUsage, fail, InputError } from './failures.js';
 const FORMATS = ['json', 'csv', 'xlsx'] as const;
 
 /** Commander writes its section titles in English; the help is Portuguese. */
-const HELP_TITLES: Readonly<Record<string, string>> = { 'Usage:': 'Uso:', 'Options:': 'Opções:', 'Commands:': 'Comandos:', 'Arguments:': 'Argumentos:' };
+const HELP_TITLES: Readonly<Record<string, string>> = {
+  'Usage:': 'Uso:',
+  'Options:': 'Opções:',
+  'Commands:': 'Comandos:',
+  'Arguments:': 'Argumentos:',
+};
 
 function positiveInteger(value: string): number {
   if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('deve ser um número inteiro positivo.');
@@ -75,7 +80,14 @@ async function main(argv: readonly string[]): Promise<number> {
     .option('-o, --output <arquivo>', 'grava no arquivo em vez da saída padrão')
     .option('-c, --concurrency <n>', 'arquivos processados ao mesmo tempo (padrão: número de CPUs)', positiveInteger)
     .action(async (pasta: string, opts: { format: 'csv' | 'json'; output?: string; concurrency?: number }) => {
-      const failed = await lote({ folder: pasta, format: opts.format, output: opts.output, concurrency: opts.concurrency, quiet: quiet(), vocabulary: await vocabulary() });
+      const failed = await lote({
+        folder: pasta,
+        format: opts.format,
+        output: opts.output,
+        concurrency: opts.concurrency,
+        quiet: quiet(),
+        vocabulary: await vocabulary(),
+      });
       if (failed > 0) status = 1;
     });
 

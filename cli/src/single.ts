@@ -11,7 +11,11 @@ import { retornoInput, txtInput } from './inputs.js';
 
 type Ok = Extract<JobResult, { ok: true }>;
 
-async function runToOutput(build: (resultPath: string) => Promise<JobData>, output: string | undefined, vocabulary: VocabularyAdditions): Promise<Ok> {
+async function runToOutput(
+  build: (resultPath: string) => Promise<JobData>,
+  output: string | undefined,
+  vocabulary: VocabularyAdditions,
+): Promise<Ok> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'censo-cli-'));
   try {
     const resultPath = path.join(dir, 'resultado');
@@ -47,7 +51,12 @@ export async function listOne({ kind, retorno, txt, format, output, vocabulary }
 
 export async function corrigir(options: { retorno: string; txt: string; output: string; vocabulary: VocabularyAdditions }) {
   const result = await runToOutput(
-    async (resultPath) => ({ kind: 'censo-corrigido', retorno: await retornoInput(options.retorno), txt: await txtInput(options.txt), resultPath }),
+    async (resultPath) => ({
+      kind: 'censo-corrigido',
+      retorno: await retornoInput(options.retorno),
+      txt: await txtInput(options.txt),
+      resultPath,
+    }),
     options.output,
     options.vocabulary,
   );

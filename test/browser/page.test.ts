@@ -31,7 +31,16 @@ beforeAll(async () => {
   expect(existsSync(CHROMIUM), 'install Debian chromium (.ci/run does)').toBe(true);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   pg = await startTestPostgres();
   schema = await createTestSchema(pg.url);
@@ -71,7 +80,9 @@ async function enterKey(page: Page, value = API_KEY): Promise<void> {
 
 /** The visible table's body as arrays of cell texts. */
 async function tableRows(page: Page, container: string): Promise<string[][]> {
-  return page.locator(`#${container} tbody tr`).evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+  return page
+    .locator(`#${container} tbody tr`)
+    .evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((td) => td.textContent ?? '')));
 }
 
 async function routeAnswer(route: string, files: UploadFile[]): Promise<Buffer> {
@@ -115,7 +126,7 @@ describe('the staff page', () => {
     await page.context().close();
   });
 
-  it('Divergências: the exact table, counts per chave, sorting, filters, and the routes\' CSV/XLSX', async () => {
+  it("Divergências: the exact table, counts per chave, sorting, filters, and the routes' CSV/XLSX", async () => {
     const page = await openPage();
     await enterKey(page);
     await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(basico.retorno.xlsx);
@@ -136,10 +147,14 @@ describe('the staff page', () => {
     expect(await page.locator('#tabela-divergencias th').filter({ hasText: 'campo' }).getAttribute('aria-sort')).toBe('descending');
 
     await page.getByLabel(/^Filtrar \(/).fill('ALU0002');
-    expect((await tableRows(page, 'tabela-divergencias')).map((r) => r[0])).toEqual(divergencias.filter((d) => d.codigo_na_escola === 'ALU0002').map(() => 'ALU0002'));
+    expect((await tableRows(page, 'tabela-divergencias')).map((r) => r[0])).toEqual(
+      divergencias.filter((d) => d.codigo_na_escola === 'ALU0002').map(() => 'ALU0002'),
+    );
     await page.getByLabel(/^Filtrar \(/).fill('');
     await page.getByLabel('Filtrar por chave').selectOption('cpf');
-    expect((await tableRows(page, 'tabela-divergencias')).map((r) => r[6])).toEqual(divergencias.filter((d) => d.chave === 'cpf').map(() => 'cpf'));
+    expect((await tableRows(page, 'tabela-divergencias')).map((r) => r[6])).toEqual(
+      divergencias.filter((d) => d.chave === 'cpf').map(() => 'cpf'),
+    );
 
     const retorno: UploadFile = { field: 'retorno', path: basico.retorno.xlsx, filename: 'retorno.xlsx' };
     const csv = await downloaded(page, () => page.locator('#resultado-divergencias').getByRole('button', { name: 'Baixar CSV' }).click());
@@ -201,10 +216,13 @@ describe('the staff page', () => {
     await page.context().close();
   });
 
-  it('shows the service\'s erro for a bad file, and says to try later on a 504', async () => {
+  it("shows the service's erro for a bad file, and says to try later on a 504", async () => {
     const page = await openPage();
     await enterKey(page);
-    await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles({ name: 'retorno.json', mimeType: 'application/json', buffer: Buffer.from('[1, 2]') });
+    await page
+      .getByLabel('Arquivo de retorno (.json ou .xlsx)')
+      .first()
+      .setInputFiles({ name: 'retorno.json', mimeType: 'application/json', buffer: Buffer.from('[1, 2]') });
     await page.getByRole('button', { name: 'Ver divergências' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toBe('Arquivo retorno ilegível: as linhas do JSON devem ser objetos.');
     await page.context().close();
@@ -217,7 +235,9 @@ describe('the staff page', () => {
       await enterKey(page2);
       await page2.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(basico.retorno.json);
       await page2.getByRole('button', { name: 'Ver divergências' }).click();
-      await expect.poll(() => page2.getByRole('alert').textContent()).toBe('Tempo esgotado ao processar o arquivo. Tente novamente mais tarde.');
+      await expect
+        .poll(() => page2.getByRole('alert').textContent())
+        .toBe('Tempo esgotado ao processar o arquivo. Tente novamente mais tarde.');
       await context.close();
     } finally {
       await slow.dispose();
@@ -238,7 +258,9 @@ describe('the staff page', () => {
     const firstPageMs = Date.now() - started;
     // Only one screen page is in the DOM, and the tab answers at once.
     expect(await page.locator('#tabela-divergencias tbody tr').count()).toBe(100);
-    expect(await page.locator('#tabela-divergencias p').first().textContent()).toBe(`${summary.divergencias} de ${summary.divergencias} linhas`);
+    expect(await page.locator('#tabela-divergencias p').first().textContent()).toBe(
+      `${summary.divergencias} de ${summary.divergencias} linhas`,
+    );
     const tick = Date.now();
     await page.getByRole('button', { name: 'Página seguinte' }).click();
     await page.evaluate('new Promise((resolve) => requestAnimationFrame(resolve))');
@@ -251,6 +273,8 @@ describe('the staff page', () => {
   it('wrote no console errors', () => {
     // The 401, 400 and 504 above are answers the page shows, not script errors; Chromium logs a
     // failed resource load for them, which is the only console output allowed.
-    expect(consoleErrors.filter((e) => !/Failed to load resource: the server responded with a status of (401|400|504)/.test(e))).toEqual([]);
+    expect(consoleErrors.filter((e) => !/Failed to load resource: the server responded with a status of (401|400|504)/.test(e))).toEqual(
+      [],
+    );
   });
 });

@@ -23,7 +23,10 @@ interface Run {
 
 function censo(args: readonly string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => out.push(c));
@@ -50,12 +53,19 @@ async function api(route: string, files: UploadFile[]): Promise<Buffer> {
   return Buffer.from(await response.arrayBuffer());
 }
 
-const retorno = (c = basico, format: 'json' | 'xlsx' = 'json'): UploadFile => ({ field: 'retorno', path: c.retorno[format], filename: `retorno.${format}` });
+const retorno = (c = basico, format: 'json' | 'xlsx' = 'json'): UploadFile => ({
+  field: 'retorno',
+  path: c.retorno[format],
+  filename: `retorno.${format}`,
+});
 const txt = (c = basico): UploadFile => ({ field: 'txt', path: c.txt, filename: path.basename(c.txt) });
 
 describe('the same answers as the API', () => {
   it.each(['json', 'csv'] as const)('divergencias --format %s, on stdout', async (format) => {
-    for (const [c, kind] of [[basico, 'json'], [utf8, 'xlsx']] as const) {
+    for (const [c, kind] of [
+      [basico, 'json'],
+      [utf8, 'xlsx'],
+    ] as const) {
       const run = await censo(['divergencias', c.retorno[kind], '--format', format]);
       expect(run.code).toBe(0);
       expect(run.stderr).toBe('');
@@ -108,7 +118,9 @@ describe('lote', () => {
       'arquivo,codigo_na_escola,linha,campo,enviado,correto,is_filiacao,chave',
       ...a.map((line) => `escola-a.json,${line}`),
       ...b.map((line) => `escola-b/dentro/Retorno.XLSX,${line}`),
-    ].map((line) => `${line}\r\n`).join('');
+    ]
+      .map((line) => `${line}\r\n`)
+      .join('');
   }
 
   it('combines every return under the folder (recursive, stable order), reports a bad one on stderr and exits 1', async () => {
@@ -134,7 +146,9 @@ describe('lote', () => {
     const command = (quiet: string) => `${process.execPath} ${CLI} ${quiet} lote ${folder} -o ${out}`;
     const tty = await runFile('script', ['-qfec', command(''), '/dev/null'], { encoding: 'utf8' }).catch((err: { stdout: string }) => err);
     expect(tty.stdout).toMatch(/Arquivos .* 3\/3 \| [\d.]+ arq\/s/);
-    const silent = await runFile('script', ['-qfec', command('--quiet'), '/dev/null'], { encoding: 'utf8' }).catch((err: { stdout: string }) => err);
+    const silent = await runFile('script', ['-qfec', command('--quiet'), '/dev/null'], { encoding: 'utf8' }).catch(
+      (err: { stdout: string }) => err,
+    );
     expect(silent.stdout).not.toMatch(/Arquivos/);
   });
 });
@@ -145,29 +159,32 @@ describe('exit codes', () => {
     [['divergencias', 'retorno.pdf'], 'censo: Extensão inválida para retorno: envie .json ou .xlsx.\n'],
     [['retorno-rf', basico.retorno.json, 'censo.csv'], 'censo: Extensão inválida para txt: envie .txt.\n'],
     [['lote', 'nao-existe'], 'censo: Pasta não encontrada: nao-existe.\n'],
-  ])('1 for bad input %j, with the API\'s message', async (args, stderr) => {
+  ])("1 for bad input %j, with the API's message", async (args, stderr) => {
     const run = await censo(args);
     expect(run.code).toBe(1);
     expect(run.stderr).toBe(stderr);
     expect(run.stdout.length).toBe(0);
   });
 
-  it('1 with the API\'s erro for a file the service would refuse', async () => {
+  it("1 with the API's erro for a file the service would refuse", async () => {
     const bad = path.join(dir, 'ruim.json');
     await writeFile(bad, '[1, 2]');
     const run = await censo(['divergencias', bad]);
     expect(run).toMatchObject({ code: 1, stderr: 'censo: Arquivo retorno ilegível: as linhas do JSON devem ser objetos.\n' });
   });
 
-  it.each([[['bogus']], [['divergencias']], [['divergencias', 'a.json', '--format', 'pdf']], [['corrigir', 'a.json', 'b.txt']], [['lote', '.', '--concurrency', '0']]])(
-    '2 for wrong usage %j',
-    async (args) => {
-      const run = await censo(args);
-      expect(run.code).toBe(2);
-      expect(run.stderr).toMatch(/^error: /);
-      expect(run.stdout.length).toBe(0);
-    },
-  );
+  it.each([
+    [['bogus']],
+    [['divergencias']],
+    [['divergencias', 'a.json', '--format', 'pdf']],
+    [['corrigir', 'a.json', 'b.txt']],
+    [['lote', '.', '--concurrency', '0']],
+  ])('2 for wrong usage %j', async (args) => {
+    const run = await censo(args);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^error: /);
+    expect(run.stdout.length).toBe(0);
+  });
 
   it('0 and Portuguese help for --help on every command', async () => {
     for (const args of [['--help'], ...['divergencias', 'retorno-rf', 'corrigir', 'lote'].map((c) => [c, '--help'])]) {
@@ -180,7 +197,10 @@ describe('exit codes', () => {
 
   it('COLUMNS_FILE: the same additions as the service', async () => {
     const file = path.join(dir, 'novo.json');
-    await writeFile(file, JSON.stringify([{ 'Código na Escola': 'A', Campo: 'CPF', Descrição_da_inconsistência: 'Receita Federal', Conteúdo: '1 -- 2' }]));
+    await writeFile(
+      file,
+      JSON.stringify([{ 'Código na Escola': 'A', Campo: 'CPF', Descrição_da_inconsistência: 'Receita Federal', Conteúdo: '1 -- 2' }]),
+    );
     const columns = path.join(dir, 'columns.json');
     await writeFile(columns, JSON.stringify({ mensagem: ['Descrição_da_inconsistência'] }));
     expect((await censo(['divergencias', file])).code).toBe(1);

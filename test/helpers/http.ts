@@ -50,7 +50,7 @@ export async function formWith(files: readonly UploadFile[], fields: Record<stri
   const form = new FormData();
   for (const [name, value] of Object.entries(fields)) form.append(name, value);
   for (const file of files) {
-    const bytes = file.path ? await readFile(file.path) : file.content ?? '';
+    const bytes = file.path ? await readFile(file.path) : (file.content ?? '');
     form.append(file.field, new Blob([bytes]), file.filename);
   }
   return form;

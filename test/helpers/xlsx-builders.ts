@@ -90,7 +90,8 @@ export function workbookParts(spec: WorkbookSpec): Record<string, Part> {
     rels.push(`<Relationship Id="rId${i + 1}" Type="${REL}/worksheet" Target="${target}"/>`);
     sheets.push(`<${p}sheet name="${sheet.name ?? `Plan${i + 1}`}" sheetId="${i + 1}" r:id="rId${i + 1}"/>`);
     const part = target.startsWith('/') ? target.slice(1) : `xl/${target}`;
-    parts[part] = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<${p}worksheet ${ns} xmlns:r="${REL}"><${p}sheetData>${sheet.rows}</${p}sheetData></${p}worksheet>`;
+    parts[part] =
+      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<${p}worksheet ${ns} xmlns:r="${REL}"><${p}sheetData>${sheet.rows}</${p}sheetData></${p}worksheet>`;
   });
   if (spec.sharedStrings !== undefined) {
     rels.push(`<Relationship Id="rIdS" Type="${REL}/sharedStrings" Target="sharedStrings.xml"/>`);
@@ -103,7 +104,8 @@ export function workbookParts(spec: WorkbookSpec): Record<string, Part> {
     rels.push(`<Relationship Id="rIdY" Type="${REL}/styles" Target="styles.xml"/>`);
     parts['xl/styles.xml'] = spec.styles;
   }
-  parts['[Content_Types].xml'] = '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>';
+  parts['[Content_Types].xml'] =
+    '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>';
   parts['xl/workbook.xml'] =
     `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<${p}workbook ${ns} xmlns:r="${REL}">` +
     (spec.date1904 ? `<${p}workbookPr date1904="1"/>` : '') +
@@ -147,7 +149,9 @@ export function stylesXml(xfNumFmtIds: readonly number[], customFormats: Record<
   const fmts = Object.entries(customFormats);
   return (
     `<?xml version="1.0" encoding="UTF-8"?><styleSheet xmlns="${MAIN}">` +
-    (fmts.length ? `<numFmts count="${fmts.length}">${fmts.map(([id, code]) => `<numFmt numFmtId="${id}" formatCode="${xmlEscape(code)}"/>`).join('')}</numFmts>` : '') +
+    (fmts.length
+      ? `<numFmts count="${fmts.length}">${fmts.map(([id, code]) => `<numFmt numFmtId="${id}" formatCode="${xmlEscape(code)}"/>`).join('')}</numFmts>`
+      : '') +
     `<cellStyleXfs count="1"><xf numFmtId="14"/></cellStyleXfs>` +
     `<cellXfs count="${xfNumFmtIds.length}">${xfNumFmtIds.map((id) => `<xf numFmtId="${id}" fontId="0" fillId="0" borderId="0" xfId="0"/>`).join('')}</cellXfs>` +
     `</styleSheet>`

@@ -68,7 +68,9 @@ describe('return .xlsx', () => {
   });
 
   it('a workbook with rows but no recognisable header', async () => {
-    const zip = await readFile(await zipParts(workbookParts({ sheets: [{ rows: textRow(1, ['Nome', 'Idade']) + textRow(2, ['Ana', '7']) }] })));
+    const zip = await readFile(
+      await zipParts(workbookParts({ sheets: [{ rows: textRow(1, ['Nome', 'Idade']) + textRow(2, ['Ana', '7']) }] })),
+    );
     await expectUnreadable(zip, 'retorno.xlsx', new RegExp(`^${UNREADABLE}`));
   });
 
@@ -82,7 +84,11 @@ describe('return .xlsx', () => {
   it('XML entity tricks: entity expansion in a sheet, an external entity in shared strings', async () => {
     const lol = '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;">]>';
     const inSheet = workbookParts(GOOD_SHEET);
-    inSheet['xl/worksheets/sheet1.xml'] = lol + String(inSheet['xl/worksheets/sheet1.xml']).replace(/^<\?xml[^>]*\?>/, '').replace('1 -- 2', '&lol2;');
+    inSheet['xl/worksheets/sheet1.xml'] =
+      lol +
+      String(inSheet['xl/worksheets/sheet1.xml'])
+        .replace(/^<\?xml[^>]*\?>/, '')
+        .replace('1 -- 2', '&lol2;');
     await expectUnreadable(await readFile(await zipParts(inSheet)), 'retorno.xlsx', /DOCTYPE\/ENTITY/);
 
     const xxe = workbookParts({
@@ -111,8 +117,9 @@ describe('return .xlsx', () => {
     await expectUnreadable(await readFile(file), 'retorno.xlsx', `${UNREADABLE}conteúdo descompactado excede 400 MB.`);
   }, 60_000);
 
-  it('a huge single cell: up to 32,767 characters (Excel\'s limit) is read, beyond that a clear 400', async () => {
-    const cell = (text: string) => textRow(1, [...HEADER]) + textRow(2, ['30', '2', 'ALU0001', 'Número do CPF', 'Receita Federal', `${text} -- 1`]);
+  it("a huge single cell: up to 32,767 characters (Excel's limit) is read, beyond that a clear 400", async () => {
+    const cell = (text: string) =>
+      textRow(1, [...HEADER]) + textRow(2, ['30', '2', 'ALU0001', 'Número do CPF', 'Receita Federal', `${text} -- 1`]);
     // The cell holds `${text} -- 1`: 5 characters more than `text`.
     const big = 'X'.repeat(32_767 - 5);
     const res = await sendRetorno(await readFile(await zipParts(workbookParts({ sheets: [{ rows: cell(big) }] }))), 'retorno.xlsx');
@@ -128,7 +135,9 @@ describe('return .xlsx', () => {
 
   it('rows with thousands of columns', async () => {
     const wide = Array.from({ length: 5000 }, (_, i) => is(`${colName(i + 7)}2`, `extra ${i}`)).join('');
-    const rows = textRow(1, [...HEADER]) + row(2, ...['30', '2', 'ALU0001', 'Número do CPF', 'Receita Federal', '1 -- 2'].map((v, i) => is(`${colName(i + 1)}2`, v)), wide);
+    const rows =
+      textRow(1, [...HEADER]) +
+      row(2, ...['30', '2', 'ALU0001', 'Número do CPF', 'Receita Federal', '1 -- 2'].map((v, i) => is(`${colName(i + 1)}2`, v)), wide);
     const res = await sendRetorno(await readFile(await zipParts(workbookParts({ sheets: [{ rows }] }))), 'retorno.xlsx');
     expect(res.status).toBe(200);
     expect((res.body as { divergencias: unknown[] }).divergencias).toHaveLength(1);
@@ -169,7 +178,16 @@ describe('return .json', () => {
 
 describe('census txt', () => {
   const retorno = (linha: string) =>
-    JSON.stringify([{ Registro: '30', Linha: linha, 'Código na Escola': 'ALU0001', Campo: 'Número do CPF', Mensagem: 'Receita Federal', Conteúdo: '52998224725 -- 52998224726' }]);
+    JSON.stringify([
+      {
+        Registro: '30',
+        Linha: linha,
+        'Código na Escola': 'ALU0001',
+        Campo: 'Número do CPF',
+        Mensagem: 'Receita Federal',
+        Conteúdo: '52998224725 -- 52998224726',
+      },
+    ]);
 
   async function sendTxt(txt: string | Uint8Array, linha = '2') {
     return post(
@@ -205,7 +223,17 @@ describe('census txt', () => {
     const res = await sendTxt(txt);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
-      pessoas: [{ codigo_na_escola: 'ALU0001', linha: '2', cpf: '52998224726', nome: 'JO\u00c3O CONCEI\u00c7\u00c3O', data_nascimento: '14/03/2014', inep: '123456789012', nome_mae: 'M\u00c3E' }],
+      pessoas: [
+        {
+          codigo_na_escola: 'ALU0001',
+          linha: '2',
+          cpf: '52998224726',
+          nome: 'JO\u00c3O CONCEI\u00c7\u00c3O',
+          data_nascimento: '14/03/2014',
+          inep: '123456789012',
+          nome_mae: 'M\u00c3E',
+        },
+      ],
     });
   });
 
@@ -232,33 +260,54 @@ describe('requests', () => {
   const json = () => readFile(basico.retorno.json);
 
   it('wrong field names', async () => {
-    const res = await post(server, '/api/divergencias-rf', await formWith([{ field: 'arquivo', content: await json(), filename: 'retorno.json' }]));
+    const res = await post(
+      server,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'arquivo', content: await json(), filename: 'retorno.json' }]),
+    );
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ erro: 'Campo inesperado: arquivo.' });
   });
 
   it('two retorno files', async () => {
     const file = { field: 'retorno', content: await json(), filename: 'retorno.json' };
-    const res = await post(server, '/api/retorno-rf', await formWith([file, file, { field: 'txt', path: basico.txt, filename: 'censo.txt' }]));
+    const res = await post(
+      server,
+      '/api/retorno-rf',
+      await formWith([file, file, { field: 'txt', path: basico.txt, filename: 'censo.txt' }]),
+    );
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ erro: 'Campo enviado mais de uma vez: retorno.' });
   });
 
   it('extra text fields are ignored; too many fields are refused', async () => {
-    const ok = await post(server, '/api/divergencias-rf', await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }], { escola: '123', obs: 'x' }));
+    const ok = await post(
+      server,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }], { escola: '123', obs: 'x' }),
+    );
     expect(ok.status).toBe(200);
     expect(ok.body).toEqual(basico.expectedDivergencias);
     const fields = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`f${i}`, 'x']));
-    const many = await post(server, '/api/divergencias-rf', await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }], fields));
+    const many = await post(
+      server,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }], fields),
+    );
     expect(many.status).toBe(400);
     expect((many.body as { erro: string }).erro).toMatch(/^Campos demais/);
   });
 
   it('a missing boundary', async () => {
-    const res = await post(server, '/api/divergencias-rf', `--x\r\nContent-Disposition: form-data; name="retorno"; filename="r.json"\r\n\r\n[]\r\n--x--\r\n`, {
-      'x-api-key': API_KEY,
-      'content-type': 'multipart/form-data',
-    });
+    const res = await post(
+      server,
+      '/api/divergencias-rf',
+      `--x\r\nContent-Disposition: form-data; name="retorno"; filename="r.json"\r\n\r\n[]\r\n--x--\r\n`,
+      {
+        'x-api-key': API_KEY,
+        'content-type': 'multipart/form-data',
+      },
+    );
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ erro: 'Requisição multipart malformada.' });
   });
@@ -282,7 +331,14 @@ describe('requests', () => {
 
   it('a client that disconnects while its job runs', async () => {
     // A return big enough for the job to take a moment after the upload is complete.
-    const rows = Array.from({ length: 60_000 }, (_, i) => ({ Registro: '30', Linha: String(i + 2), 'Código na Escola': `A${i}`, Campo: 'Nome', Mensagem: 'Receita Federal', Conteúdo: 'X -- Y' }));
+    const rows = Array.from({ length: 60_000 }, (_, i) => ({
+      Registro: '30',
+      Linha: String(i + 2),
+      'Código na Escola': `A${i}`,
+      Campo: 'Nome',
+      Mensagem: 'Receita Federal',
+      Conteúdo: 'X -- Y',
+    }));
     const body = Buffer.from(JSON.stringify(rows));
     const upload = openUpload(server.url, '/api/divergencias-rf');
     await upload.write(partHead('retorno', 'retorno.json'));
@@ -293,7 +349,11 @@ describe('requests', () => {
     upload.request.destroy();
     await expect(upload.response).rejects.toThrow();
     // The service is free again: a normal request right after succeeds.
-    const res = await post(server, '/api/divergencias-rf', await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }]));
+    const res = await post(
+      server,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }]),
+    );
     expect(res.status).toBe(200);
   });
 });
@@ -303,7 +363,10 @@ async function waitForUploadFile(dir: string, bytes = 1): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     for (const folder of await readdir(dir)) {
-      const size = await stat(path.join(dir, folder, 'retorno.json')).then((s) => s.size, () => 0);
+      const size = await stat(path.join(dir, folder, 'retorno.json')).then(
+        (s) => s.size,
+        () => 0,
+      );
       if (size >= bytes) return;
     }
     await sleep(10);

@@ -98,7 +98,9 @@ fetch(url + '/api/divergencias-rf', { method: 'POST', headers, body: form })
 
 function freshFetch(url: string, headers: Record<string, string>, size: number): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', FRESH_PROCESS, url, JSON.stringify(headers), String(size)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['-e', FRESH_PROCESS, url, JSON.stringify(headers), String(size)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.on('error', reject);
@@ -125,7 +127,9 @@ print(json.dumps(out))
 `;
 
 async function urllibPosts(url: string, headers: Record<string, string>, size: number, tries: number): Promise<Answer[]> {
-  const { stdout } = await run('python3', ['-c', URLLIB, url, JSON.stringify(headers), String(size), String(tries)], { maxBuffer: 16 * MB });
+  const { stdout } = await run('python3', ['-c', URLLIB, url, JSON.stringify(headers), String(size), String(tries)], {
+    maxBuffer: 16 * MB,
+  });
   return JSON.parse(stdout) as Answer[];
 }
 
@@ -201,13 +205,15 @@ describe.each(['embedded', 'queue'] as Mode[])('%s mode', (mode) => {
 
     it(`Node fetch, ${TRIES} tries, 2-byte and 12 MB bodies`, async () => {
       for (const size of [2, 12 * MB]) {
-        for (let i = 0; i < TRIES; i++) expect(pick(await fetchPost(server.url, headers, multipart(size))), `${size} bytes, try ${i}`).toEqual(expected());
+        for (let i = 0; i < TRIES; i++)
+          expect(pick(await fetchPost(server.url, headers, multipart(size))), `${size} bytes, try ${i}`).toEqual(expected());
       }
     });
 
     it(`a raw socket that writes everything before reading, ${TRIES} tries`, async () => {
       for (const size of [2, 12 * MB]) {
-        for (let i = 0; i < TRIES; i++) expect(await rawPost(server.url, headers, multipart(size)), `${size} bytes, try ${i}`).toEqual(expected());
+        for (let i = 0; i < TRIES; i++)
+          expect(await rawPost(server.url, headers, multipart(size)), `${size} bytes, try ${i}`).toEqual(expected());
       }
     });
 
@@ -221,14 +227,15 @@ describe.each(['embedded', 'queue'] as Mode[])('%s mode', (mode) => {
     });
 
     // curl -F always sends multipart, so the not-multipart case is left to the other clients.
-    if (!early.contentType) it('curl, with and without Expect: 100-continue', async () => {
-      const file = path.join(work, `curl-${mode}-${early.status}.bin`);
-      await writeFile(file, Buffer.alloc(12 * MB, 0x61));
-      const curlHeaders = Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'content-type'));
-      for (const expectContinue of [true, false]) {
-        for (let i = 0; i < 5; i++) expect(await curlPost(server.url, curlHeaders, file, expectContinue)).toEqual(expected());
-      }
-    });
+    if (!early.contentType)
+      it('curl, with and without Expect: 100-continue', async () => {
+        const file = path.join(work, `curl-${mode}-${early.status}.bin`);
+        await writeFile(file, Buffer.alloc(12 * MB, 0x61));
+        const curlHeaders = Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'content-type'));
+        for (const expectContinue of [true, false]) {
+          for (let i = 0; i < 5; i++) expect(await curlPost(server.url, curlHeaders, file, expectContinue)).toEqual(expected());
+        }
+      });
   });
 
   it(`Node fetch in a fresh process per try (${TRIES} tries): 401`, async () => {
@@ -294,8 +301,12 @@ describe('Expect: 100-continue', () => {
     const { port } = new URL(server.url);
     return new Promise((resolve, reject) => {
       const socket = net.connect(Number(port), '127.0.0.1', () => {
-        const head = Object.entries(headers).map(([n, v]) => `${n}: ${v}\r\n`).join('');
-        socket.write(`POST /api/divergencias-rf HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 1000\r\ncontent-type: multipart/form-data; boundary=${BOUNDARY}\r\n${head}\r\n`);
+        const head = Object.entries(headers)
+          .map(([n, v]) => `${n}: ${v}\r\n`)
+          .join('');
+        socket.write(
+          `POST /api/divergencias-rf HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 1000\r\ncontent-type: multipart/form-data; boundary=${BOUNDARY}\r\n${head}\r\n`,
+        );
       });
       socket.once('data', (chunk: Buffer) => resolve({ first: chunk.toString('utf8'), socket }));
       socket.on('error', reject);
@@ -331,7 +342,11 @@ describe('upload body deadline (SPEC §5)', () => {
       expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
       upload.request.destroy();
       // The only slot is free again: the next upload is admitted and answered.
-      const next = await fetchPost(server.url, { ...KEY, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, Buffer.concat([partHead('retorno', 'retorno.json'), Buffer.from('[]'), closing()]));
+      const next = await fetchPost(
+        server.url,
+        { ...KEY, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+        Buffer.concat([partHead('retorno', 'retorno.json'), Buffer.from('[]'), closing()]),
+      );
       expect(next).toMatchObject({ status: 200, body: { divergencias: [] } });
       await expectEmptyDir(server.uploadDir);
     } finally {

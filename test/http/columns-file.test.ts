@@ -17,9 +17,17 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'censo-columns-'));
   redis = await startTestRedis();
   retorno = path.join(dir, 'retorno.json');
-  await writeFile(retorno, JSON.stringify([
-    { 'Código na Escola': 'ALU1', Campo: 'CPF', 'Descrição da inconsistência': 'Diverge da Receita Federal', Conteúdo: '1 -- 52998224725' },
-  ]));
+  await writeFile(
+    retorno,
+    JSON.stringify([
+      {
+        'Código na Escola': 'ALU1',
+        Campo: 'CPF',
+        'Descrição da inconsistência': 'Diverge da Receita Federal',
+        Conteúdo: '1 -- 52998224725',
+      },
+    ]),
+  );
   columns = path.join(dir, 'columns.json');
   await writeFile(columns, JSON.stringify({ mensagem: ['Descrição da inconsistência'] }));
 });
@@ -48,7 +56,9 @@ describe.each(['embedded', 'queue'] as const)('%s mode', (mode) => {
     try {
       expect(await post(server)).toEqual({
         status: 400,
-        body: { erro: 'Arquivo retorno ilegível: cabeçalho não reconhecido na lista de linhas (encontradas: Código na Escola, Campo, Descrição da inconsistência, Conteúdo; faltam: mensagem).' },
+        body: {
+          erro: 'Arquivo retorno ilegível: cabeçalho não reconhecido na lista de linhas (encontradas: Código na Escola, Campo, Descrição da inconsistência, Conteúdo; faltam: mensagem).',
+        },
       });
     } finally {
       await server.dispose();
@@ -60,7 +70,11 @@ describe.each(['embedded', 'queue'] as const)('%s mode', (mode) => {
     try {
       expect(await post(server)).toEqual({
         status: 200,
-        body: { divergencias: [{ codigo_na_escola: 'ALU1', linha: '', campo: 'CPF', enviado: '1', correto: '52998224725', is_filiacao: false, chave: 'cpf' }] },
+        body: {
+          divergencias: [
+            { codigo_na_escola: 'ALU1', linha: '', campo: 'CPF', enviado: '1', correto: '52998224725', is_filiacao: false, chave: 'cpf' },
+          ],
+        },
       });
     } finally {
       await server.dispose();

@@ -77,7 +77,10 @@ describe.each(['embedded', 'queue'] as const)('%s mode', (mode) => {
     // SRV0042 (birth date; its name correction JOÃO → JOAO equals what the file has).
     const original = (await readFile(basico.txt)).toString('latin1').split('\n');
     const expected = [...original];
-    expected[1] = original[1]!.replace('|123456789012|52998224725|MARIA DA SILVA SOUZA|14/03/2014|', '|123456789099|52998224726|MARIA DA SILVA SOUZA|15/03/2014|');
+    expected[1] = original[1]!.replace(
+      '|123456789012|52998224725|MARIA DA SILVA SOUZA|14/03/2014|',
+      '|123456789099|52998224726|MARIA DA SILVA SOUZA|15/03/2014|',
+    );
     expected[2] = original[2]!.replace('|JOAO PEDRO SOUZA|', '|JOAO PEDRO DE SOUZA|');
     expected[5] = original[5]!.replace('|JOAO PEREIRA LIMA|02/10/1980|', '|JOAO PEREIRA LIMA|03/10/1980|');
     expect(expected).not.toEqual(original);
@@ -169,16 +172,32 @@ describe('LibreOffice opens the workbook with CPFs intact', () => {
     const server = await startTestServer();
     try {
       const retorno = path.join(work, 'zeros.json');
-      await writeFile(retorno, JSON.stringify([
-        { Registro: '30', Linha: '2', 'Código na Escola': '007', Campo: 'Número do CPF', Mensagem: 'Receita Federal', Conteúdo: '01234567890 -- 00234567891' },
-      ]));
-      const { response, bytes } = await upload(server, '/api/divergencias-rf?format=xlsx', [{ field: 'retorno', path: retorno, filename: 'zeros.json' }]);
+      await writeFile(
+        retorno,
+        JSON.stringify([
+          {
+            Registro: '30',
+            Linha: '2',
+            'Código na Escola': '007',
+            Campo: 'Número do CPF',
+            Mensagem: 'Receita Federal',
+            Conteúdo: '01234567890 -- 00234567891',
+          },
+        ]),
+      );
+      const { response, bytes } = await upload(server, '/api/divergencias-rf?format=xlsx', [
+        { field: 'retorno', path: retorno, filename: 'zeros.json' },
+      ]);
       expect(response.status).toBe(200);
       const xlsx = path.join(work, 'divergencias.xlsx');
       await writeFile(xlsx, new Uint8Array(bytes));
       // Filter options: comma, double quote, UTF-8 (76).
       const to = 'csv:Text - txt - csv (StarCalc):44,34,76';
-      await run(soffice!, ['--headless', `-env:UserInstallation=file://${path.join(work, 'lo-profile')}`, '--convert-to', to, '--outdir', work, xlsx], { timeout: 120_000 });
+      await run(
+        soffice!,
+        ['--headless', `-env:UserInstallation=file://${path.join(work, 'lo-profile')}`, '--convert-to', to, '--outdir', work, xlsx],
+        { timeout: 120_000 },
+      );
       const csv = (await readFile(path.join(work, 'divergencias.csv'), 'utf8')).trim().split(/\r?\n/);
       expect(csv[0]).toBe(DIVERGENCIA_COLUMNS.join(','));
       expect(csv[1]).toBe('007,2,Número do CPF,01234567890,00234567891,false,cpf');

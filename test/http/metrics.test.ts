@@ -110,12 +110,18 @@ describe('series', () => {
       expect(sampleValue(all, 'censo_http_requests_total', { method: 'GET', route: 'unmatched', status: '404' })).toBe(1);
     });
     expect(sampleValue(all, 'censo_http_request_duration_seconds_count', { route: '/healthz', status: '200' })).toBe(1);
-    expect(all.some((sample) => Object.values(sample.labels).some((value) => value.includes('probe') || value.includes('/nao/')))).toBe(false);
+    expect(all.some((sample) => Object.values(sample.labels).some((value) => value.includes('probe') || value.includes('/nao/')))).toBe(
+      false,
+    );
   });
 
   it('an upload: request, job outcome and duration, bytes, in-flight back to 0', async () => {
     const size = (await readFile(basico.retorno.json)).length;
-    const res = await post(server, '/api/divergencias-rf', await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }]));
+    const res = await post(
+      server,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }]),
+    );
     expect(res.status).toBe(200);
     const all = await samplesWhen(server, (all) =>
       expect(sampleValue(all, 'censo_http_requests_total', { method: 'POST', route: '/api/divergencias-rf', status: '200' })).toBe(1),

@@ -61,7 +61,9 @@ describe('the OpenAPI document', () => {
   });
 
   it('lists exactly the public routes, with their methods', () => {
-    const listed = operations().map(([path, method]) => `${method} ${path}`).sort();
+    const listed = operations()
+      .map(([path, method]) => `${method} ${path}`)
+      .sort();
     expect(listed).toEqual(PUBLIC_ROUTES);
   });
 
@@ -115,8 +117,12 @@ describe('the OpenAPI document', () => {
 
   it('documents the SPEC statuses with { erro } bodies and the SPEC messages', () => {
     const responses = (path: string, method: string) => doc.paths[path][method].responses as Json;
-    expect(Object.keys(responses('/api/divergencias-rf', 'post'))).toEqual(expect.arrayContaining(['200', '400', '401', '413', '503', '504']));
-    expect(Object.keys(responses('/api/retorno-rf', 'post'))).toEqual(expect.arrayContaining(['200', '400', '401', '413', '422', '503', '504']));
+    expect(Object.keys(responses('/api/divergencias-rf', 'post'))).toEqual(
+      expect.arrayContaining(['200', '400', '401', '413', '503', '504']),
+    );
+    expect(Object.keys(responses('/api/retorno-rf', 'post'))).toEqual(
+      expect.arrayContaining(['200', '400', '401', '413', '422', '503', '504']),
+    );
     expect(Object.keys(responses('/api/query', 'get'))).toEqual(expect.arrayContaining(['200', '400', '401', '503', '504']));
     expect(Object.keys(responses('/readyz', 'get'))).toEqual(['200', '503']);
     const erro = responses('/api/retorno-rf', 'post')['422'];

@@ -26,7 +26,8 @@ describe('keys', () => {
     expect(matches('a-much-longer-key-0123456789')).toBe(true);
     // Prefixes, extensions and other lengths: timingSafeEqual on raw strings would throw on a
     // length mismatch; on fixed-size digests it just says no.
-    for (const wrong of [undefined, '', 'shor', 'shortx', 'SHORT', 'a-much-longer-key', 'x'.repeat(10_000)]) expect(matches(wrong)).toBe(false);
+    for (const wrong of [undefined, '', 'shor', 'shortx', 'SHORT', 'a-much-longer-key', 'x'.repeat(10_000)])
+      expect(matches(wrong)).toBe(false);
     expect(createKeyMatcher([])('anything')).toBe(false);
   });
 
@@ -58,7 +59,14 @@ describe('logs', () => {
       },
     });
     const uploadDir = await mkdtemp(path.join(os.tmpdir(), 'censo-sec-logs-'));
-    const config = loadConfig({ API_KEY: SECRET, HOST: '127.0.0.1', PORT: '0', UPLOAD_DIR: uploadDir, LOG_LEVEL: 'trace', WORKER_CONCURRENCY: '1' });
+    const config = loadConfig({
+      API_KEY: SECRET,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      UPLOAD_DIR: uploadDir,
+      LOG_LEVEL: 'trace',
+      WORKER_CONCURRENCY: '1',
+    });
     const logger = createLogger(config, { service: 'test' }, sink);
     const server = await startServer(config, 'all', logger);
     try {
@@ -130,7 +138,14 @@ describe('upload storage', () => {
     for (let i = 0; i < 500; i++) {
       const folders = await readdir(server.uploadDir);
       if (folders.length >= n) {
-        const withFile = await Promise.all(folders.map((f) => readdir(path.join(server.uploadDir, f)).then((x) => x.length > 0, () => false)));
+        const withFile = await Promise.all(
+          folders.map((f) =>
+            readdir(path.join(server.uploadDir, f)).then(
+              (x) => x.length > 0,
+              () => false,
+            ),
+          ),
+        );
         if (withFile.filter(Boolean).length >= n) return folders;
       }
       await sleep(10);
@@ -166,7 +181,11 @@ describe('upload storage', () => {
       const res = await post(server, '/api/divergencias-rf', await formWith([{ field: 'retorno', path: basico.retorno.json, filename }]));
       expect(res.status).toBe(200);
     }
-    const res = await post(server, '/api/divergencias-rf', await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json/..' }]));
+    const res = await post(
+      server,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json/..' }]),
+    );
     expect(res.status).toBe(400);
     await expectEmptyDir(server.uploadDir);
   });

@@ -179,14 +179,22 @@ describe('bad requests (SPEC §5)', () => {
   it('accepts a file of exactly 25 MB (the limit is inclusive)', async () => {
     const exact = new Uint8Array(25 * 1024 * 1024).fill(0x20);
     exact.set(new TextEncoder().encode('[]'));
-    const res = await post(server, '/api/divergencias-rf', await formWith([{ field: 'retorno', content: exact, filename: 'retorno.json' }]));
+    const res = await post(
+      server,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'retorno', content: exact, filename: 'retorno.json' }]),
+    );
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ divergencias: [] });
   });
 
   it('422 when the txt is not the one the return was issued for', async () => {
     const other = '00|1|x\n30|12345678|OUTRO|1|2|NOME|01/01/2000|1|MAE|PAI\n';
-    const res = await post(server, '/api/retorno-rf', await formWith([retornoFile('json'), { field: 'txt', content: other, filename: 'censo.txt' }]));
+    const res = await post(
+      server,
+      '/api/retorno-rf',
+      await formWith([retornoFile('json'), { field: 'txt', content: other, filename: 'censo.txt' }]),
+    );
     expect(res.status).toBe(422);
     expect(res.body).toEqual({ erro: 'O arquivo txt não corresponde ao retorno (linha 2).' });
     await expectEmptyDir(server.uploadDir);

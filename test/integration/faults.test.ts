@@ -43,7 +43,9 @@ async function freePort(): Promise<number> {
 
 /** A redis-server of this test's own (no persistence), so it can be killed and restarted. */
 async function privateRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
   for (let i = 0; i < 100; i++) {
     const up = await new Promise<boolean>((resolve) => {
       const s = net.connect(port, '127.0.0.1', () => (s.destroy(), resolve(true)));
@@ -99,7 +101,10 @@ describe('Redis restarted while requests wait for their jobs', () => {
     cleanups.push(() => runner.close());
     const blockedClient = new AbortController();
     const blocked = runner
-      .run({ kind: 'divergencias', retorno: { path: fifo, format: 'json' }, resultPath: path.join(blockedDir, 'r.json') }, { id: path.basename(blockedDir), deadline: Date.now() + 60_000, signal: blockedClient.signal })
+      .run(
+        { kind: 'divergencias', retorno: { path: fifo, format: 'json' }, resultPath: path.join(blockedDir, 'r.json') },
+        { id: path.basename(blockedDir), deadline: Date.now() + 60_000, signal: blockedClient.signal },
+      )
       .catch((err: unknown) => err);
 
     const waiting = [1, 2, 3].map(async () => post(api, '/api/divergencias-rf', await retorno()));
@@ -156,7 +161,9 @@ describe('PostgreSQL down and back', () => {
     const schema = await createTestSchema(pgServer.url);
     cleanups.push(() => schema.drop());
     await createAuditsTable(schema.admin);
-    await schema.admin.query(`INSERT INTO audits (auditable_id, user_id, action, created_at) VALUES (1, 7, 'create', '2025-01-02 10:00:00')`);
+    await schema.admin.query(
+      `INSERT INTO audits (auditable_id, user_id, action, created_at) VALUES (1, 7, 'create', '2025-01-02 10:00:00')`,
+    );
 
     const target = new URL(schema.url);
     const proxy = await startRedisProxy(`redis://${target.hostname}:${target.port || 5432}`);

@@ -23,7 +23,13 @@ const DIRECT_COLUMNS = `id::text, auditable_id::text, user_id::text, action,
   to_char(created_at, 'YYYY-MM-DD HH24:MI:SS')`;
 
 type Row = (string | null)[];
-interface Page { query: string; count: number; next_cursor: string | null; columns: string[]; rows: Record<string, string | null>[] }
+interface Page {
+  query: string;
+  count: number;
+  next_cursor: string | null;
+  columns: string[];
+  rows: Record<string, string | null>[];
+}
 
 /** A page's rows back as arrays in `columns` order, to compare with direct SQL. */
 function asArrays(page: Pick<Page, 'columns' | 'rows'>): Row[] {
@@ -52,9 +58,13 @@ const noJobs: JobRunner = {
 
 /** The real app (auth hook, error handler, every plugin) with the given query service. */
 async function buildQueryApp(service: QueryService | null): Promise<FastifyInstance> {
-  const logger = createLogger({ logLevel: 'info' }, { service: 'test' }, {
-    write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>),
-  });
+  const logger = createLogger(
+    { logLevel: 'info' },
+    { service: 'test' },
+    {
+      write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>),
+    },
+  );
   const app = await buildApp({ config: configFor({}), logger, runner: noJobs, query: service });
   await app.ready();
   apps.push(app);
@@ -95,7 +105,11 @@ async function walk(params: string): Promise<{ rows: Row[]; pages: Page[] }> {
 }
 
 async function direct(where = 'true', values: unknown[] = []): Promise<Row[]> {
-  const result = await schema.admin.query({ text: `SELECT ${DIRECT_COLUMNS} FROM audits WHERE ${where} ORDER BY audits.id`, values, rowMode: 'array' });
+  const result = await schema.admin.query({
+    text: `SELECT ${DIRECT_COLUMNS} FROM audits WHERE ${where} ORDER BY audits.id`,
+    values,
+    rowMode: 'array',
+  });
   return result.rows as Row[];
 }
 
@@ -123,24 +137,41 @@ beforeAll(async () => {
   await schema.admin.query(`
     INSERT INTO audits (auditable_id, user_id, action, created_at)
     SELECT g, 7, 'mil', timestamp '2024-04-01' + g * interval '1 second' FROM generate_series(1, 1000) g`);
-  await schema.admin.query(`CREATE TABLE big AS SELECT g::bigint AS id, repeat('x', 100) AS payload FROM generate_series(1, ${BIG_ROWS}) g`);
+  await schema.admin.query(
+    `CREATE TABLE big AS SELECT g::bigint AS id, repeat('x', 100) AS payload FROM generate_series(1, ${BIG_ROWS}) g`,
+  );
   await schema.admin.query('ALTER TABLE big ADD PRIMARY KEY (id)');
   total = Number((await schema.admin.query('SELECT count(*) FROM audits')).rows[0].count);
 
   queriesDir = await mkdtemp(path.join(os.tmpdir(), 'censo-queries-'));
-  await writeFile(path.join(queriesDir, 'extra.json'), JSON.stringify([
-    {
-      name: 'audits_por_data',
-      description: 'Keyed on the raw timestamp and id: microseconds must survive the cursor.',
-      sql: 'SELECT id, created_at AS ts FROM audits WHERE true [[AND user_id = :user_id]]',
-      key: ['ts', 'id'],
-      columns: ['id', 'ts'],
-      filters: [{ name: 'user_id', type: 'integer' }],
-    },
-    { name: 'lenta', sql: 'SELECT 1 AS id FROM pg_sleep(:segundos)', key: 'id', columns: ['id'], filters: [{ name: 'segundos', type: 'integer', required: true }] },
-    { name: 'somente_leitura', sql: "SELECT 1 AS id, current_setting('transaction_read_only') AS ro", key: 'id', columns: ['id', 'ro'], filters: [] },
-    { name: 'grande', sql: 'SELECT id, payload FROM big', key: 'id', columns: ['id', 'payload'], filters: [] },
-  ]));
+  await writeFile(
+    path.join(queriesDir, 'extra.json'),
+    JSON.stringify([
+      {
+        name: 'audits_por_data',
+        description: 'Keyed on the raw timestamp and id: microseconds must survive the cursor.',
+        sql: 'SELECT id, created_at AS ts FROM audits WHERE true [[AND user_id = :user_id]]',
+        key: ['ts', 'id'],
+        columns: ['id', 'ts'],
+        filters: [{ name: 'user_id', type: 'integer' }],
+      },
+      {
+        name: 'lenta',
+        sql: 'SELECT 1 AS id FROM pg_sleep(:segundos)',
+        key: 'id',
+        columns: ['id'],
+        filters: [{ name: 'segundos', type: 'integer', required: true }],
+      },
+      {
+        name: 'somente_leitura',
+        sql: "SELECT 1 AS id, current_setting('transaction_read_only') AS ro",
+        key: 'id',
+        columns: ['id', 'ro'],
+        filters: [],
+      },
+      { name: 'grande', sql: 'SELECT id, payload FROM big', key: 'id', columns: ['id', 'payload'], filters: [] },
+    ]),
+  );
   app = await buildQueryApp(await serviceFor());
 });
 
@@ -157,11 +188,15 @@ describe('listing', () => {
     for (const url of ['/api/query', '/api/query/', '/api/query?']) {
       const { status, body } = await get(url);
       expect(status).toBe(200);
-      const audits = (body.queries as { name: string; columns: string[]; filters: { name: string; type: string }[] }[])
-        .find((query) => query.name === 'audits');
+      const audits = (body.queries as { name: string; columns: string[]; filters: { name: string; type: string }[] }[]).find(
+        (query) => query.name === 'audits',
+      );
       expect(audits?.columns).toEqual(['id', 'auditable_id', 'user_id', 'action', 'created_at']);
       expect(audits?.filters.map((f) => [f.name, f.type])).toEqual([
-        ['user_id', 'integer'], ['action', 'text'], ['inicio', 'date'], ['fim', 'date'],
+        ['user_id', 'integer'],
+        ['action', 'text'],
+        ['inicio', 'date'],
+        ['fim', 'date'],
       ]);
     }
   });
@@ -183,7 +218,9 @@ describe('JSON pages', () => {
     expect(rows[0]).toEqual([expect.stringMatching(/^\d+$/), '9007199254740993', '42', 'limite', '2024-03-04 23:59:59']);
     const { body } = await get('/api/query?query=audits&limit=5');
     expect(body.rows[4]).toEqual({ id: '5', auditable_id: '50', user_id: null, action: 'destroy', created_at: '2024-03-01 00:07:13' });
-    expect(JSON.stringify(body.rows[4])).toBe('{"id":"5","auditable_id":"50","user_id":null,"action":"destroy","created_at":"2024-03-01 00:07:13"}');
+    expect(JSON.stringify(body.rows[4])).toBe(
+      '{"id":"5","auditable_id":"50","user_id":null,"action":"destroy","created_at":"2024-03-01 00:07:13"}',
+    );
   });
 
   it('applies filters, with a smaller limit, across pages', async () => {
@@ -249,7 +286,10 @@ describe('JSON pages', () => {
       pages.push(body);
       cursor = body.next_cursor;
     } while (cursor !== null);
-    const expected = await schema.admin.query({ text: 'SELECT id::text, created_at::text FROM audits ORDER BY audits.created_at, audits.id', rowMode: 'array' });
+    const expected = await schema.admin.query({
+      text: 'SELECT id::text, created_at::text FROM audits ORDER BY audits.created_at, audits.id',
+      rowMode: 'array',
+    });
     expect(pages.flatMap(asArrays)).toEqual(expected.rows);
   });
 
@@ -293,7 +333,9 @@ describe('400', () => {
     const { body } = await get('/api/query?query=audits&limit=10');
     const cursor = body.next_cursor!;
     const [payload, signature] = cursor.split('.') as [string, string];
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), k: ['2000'] })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), k: ['2000'] })).toString(
+      'base64url',
+    );
     for (const bad of [`${forged}.${signature}`, `${payload}.${signature.slice(0, -2)}AA`, `${payload}x.${signature}`]) {
       const response = await get(`/api/query?query=audits&limit=10&cursor=${encodeURIComponent(bad)}`);
       expect(response.status).toBe(400);
@@ -375,14 +417,30 @@ function parseCsv(text: string): string[][] {
     if (c === '"' && field === '') {
       let j = i + 1;
       for (;;) {
-        if (text[j] === '"' && text[j + 1] === '"') { field += '"'; j += 2; }
-        else if (text[j] === '"') break;
-        else { field += text[j]; j += 1; }
+        if (text[j] === '"' && text[j + 1] === '"') {
+          field += '"';
+          j += 2;
+        } else if (text[j] === '"') break;
+        else {
+          field += text[j];
+          j += 1;
+        }
       }
       i = j + 1;
-    } else if (c === ',') { record.push(field); field = ''; i += 1; }
-    else if (c === '\r' && text[i + 1] === '\n') { record.push(field); records.push(record); record = []; field = ''; i += 2; }
-    else { field += c; i += 1; }
+    } else if (c === ',') {
+      record.push(field);
+      field = '';
+      i += 1;
+    } else if (c === '\r' && text[i + 1] === '\n') {
+      record.push(field);
+      records.push(record);
+      record = [];
+      field = '';
+      i += 2;
+    } else {
+      field += c;
+      i += 1;
+    }
   }
   expect(field).toBe('');
   expect(record).toEqual([]);

@@ -193,7 +193,11 @@ interface Child {
 
 function spawnRole(script: 'api' | 'worker', env: Record<string, string>): Child {
   const args = script === 'api' ? ['services/api/dist/main.js', '--role=api'] : ['services/worker/dist/main.js'];
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: Record<string, unknown>[] = [];
   const waiters = new Set<() => void>();
   let buffered = '';
@@ -400,7 +404,11 @@ describe('Redis unreachable', () => {
   it('HTTP: 503 with the exact message when Redis cannot be reached', async () => {
     const config = testConfig({ REDIS_URL: 'redis://127.0.0.1:1', UPLOAD_DIR: await freshUploadDir() });
     const server = track(await startServer(config, 'api', silent));
-    const res = await post(server, '/api/divergencias-rf', await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }]));
+    const res = await post(
+      server,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }]),
+    );
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ erro: 'Fila de processamento indisponível.' });
     await expectEmptyDir(config.uploadDir);
@@ -411,7 +419,11 @@ describe('HTTP through the queue', () => {
   it('no worker: 504 with the exact message, and UPLOAD_DIR is left empty', async () => {
     const config = testConfig({ JOB_TIMEOUT_MS: '1000', UPLOAD_DIR: await freshUploadDir() });
     const server = track(await startServer(config, 'api', silent));
-    const res = await post(server, '/api/divergencias-rf', await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }]));
+    const res = await post(
+      server,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }]),
+    );
     expect(res.status).toBe(504);
     expect(res.body).toEqual({ erro: 'Tempo esgotado ao processar o arquivo.' });
     await expectEmptyDir(config.uploadDir);
@@ -419,10 +431,14 @@ describe('HTTP through the queue', () => {
     await expect.poll(async () => Object.values(await queue.getJobCounts()).reduce((a, b) => a + b, 0)).toBe(0);
   });
 
-  it('bad file: 400 with the worker\'s erro', async () => {
+  it("bad file: 400 with the worker's erro", async () => {
     const config = testConfig({ UPLOAD_DIR: await freshUploadDir() });
     const server = track(await startServer(config, 'all', silent));
-    const res = await post(server, '/api/divergencias-rf', await formWith([{ field: 'retorno', content: 'isto não é JSON', filename: 'retorno.json' }]));
+    const res = await post(
+      server,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'retorno', content: 'isto não é JSON', filename: 'retorno.json' }]),
+    );
     expect(res.status).toBe(400);
     expect((res.body as { erro: string }).erro).toMatch(/^Arquivo retorno ilegível/);
     await expectEmptyDir(config.uploadDir);

@@ -19,7 +19,15 @@ afterAll(async () => {
 function start(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [MAIN], {
-      env: { PATH: process.env.PATH ?? '', API_KEY: 'k', HOST: '127.0.0.1', PORT: '0', UPLOAD_DIR: path.join(dir, 'up'), LOG_LEVEL: 'silent', ...env },
+      env: {
+        PATH: process.env.PATH ?? '',
+        API_KEY: 'k',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        UPLOAD_DIR: path.join(dir, 'up'),
+        LOG_LEVEL: 'silent',
+        ...env,
+      },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
@@ -56,7 +64,9 @@ describe('invalid settings stop the start with one line', () => {
     await writeFile(file, JSON.stringify({ mensagens: ['Descrição'] }));
     const { code, stderr } = await start({ COLUMNS_FILE: file });
     expect(code).toBe(1);
-    expect(stderr.trim()).toBe(`censo-api: could not start: COLUMNS_FILE ${file}: unknown key "mensagens" (expected one of registro, linha, codigo, campo, mensagem, conteudo, chave)`);
+    expect(stderr.trim()).toBe(
+      `censo-api: could not start: COLUMNS_FILE ${file}: unknown key "mensagens" (expected one of registro, linha, codigo, campo, mensagem, conteudo, chave)`,
+    );
   });
 
   it('UPLOAD_TIMEOUT_MS not a number', async () => {

@@ -33,10 +33,22 @@ async function corrigir(txt: Buffer, rows: readonly Row[]): Promise<{ result: Jo
   const txtPath = path.join(dir, `censo-${id}.txt`);
   const retornoPath = path.join(dir, `retorno-${id}.json`);
   await writeFile(txtPath, txt);
-  const retorno = rows.map((r) => ({ Registro: '30', Linha: r.linha, 'Código na Escola': r.codigo, Campo: r.campo, Mensagem: r.mensagem ?? RF, Conteúdo: r.conteudo }));
+  const retorno = rows.map((r) => ({
+    Registro: '30',
+    Linha: r.linha,
+    'Código na Escola': r.codigo,
+    Campo: r.campo,
+    Mensagem: r.mensagem ?? RF,
+    Conteúdo: r.conteudo,
+  }));
   await writeFile(retornoPath, JSON.stringify(retorno));
   const retornoFile = { path: retornoPath, format: 'json' as const };
-  const result = await runJob({ kind: 'censo-corrigido', retorno: retornoFile, txt: { path: txtPath }, resultPath: path.join(dir, `out-${id}.txt`) });
+  const result = await runJob({
+    kind: 'censo-corrigido',
+    retorno: retornoFile,
+    txt: { path: txtPath },
+    resultPath: path.join(dir, `out-${id}.txt`),
+  });
   const pessoasPath = path.join(dir, `pessoas-${id}.json`);
   const pessoas = await runJob({ kind: 'retorno-rf', retorno: retornoFile, txt: { path: txtPath }, resultPath: pessoasPath });
   expect(pessoas.ok).toBe(true);
@@ -62,12 +74,16 @@ describe('hand-written cases, byte for byte', () => {
       { linha: '3', codigo: 'ALU2', campo: 'Nome completo', conteudo: "JOÃO SILVA -- João D'Ávila  da Silva" },
       { linha: '3', codigo: 'ALU2', campo: 'Data de nascimento', conteudo: '1/7/2013 -- 2013-07-02' },
     ]);
-    expect(bytes.equals(latin1(
-      `${SCHOOL}\n` +
-        '30|12345678|ALU1|123456789099|52998224726|MARIA DA CONCEI\u00c7\u00c3O|14/03/2014|1|ANA|JOSE|2|3\n' +
-        "30|12345678|ALU2|||JOAO DAVILA DA SILVA|02/07/2013|1|MARIA||2\n" +
-        '99|\n',
-    ))).toBe(true);
+    expect(
+      bytes.equals(
+        latin1(
+          `${SCHOOL}\n` +
+            '30|12345678|ALU1|123456789099|52998224726|MARIA DA CONCEI\u00c7\u00c3O|14/03/2014|1|ANA|JOSE|2|3\n' +
+            '30|12345678|ALU2|||JOAO DAVILA DA SILVA|02/07/2013|1|MARIA||2\n' +
+            '99|\n',
+        ),
+      ),
+    ).toBe(true);
     expect(result).toMatchObject({ ok: true, count: 2, corrigido: { pessoasCorrigidas: 2, naoAplicadas: 0 } });
   });
 
@@ -77,28 +93,45 @@ describe('hand-written cases, byte for byte', () => {
       { linha: '2', codigo: 'ALU1', campo: 'CPF', conteudo: '52998224725 -- 52998224726' },
       { linha: '4', codigo: 'ALU3', campo: 'Nome', conteudo: 'PEDRO LIMA -- PEDRO DE LIMA' },
     ]);
-    expect(bytes.equals(latin1(
-      `${SCHOOL}\r\n` +
-        '30|12345678|ALU1|123456789012|52998224726|MARIA DA CONCEI\u00c7\u00c3O|14/03/2014|1|ANA|JOSE|2|3\r' +
-        `${P2}\n` +
-        '30|12345678|ALU3|||PEDRO DE LIMA|02/10/1980|1|LUCIA|PAULO',
-    ))).toBe(true);
+    expect(
+      bytes.equals(
+        latin1(
+          `${SCHOOL}\r\n` +
+            '30|12345678|ALU1|123456789012|52998224726|MARIA DA CONCEI\u00c7\u00c3O|14/03/2014|1|ANA|JOSE|2|3\r' +
+            `${P2}\n` +
+            '30|12345678|ALU3|||PEDRO DE LIMA|02/10/1980|1|LUCIA|PAULO',
+        ),
+      ),
+    ).toBe(true);
   });
 
   it('UTF-8 with BOM and CRLF: re-encoded to ISO-8859-1, BOM dropped, a character Latin-1 lacks becomes ?', async () => {
-    const txt = Buffer.from(`\ufeff00|12345678|ESCOLA SÃO JOSÉ €\r\n${'30|12345678|ALU1|||MARIA DA CONCEIÇÃO|14/03/2014|1|ANA|JOSE'}\r\n`, 'utf8');
-    const { bytes, result } = await corrigir(txt, [{ linha: '2', codigo: 'ALU1', campo: 'Data de nascimento', conteudo: '14/03/2014 -- 15032014' }]);
-    expect(bytes.equals(latin1('00|12345678|ESCOLA S\u00c3O JOS\u00c9 ?\r\n30|12345678|ALU1|||MARIA DA CONCEI\u00c7\u00c3O|15/03/2014|1|ANA|JOSE\r\n'))).toBe(true);
+    const txt = Buffer.from(
+      `\ufeff00|12345678|ESCOLA SÃO JOSÉ €\r\n${'30|12345678|ALU1|||MARIA DA CONCEIÇÃO|14/03/2014|1|ANA|JOSE'}\r\n`,
+      'utf8',
+    );
+    const { bytes, result } = await corrigir(txt, [
+      { linha: '2', codigo: 'ALU1', campo: 'Data de nascimento', conteudo: '14/03/2014 -- 15032014' },
+    ]);
+    expect(
+      bytes.equals(
+        latin1('00|12345678|ESCOLA S\u00c3O JOS\u00c9 ?\r\n30|12345678|ALU1|||MARIA DA CONCEI\u00c7\u00c3O|15/03/2014|1|ANA|JOSE\r\n'),
+      ),
+    ).toBe(true);
     expect(result).toMatchObject({ corrigido: { pessoasCorrigidas: 1, naoAplicadas: 0 } });
   });
 
   it('a windows-1252 byte (0x80, €) in an unchanged field stays that byte', async () => {
     const txt = Buffer.concat([latin1(`${SCHOOL}\n30|12345678|ALU1|||ANA|01/01/2010|1|M|P|`), Buffer.from([0x80]), latin1('\n')]);
     const { bytes } = await corrigir(txt, [{ linha: '2', codigo: 'ALU1', campo: 'CPF', conteudo: ' -- 52998224725' }]);
-    expect(bytes.equals(Buffer.concat([latin1(`${SCHOOL}\n30|12345678|ALU1||52998224725|ANA|01/01/2010|1|M|P|`), Buffer.from([0x80]), latin1('\n')]))).toBe(true);
+    expect(
+      bytes.equals(
+        Buffer.concat([latin1(`${SCHOOL}\n30|12345678|ALU1||52998224725|ANA|01/01/2010|1|M|P|`), Buffer.from([0x80]), latin1('\n')]),
+      ),
+    ).toBe(true);
   });
 
-  it('values the layout cannot hold are not applied and are counted; pessoas still shows the tax authority\'s value', async () => {
+  it("values the layout cannot hold are not applied and are counted; pessoas still shows the tax authority's value", async () => {
     const txt = latin1(`${SCHOOL}\n${P1}\n${P3}\n`);
     const { bytes, result, pessoas } = await corrigir(txt, [
       { linha: '2', codigo: 'ALU1', campo: 'CPF', conteudo: '52998224725 -- 123' },
@@ -108,13 +141,22 @@ describe('hand-written cases, byte for byte', () => {
     ]);
     expect(bytes.equals(txt)).toBe(true);
     expect(result).toMatchObject({ ok: true, count: 2, corrigido: { pessoasCorrigidas: 0, naoAplicadas: 4 } });
-    expect(pessoas).toMatchObject([{ linha: '2', cpf: '123', data_nascimento: '31 de março' }, { linha: '3', nome: "'-.'", inep: '12345' }]);
+    expect(pessoas).toMatchObject([
+      { linha: '2', cpf: '123', data_nascimento: '31 de março' },
+      { linha: '3', nome: "'-.'", inep: '12345' },
+    ]);
   });
 
   it('a person with only a filiation divergence is a person of pessoas but changes no byte', async () => {
     const txt = latin1(`${SCHOOL}\n${P1}\n`);
     const { bytes, result, pessoas } = await corrigir(txt, [
-      { linha: '2', codigo: 'ALU1', campo: 'Filiação 1', conteudo: 'ANA -- ANA MARIA', mensagem: 'Nome da mãe diverge da Receita Federal.' },
+      {
+        linha: '2',
+        codigo: 'ALU1',
+        campo: 'Filiação 1',
+        conteudo: 'ANA -- ANA MARIA',
+        mensagem: 'Nome da mãe diverge da Receita Federal.',
+      },
     ]);
     expect(bytes.equals(txt)).toBe(true);
     expect(pessoas).toHaveLength(1);
@@ -134,9 +176,17 @@ describe('hand-written cases, byte for byte', () => {
     const txtPath = path.join(dir, `m-${id}.txt`);
     const retornoPath = path.join(dir, `m-${id}.json`);
     await writeFile(txtPath, txt);
-    await writeFile(retornoPath, JSON.stringify([{ Registro: '30', Linha: '1', 'Código na Escola': 'ALU1', Campo: 'CPF', Mensagem: RF, Conteúdo: '1 -- 2' }]));
+    await writeFile(
+      retornoPath,
+      JSON.stringify([{ Registro: '30', Linha: '1', 'Código na Escola': 'ALU1', Campo: 'CPF', Mensagem: RF, Conteúdo: '1 -- 2' }]),
+    );
     const resultPath = path.join(dir, `m-${id}.out`);
-    const answer = await runJob({ kind: 'censo-corrigido', retorno: { path: retornoPath, format: 'json' }, txt: { path: txtPath }, resultPath });
+    const answer = await runJob({
+      kind: 'censo-corrigido',
+      retorno: { path: retornoPath, format: 'json' },
+      txt: { path: txtPath },
+      resultPath,
+    });
     expect(answer).toEqual({ ok: false, status: 422, code: 'TXT_MISMATCH', erro: 'O arquivo txt não corresponde ao retorno (linha 1).' });
     await expect(readFile(resultPath)).rejects.toMatchObject({ code: 'ENOENT' });
   });
@@ -159,39 +209,44 @@ describe('property: only the corrected fields of changed record-30 lines differ'
 
   it('holds for random files and returns', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(line, { minLength: 1, maxLength: 25 }), fc.boolean(), fc.infiniteStream(fc.nat()), async (lines, finalNewline, picks) => {
-        const it = picks[Symbol.iterator]();
-        const next = () => it.next().value as number;
-        const records = lines.map((l, i) => (l.kind === '30' ? `30|1|C${i}|${l.fields.join('|')}` : `${l.kind}|${l.fields.join('|')}`));
-        const body = records.map((r, i) => r + (i < records.length - 1 || finalNewline ? lines[i]!.end : '')).join('');
-        const txt = latin1(`${SCHOOL}\n${body}`);
-        const rows: Row[] = [];
-        records.forEach((record, i) => {
-          if (!record.startsWith('30|') || next() % 2 === 0) return;
-          const [campo, value] = CHAVES[next() % CHAVES.length]!;
-          const correct = fc.sample(value(), { seed: next(), numRuns: 1 })[0]!;
-          if (correct.trim() === '') return;
-          rows.push({ linha: String(i + 2), codigo: `C${i}`, campo, conteudo: `x -- ${correct}` });
-        });
-        const { bytes, result } = await corrigir(txt, rows);
-        expect(result.ok).toBe(true);
-        const split = (b: Buffer) => b.toString('latin1').split(/\r\n|\r|\n/);
-        const before = split(txt);
-        const after = split(bytes);
-        expect(after.length).toBe(before.length);
-        // Line ends, line by line: the same separators in the same places.
-        expect(bytes.toString('latin1').replace(/[^\r\n]/g, '')).toBe(txt.toString('latin1').replace(/[^\r\n]/g, ''));
-        const changed = new Set(rows.map((r) => Number(r.linha) - 1));
-        before.forEach((old, i) => {
-          if (!changed.has(i)) return expect(after[i]).toBe(old);
-          const a = old.split('|');
-          const b = after[i]!.split('|');
-          expect(b.length).toBe(a.length);
-          a.forEach((field, f) => {
-            if (f < 3 || f > 6) expect(b[f]).toBe(field);
+      fc.asyncProperty(
+        fc.array(line, { minLength: 1, maxLength: 25 }),
+        fc.boolean(),
+        fc.infiniteStream(fc.nat()),
+        async (lines, finalNewline, picks) => {
+          const it = picks[Symbol.iterator]();
+          const next = () => it.next().value as number;
+          const records = lines.map((l, i) => (l.kind === '30' ? `30|1|C${i}|${l.fields.join('|')}` : `${l.kind}|${l.fields.join('|')}`));
+          const body = records.map((r, i) => r + (i < records.length - 1 || finalNewline ? lines[i]!.end : '')).join('');
+          const txt = latin1(`${SCHOOL}\n${body}`);
+          const rows: Row[] = [];
+          records.forEach((record, i) => {
+            if (!record.startsWith('30|') || next() % 2 === 0) return;
+            const [campo, value] = CHAVES[next() % CHAVES.length]!;
+            const correct = fc.sample(value(), { seed: next(), numRuns: 1 })[0]!;
+            if (correct.trim() === '') return;
+            rows.push({ linha: String(i + 2), codigo: `C${i}`, campo, conteudo: `x -- ${correct}` });
           });
-        });
-      }),
+          const { bytes, result } = await corrigir(txt, rows);
+          expect(result.ok).toBe(true);
+          const split = (b: Buffer) => b.toString('latin1').split(/\r\n|\r|\n/);
+          const before = split(txt);
+          const after = split(bytes);
+          expect(after.length).toBe(before.length);
+          // Line ends, line by line: the same separators in the same places.
+          expect(bytes.toString('latin1').replace(/[^\r\n]/g, '')).toBe(txt.toString('latin1').replace(/[^\r\n]/g, ''));
+          const changed = new Set(rows.map((r) => Number(r.linha) - 1));
+          before.forEach((old, i) => {
+            if (!changed.has(i)) return expect(after[i]).toBe(old);
+            const a = old.split('|');
+            const b = after[i]!.split('|');
+            expect(b.length).toBe(a.length);
+            a.forEach((field, f) => {
+              if (f < 3 || f > 6) expect(b[f]).toBe(field);
+            });
+          });
+        },
+      ),
       { numRuns: 60 },
     );
   });

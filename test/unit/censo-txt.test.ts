@@ -143,9 +143,7 @@ describe('record 30', () => {
   });
 
   it('keeps only the wanted lines and the first record for each wanted code', async () => {
-    const p = await file(
-      ['00|x', '30|s|A1|||||||', '30|s|B2|||||||', '30|s|B2|||||||', '30|s|C3', '40|s|A1|||||||'].join('\n'),
-    );
+    const p = await file(['00|x', '30|s|A1|||||||', '30|s|B2|||||||', '30|s|B2|||||||', '30|s|C3', '40|s|A1|||||||'].join('\n'));
     const selected = await selectRecords30(p, { lines: new Set([1, 2, 5, 9]), codes: new Set(['B2', 'C3']) });
     expect([...selected.byLine.keys()]).toEqual([2]);
     expect([...selected.byCode.entries()].map(([k, r]) => [k, r.linha])).toEqual([['B2', 3]]);

@@ -1,13 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  classifyCampo,
-  findDivergencias,
-  isRegistro30,
-  labelKey,
-  splitConteudo,
-  toDivergencia,
-  type RetornoRow,
-} from '@censo/shared';
+import { classifyCampo, findDivergencias, isRegistro30, labelKey, splitConteudo, toDivergencia, type RetornoRow } from '@censo/shared';
 
 const RF = 'O campo não está de acordo com a base da Receita Federal.';
 
@@ -132,7 +124,10 @@ describe('filiation', () => {
 
   it('needs whole words', () => {
     // "país" normalises to "pais", which is not the word "pai"; "filiacaox" is not "filiacao".
-    expect(classifyCampo('Identificação única (Inep)', 'País divergente da Receita Federal')).toEqual({ chave: 'inep', is_filiacao: false });
+    expect(classifyCampo('Identificação única (Inep)', 'País divergente da Receita Federal')).toEqual({
+      chave: 'inep',
+      is_filiacao: false,
+    });
     expect(classifyCampo('Identificação única (Inep)', 'Campo maestro da Receita Federal')).toEqual({ chave: 'inep', is_filiacao: false });
     expect(classifyCampo('Filiacaox', RF)).toEqual({ chave: null, is_filiacao: false });
   });
@@ -156,7 +151,15 @@ describe('toDivergencia', () => {
   });
 
   it('keeps the field order of the wire format', () => {
-    expect(Object.keys(toDivergencia(row())!)).toEqual(['codigo_na_escola', 'linha', 'campo', 'enviado', 'correto', 'is_filiacao', 'chave']);
+    expect(Object.keys(toDivergencia(row())!)).toEqual([
+      'codigo_na_escola',
+      'linha',
+      'campo',
+      'enviado',
+      'correto',
+      'is_filiacao',
+      'chave',
+    ]);
   });
 
   it('findDivergencias keeps return order and drops other rows', async () => {

@@ -9,8 +9,7 @@ const errorsAt = readme.indexOf('### Errors');
 const table = readme.slice(errorsAt, readme.indexOf('\n## ', errorsAt));
 
 const subclasses = Object.entries(shared).filter(
-  ([name, value]) =>
-    typeof value === 'function' && value.prototype instanceof shared.CensoError && name !== 'CensoError',
+  ([name, value]) => typeof value === 'function' && value.prototype instanceof shared.CensoError && name !== 'CensoError',
 );
 
 describe('errors', () => {
@@ -45,8 +44,17 @@ describe('errors', () => {
     expect(new shared.FileTooLargeError()).toMatchObject({ status: 413, message: 'Arquivo excede o limite de 25 MB.' });
     expect(new shared.QueueUnavailableError()).toMatchObject({ status: 503, message: 'Fila de processamento indisponível.' });
     expect(new shared.JobTimeoutError()).toMatchObject({ status: 504, message: 'Tempo esgotado ao processar o arquivo.' });
-    expect(new shared.QueryNotConfiguredError()).toMatchObject({ status: 503, message: 'Consulta não configurada (defina a env DATABASE_URL).' });
-    expect(new shared.TxtMismatchError({ linha: '15' })).toMatchObject({ status: 422, message: 'O arquivo txt não corresponde ao retorno (linha 15).' });
-    expect(new shared.TxtMismatchError({ codigo: 'A1' })).toMatchObject({ status: 422, message: 'O arquivo txt não corresponde ao retorno (código A1).' });
+    expect(new shared.QueryNotConfiguredError()).toMatchObject({
+      status: 503,
+      message: 'Consulta não configurada (defina a env DATABASE_URL).',
+    });
+    expect(new shared.TxtMismatchError({ linha: '15' })).toMatchObject({
+      status: 422,
+      message: 'O arquivo txt não corresponde ao retorno (linha 15).',
+    });
+    expect(new shared.TxtMismatchError({ codigo: 'A1' })).toMatchObject({
+      status: 422,
+      message: 'O arquivo txt não corresponde ao retorno (código A1).',
+    });
   });
 });

@@ -34,7 +34,28 @@ const mutation: fc.Arbitrary<(b: Buffer) => Buffer> = fc
       at: position,
       bytes: fc.oneof(
         fc.uint8Array({ minLength: 1, maxLength: 64 }),
-        fc.constantFrom(...['"', '{', '[', ']', '}', ',', '\\u00', '<', '>', '&', '&#x110000;', '<!DOCTYPE x>', '|', '\r', '\n', '30|', '\uFEFF', '\u00ff'].map((s) => Buffer.from(s))),
+        fc.constantFrom(
+          ...[
+            '"',
+            '{',
+            '[',
+            ']',
+            '}',
+            ',',
+            '\\u00',
+            '<',
+            '>',
+            '&',
+            '&#x110000;',
+            '<!DOCTYPE x>',
+            '|',
+            '\r',
+            '\n',
+            '30|',
+            '\uFEFF',
+            '\u00ff',
+          ].map((s) => Buffer.from(s)),
+        ),
       ),
     }),
     fc.record({ kind: fc.constant('delete' as const), at: position, length: fc.integer({ min: 1, max: 200 }) }),
@@ -96,20 +117,26 @@ async function fuzzFile(ext: string, base: Buffer, read: (path: string) => Promi
 
 describe('fuzz', () => {
   it('JSON return reader', async () => {
-    await fuzzFile('json', JSON_BYTES, (p) => readAll(p, "json"), 1000);
+    await fuzzFile('json', JSON_BYTES, (p) => readAll(p, 'json'), 1000);
   }, 30_000);
 
   it('xlsx return reader: mutated zip bytes', async () => {
-    await fuzzFile('xlsx', XLSX_BYTES, (p) => readAll(p, "xlsx"), 500);
+    await fuzzFile('xlsx', XLSX_BYTES, (p) => readAll(p, 'xlsx'), 500);
   }, 30_000);
 
   it('xlsx return reader: mutated sheet XML inside a valid zip', async () => {
-    const parts = workbookParts({ sheets: [{ rows: textRow(1, [...HEADER]) + textRow(2, ['30', '2', 'ALU0001', 'CPF', 'Receita Federal', '1 -- 2']) }], sharedStrings: ['a', 'b'] });
+    const parts = workbookParts({
+      sheets: [{ rows: textRow(1, [...HEADER]) + textRow(2, ['30', '2', 'ALU0001', 'CPF', 'Receita Federal', '1 -- 2']) }],
+      sharedStrings: ['a', 'b'],
+    });
     const sheet = Buffer.from(String(parts['xl/worksheets/sheet1.xml']));
     const strings = Buffer.from(String(parts['xl/sharedStrings.xml']));
     await fc.assert(
       fc.asyncProperty(mutations, fc.boolean(), async (ms, inStrings) => {
-        const mutated = { ...parts, [inStrings ? 'xl/sharedStrings.xml' : 'xl/worksheets/sheet1.xml']: apply(inStrings ? strings : sheet, ms) };
+        const mutated = {
+          ...parts,
+          [inStrings ? 'xl/sharedStrings.xml' : 'xl/worksheets/sheet1.xml']: apply(inStrings ? strings : sheet, ms),
+        };
         const path = await zipParts(mutated);
         await onlyBadInput(() => readAll(path, 'xlsx'));
       }),
@@ -119,6 +146,6 @@ describe('fuzz', () => {
 
   it('census txt parser', async () => {
     const lines = new Set(Array.from({ length: 12 }, (_, i) => i + 1));
-    await fuzzFile('txt', TXT_BYTES, (p) => selectRecords30(p, { lines, codes: new Set(["ALU0001"]) }), 800);
+    await fuzzFile('txt', TXT_BYTES, (p) => selectRecords30(p, { lines, codes: new Set(['ALU0001']) }), 800);
   }, 30_000);
 });

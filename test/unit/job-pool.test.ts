@@ -19,7 +19,11 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'censo-pool-'));
   big = path.join(dir, 'big');
   // A return large enough that its job is still running when the test aborts it.
-  await promisify(execFile)(process.execPath, [path.join(ROOT, 'bench/gen-big.mjs'), '--persons', '60000', '--out', big, '--formats', 'txt,json'], { cwd: ROOT });
+  await promisify(execFile)(
+    process.execPath,
+    [path.join(ROOT, 'bench/gen-big.mjs'), '--persons', '60000', '--out', big, '--formats', 'txt,json'],
+    { cwd: ROOT },
+  );
   pool = createJobPool({ threads: 1, closeTimeoutMs: 200 });
 });
 afterAll(async () => {
@@ -28,11 +32,21 @@ afterAll(async () => {
 });
 
 const result = () => path.join(dir, `${n++}-result.json`);
-const bigJob = (): JobData => ({ kind: 'retorno-rf', retorno: { path: path.join(big, 'retorno.json'), format: 'json' }, txt: { path: path.join(big, 'censo.txt') }, resultPath: result() });
+const bigJob = (): JobData => ({
+  kind: 'retorno-rf',
+  retorno: { path: path.join(big, 'retorno.json'), format: 'json' },
+  txt: { path: path.join(big, 'censo.txt') },
+  resultPath: result(),
+});
 
 describe('job pool', () => {
   it('runs runJob on a worker thread with the same result', async () => {
-    const data: JobData = { kind: 'retorno-rf', retorno: { path: path.join(BASICO, 'retorno.json'), format: 'json' }, txt: { path: path.join(BASICO, 'censo.txt') }, resultPath: result() };
+    const data: JobData = {
+      kind: 'retorno-rf',
+      retorno: { path: path.join(BASICO, 'retorno.json'), format: 'json' },
+      txt: { path: path.join(BASICO, 'censo.txt') },
+      resultPath: result(),
+    };
     const inThread = await pool.run(data);
     const body = await readFile(data.resultPath, 'utf8');
     const direct = await runJob({ ...data, resultPath: result() });
@@ -67,8 +81,8 @@ describe('job pool', () => {
     // A warm thread: the first job below runs at once, the second waits, the third finds no room.
     await own.run({ kind: 'divergencias', retorno: { path: path.join(BASICO, 'retorno.json'), format: 'json' }, resultPath: result() });
     const controller = new AbortController();
-    const settled = [own.run(bigJob(), controller.signal), own.run(bigJob(), controller.signal), own.run(bigJob(), controller.signal)].map((p) =>
-      p.catch((e: unknown) => e),
+    const settled = [own.run(bigJob(), controller.signal), own.run(bigJob(), controller.signal), own.run(bigJob(), controller.signal)].map(
+      (p) => p.catch((e: unknown) => e),
     );
     const third = await settled[2];
     expect(third).toBeInstanceOf(OverloadedError);

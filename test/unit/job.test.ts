@@ -31,7 +31,11 @@ describe('runJob', () => {
   it('writes the divergencias body as compact JSON and counts its bytes', async () => {
     const retorno = await file(
       'r.json',
-      JSON.stringify([retornoRow('2', 'ALU1', 'CPF', '111 -- 999'), retornoRow('3', 'ALU2', 'Sexo', '1 -- 2', 'outro erro'), retornoRow('3', 'ALU2', 'Nome', 'BIA -- BEATRIZ')]),
+      JSON.stringify([
+        retornoRow('2', 'ALU1', 'CPF', '111 -- 999'),
+        retornoRow('3', 'ALU2', 'Sexo', '1 -- 2', 'outro erro'),
+        retornoRow('3', 'ALU2', 'Nome', 'BIA -- BEATRIZ'),
+      ]),
     );
     const resultPath = result();
     const r = await runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath });
@@ -46,11 +50,17 @@ describe('runJob', () => {
   it('writes an empty list when nothing diverges', async () => {
     const retorno = await file('r.json', JSON.stringify([retornoRow('2', 'ALU1', 'Sexo', '1', 'outro erro')]));
     const resultPath = result();
-    expect(await runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath })).toEqual({ ok: true, count: 0, bytes: 19 });
+    expect(await runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath })).toEqual({
+      ok: true,
+      count: 0,
+      bytes: 19,
+    });
     expect(await readFile(resultPath, 'utf8')).toBe('{"divergencias":[]}');
     const pessoasPath = result();
     const txt = await file('c.txt', TXT);
-    expect(await runJob({ kind: 'retorno-rf', retorno: { path: retorno, format: 'json' }, txt: { path: txt }, resultPath: pessoasPath })).toEqual({
+    expect(
+      await runJob({ kind: 'retorno-rf', retorno: { path: retorno, format: 'json' }, txt: { path: txt }, resultPath: pessoasPath }),
+    ).toEqual({
       ok: true,
       count: 0,
       bytes: 14,
@@ -59,7 +69,10 @@ describe('runJob', () => {
   });
 
   it('writes the pessoas body', async () => {
-    const retorno = await file('r.json', JSON.stringify([retornoRow('3', 'ALU2', 'Nome', 'BIA -- BEATRIZ'), retornoRow('2', 'ALU1', 'CPF', '111 -- 999')]));
+    const retorno = await file(
+      'r.json',
+      JSON.stringify([retornoRow('3', 'ALU2', 'Nome', 'BIA -- BEATRIZ'), retornoRow('2', 'ALU1', 'CPF', '111 -- 999')]),
+    );
     const txt = await file('c.txt', TXT);
     const resultPath = result();
     const r = await runJob({ kind: 'retorno-rf', retorno: { path: retorno, format: 'json' }, txt: { path: txt }, resultPath });
@@ -73,7 +86,10 @@ describe('runJob', () => {
   });
 
   it('answers a txt mismatch as a 422 result and leaves no result file', async () => {
-    const retorno = await file('r.json', JSON.stringify([retornoRow('2', 'ALU1', 'CPF', '1 -- 2'), retornoRow('4', 'ALU2', 'CPF', '1 -- 2')]));
+    const retorno = await file(
+      'r.json',
+      JSON.stringify([retornoRow('2', 'ALU1', 'CPF', '1 -- 2'), retornoRow('4', 'ALU2', 'CPF', '1 -- 2')]),
+    );
     const txt = await file('c.txt', TXT);
     const resultPath = result();
     expect(await runJob({ kind: 'retorno-rf', retorno: { path: retorno, format: 'json' }, txt: { path: txt }, resultPath })).toEqual({
@@ -89,7 +105,9 @@ describe('runJob', () => {
     const rows = [{ 'Código na Escola': 'ALU9', Campo: 'CPF', Mensagem: RF, Conteúdo: '1 -- 2' }];
     const retorno = await file('r.json', JSON.stringify(rows));
     const txt = await file('c.txt', TXT);
-    expect(await runJob({ kind: 'retorno-rf', retorno: { path: retorno, format: 'json' }, txt: { path: txt }, resultPath: result() })).toEqual({
+    expect(
+      await runJob({ kind: 'retorno-rf', retorno: { path: retorno, format: 'json' }, txt: { path: txt }, resultPath: result() }),
+    ).toEqual({
       ok: false,
       status: 422,
       code: 'TXT_MISMATCH',
@@ -97,18 +115,21 @@ describe('runJob', () => {
     });
   });
 
-  it.each(['divergencias', 'retorno-rf'] as const)('answers an unreadable return (%s) as a 400 result and leaves no result file', async (kind) => {
-    // Rows already streamed out before the reader fails must not survive either.
-    const rows = Array.from({ length: 5000 }, (_, i) => JSON.stringify(retornoRow('2', 'ALU1', 'CPF', `${i} -- 9`)));
-    const retorno = await file('r.json', `[${rows.join(',')},{"Campo": `);
-    const txt = await file('c.txt', TXT);
-    const resultPath = result();
-    const base = { retorno: { path: retorno, format: 'json' as const }, resultPath };
-    const r = await runJob(kind === 'divergencias' ? { kind, ...base } : { kind, ...base, txt: { path: txt } });
-    expect(r).toMatchObject({ ok: false, status: 400, code: 'BAD_INPUT' });
-    expect(r.ok === false && r.erro.startsWith('Arquivo retorno ilegível: ')).toBe(true);
-    expect(existsSync(resultPath)).toBe(false);
-  });
+  it.each(['divergencias', 'retorno-rf'] as const)(
+    'answers an unreadable return (%s) as a 400 result and leaves no result file',
+    async (kind) => {
+      // Rows already streamed out before the reader fails must not survive either.
+      const rows = Array.from({ length: 5000 }, (_, i) => JSON.stringify(retornoRow('2', 'ALU1', 'CPF', `${i} -- 9`)));
+      const retorno = await file('r.json', `[${rows.join(',')},{"Campo": `);
+      const txt = await file('c.txt', TXT);
+      const resultPath = result();
+      const base = { retorno: { path: retorno, format: 'json' as const }, resultPath };
+      const r = await runJob(kind === 'divergencias' ? { kind, ...base } : { kind, ...base, txt: { path: txt } });
+      expect(r).toMatchObject({ ok: false, status: 400, code: 'BAD_INPUT' });
+      expect(r.ok === false && r.erro.startsWith('Arquivo retorno ilegível: ')).toBe(true);
+      expect(existsSync(resultPath)).toBe(false);
+    },
+  );
 
   it('rethrows what is not a domain failure (a missing upload) and leaves no result file', async () => {
     const retorno = await file('r.json', JSON.stringify([retornoRow('2', 'ALU1', 'CPF', '1 -- 2')]));
@@ -122,7 +143,9 @@ describe('runJob', () => {
   it('rejects with an AbortError when aborted', async () => {
     const retorno = await file('r.json', '[]');
     const resultPath = result();
-    await expect(runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath }, { signal: AbortSignal.abort() })).rejects.toMatchObject({
+    await expect(
+      runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath }, { signal: AbortSignal.abort() }),
+    ).rejects.toMatchObject({
       name: 'AbortError',
     });
     expect(existsSync(resultPath)).toBe(false);

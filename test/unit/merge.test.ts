@@ -32,7 +32,15 @@ afterAll(async () => {
 });
 
 function d(linha: string, codigo: string, chave: Chave | null, correto: string): Divergencia {
-  return { codigo_na_escola: codigo, linha, campo: 'x', enviado: 'old', correto, is_filiacao: chave === 'nome_mae' || chave === 'nome_pai', chave };
+  return {
+    codigo_na_escola: codigo,
+    linha,
+    campo: 'x',
+    enviado: 'old',
+    correto,
+    is_filiacao: chave === 'nome_mae' || chave === 'nome_pai',
+    chave,
+  };
 }
 
 async function mismatch(divergencias: Divergencia[]): Promise<TxtMismatchError> {
@@ -89,9 +97,33 @@ describe('mergePessoas', () => {
       txt,
     );
     expect(pessoas).toEqual([
-      { codigo_na_escola: 'ALU0001', linha: '2', cpf: '52998224725', nome: 'MARIA DA SILVA', data_nascimento: '14/03/2014', inep: '123456789012', nome_mae: 'ANA DA SILVA' },
-      { codigo_na_escola: '0042', linha: '3', cpf: '11144477735', nome: 'JOÃO', data_nascimento: '01/07/2013', inep: '123456789013', nome_mae: 'CONCEIÇÃO' },
-      { codigo_na_escola: 'ALU0003', linha: '5', cpf: '39053344705', nome: 'CARLOS', data_nascimento: '22/11/2012', inep: '', nome_mae: 'MAE' },
+      {
+        codigo_na_escola: 'ALU0001',
+        linha: '2',
+        cpf: '52998224725',
+        nome: 'MARIA DA SILVA',
+        data_nascimento: '14/03/2014',
+        inep: '123456789012',
+        nome_mae: 'ANA DA SILVA',
+      },
+      {
+        codigo_na_escola: '0042',
+        linha: '3',
+        cpf: '11144477735',
+        nome: 'JOÃO',
+        data_nascimento: '01/07/2013',
+        inep: '123456789013',
+        nome_mae: 'CONCEIÇÃO',
+      },
+      {
+        codigo_na_escola: 'ALU0003',
+        linha: '5',
+        cpf: '39053344705',
+        nome: 'CARLOS',
+        data_nascimento: '22/11/2012',
+        inep: '',
+        nome_mae: 'MAE',
+      },
     ]);
   });
 

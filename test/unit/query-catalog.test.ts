@@ -58,7 +58,16 @@ describe('compileCatalog', () => {
     [{ ...base, filters: [{ name: 'x', type: 'text', typo: true }] }, /filter property "typo" is unknown/],
     [{ ...base, filters: [{ name: 'limit', type: 'text' }] }, /"limit" is reserved/],
     [{ ...base, filters: [] }, /uses :x, which is not a declared filter/],
-    [{ ...base, filters: [{ name: 'x', type: 'text' }, { name: 'y', type: 'text' }] }, /filter "y" is not used/],
+    [
+      {
+        ...base,
+        filters: [
+          { name: 'x', type: 'text' },
+          { name: 'y', type: 'text' },
+        ],
+      },
+      /filter "y" is not used/,
+    ],
     [{ ...base, sql: 'SELECT id, x FROM t WHERE x = :x' }, /must be declared "required": true/],
     [{ ...base, filters: [{ name: 'x', type: 'text', notBefore: 'z' }] }, /notBefore must name another filter/],
     ['not an object', /must be a JSON object/],
@@ -68,11 +77,20 @@ describe('compileCatalog', () => {
   });
 
   it('refuses a query declared twice', () => {
-    expect(() => compileCatalog([{ source: 'a', value: base }, { source: 'b', value: base }])).toThrow(/declared twice/);
+    expect(() =>
+      compileCatalog([
+        { source: 'a', value: base },
+        { source: 'b', value: base },
+      ]),
+    ).toThrow(/declared twice/);
   });
 
   it('accepts SQL as an array of lines and a required filter outside blocks', () => {
-    const catalog = compile({ ...base, sql: ['SELECT id, x', 'FROM t', 'WHERE x = :x'], filters: [{ name: 'x', type: 'text', required: true }] });
+    const catalog = compile({
+      ...base,
+      sql: ['SELECT id, x', 'FROM t', 'WHERE x = :x'],
+      filters: [{ name: 'x', type: 'text', required: true }],
+    });
     expect(catalog.get('q')?.required.has('x')).toBe(true);
   });
 });
@@ -106,7 +124,15 @@ describe('buildPageSql', () => {
   it('binds every value, leaves absent optional blocks out and seeks after the cursor key', async () => {
     const audits = (await loadCatalog(null)).get('audits')!;
     const hostile = "x' OR '1'='1";
-    const { text, values } = buildPageSql(audits, new Map([['action', hostile], ['fim', '2024-01-31']]), ['100'], 1001);
+    const { text, values } = buildPageSql(
+      audits,
+      new Map([
+        ['action', hostile],
+        ['fim', '2024-01-31'],
+      ]),
+      ['100'],
+      1001,
+    );
     expect(text).not.toContain(hostile);
     expect(text).not.toContain('user_id = ');
     expect(text).toContain('AND action = $1');
@@ -117,7 +143,15 @@ describe('buildPageSql', () => {
 
   it('uses a row comparison for a composite key and selects key columns that are not output', () => {
     const catalog = compile({ ...base, key: ['ts', 'id'], sql: 'SELECT id, x, ts FROM t WHERE true [[AND x = :x]]' });
-    const { text, values } = buildPageSql(catalog.get('q')!, new Map([['x', 'a'], ['x2', 'ignored']]), ['2024-01-01 00:00:00.000001', '5'], 11);
+    const { text, values } = buildPageSql(
+      catalog.get('q')!,
+      new Map([
+        ['x', 'a'],
+        ['x2', 'ignored'],
+      ]),
+      ['2024-01-01 00:00:00.000001', '5'],
+      11,
+    );
     expect(text.startsWith('SELECT q."id", q."x", q."ts"\n')).toBe(true);
     expect(text).toContain('WHERE (q."ts", q."id") > ($2, $3)\nORDER BY q."ts", q."id"');
     expect(values).toEqual(['a', '2024-01-01 00:00:00.000001', '5', '11']);

@@ -4,7 +4,10 @@ import { BadInputError } from '@censo/shared';
 import { decodeCursor, encodeCursor, filtersDigest } from '../../services/api/dist/query/cursor.js';
 
 const SECRET = 'segredo';
-const filters = new Map([['user_id', '3'], ['inicio', '2024-01-01']]);
+const filters = new Map([
+  ['user_id', '3'],
+  ['inicio', '2024-01-01'],
+]);
 
 function rejects(fn: () => unknown, message: string): void {
   expect(fn).toThrow(BadInputError);
@@ -21,7 +24,10 @@ describe('query cursor', () => {
   });
 
   it('does not depend on the order the filters were given in', () => {
-    const reordered = new Map([['inicio', '2024-01-01'], ['user_id', '3']]);
+    const reordered = new Map([
+      ['inicio', '2024-01-01'],
+      ['user_id', '3'],
+    ]);
     expect(filtersDigest(reordered)).toBe(filtersDigest(filters));
     const cursor = encodeCursor(SECRET, 'audits', filters, ['1']);
     expect(decodeCursor(SECRET, cursor, 'audits', reordered, 1)).toEqual(['1']);
@@ -33,20 +39,39 @@ describe('query cursor', () => {
     rejects(() => decodeCursor(SECRET, cursor, 'outra', filters, 1), other);
     rejects(() => decodeCursor(SECRET, cursor, 'audits', new Map([['user_id', '3']]), 1), other);
     rejects(() => decodeCursor(SECRET, cursor, 'audits', new Map([...filters, ['action', 'x']]), 1), other);
-    rejects(() => decodeCursor(SECRET, cursor, 'audits', new Map([['user_id', '4'], ['inicio', '2024-01-01']]), 1), other);
+    rejects(
+      () =>
+        decodeCursor(
+          SECRET,
+          cursor,
+          'audits',
+          new Map([
+            ['user_id', '4'],
+            ['inicio', '2024-01-01'],
+          ]),
+          1,
+        ),
+      other,
+    );
   });
 
   it('rejects anything it did not sign', () => {
     const cursor = encodeCursor(SECRET, 'audits', filters, ['1']);
     const [body, signature] = cursor.split('.') as [string, string];
-    const forgedBody = Buffer.from(
-      JSON.stringify({ ...JSON.parse(Buffer.from(body, 'base64url').toString()), k: ['1000'] }),
-    ).toString('base64url');
+    const forgedBody = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(body, 'base64url').toString()), k: ['1000'] })).toString(
+      'base64url',
+    );
     const invalid = 'Parâmetro cursor inválido.';
     for (const bad of [
-      '', 'abc', `${body}.`, `.${signature}`, `${forgedBody}.${signature}`,
+      '',
+      'abc',
+      `${body}.`,
+      `.${signature}`,
+      `${forgedBody}.${signature}`,
       `${body}.${signature.replace(/^./, (c) => (c === 'A' ? 'B' : 'A'))}`,
-      `${body}.${signature}x`, `${body}==.${signature}`, 'x'.repeat(5000),
+      `${body}.${signature}x`,
+      `${body}==.${signature}`,
+      'x'.repeat(5000),
     ]) {
       rejects(() => decodeCursor(SECRET, bad, 'audits', filters, 1), invalid);
     }

@@ -24,7 +24,12 @@ describe('parseQueryRequest', () => {
     expect(request).toMatchObject({ kind: 'run', limit: 1000, format: 'json', after: null });
     if (request.kind !== 'run') throw new Error('unreachable');
     expect(request.query.name).toBe('audits');
-    expect([...request.filters]).toEqual([['user_id', '7'], ['action', 'update'], ['inicio', '2024-01-01'], ['fim', '2024-01-01']]);
+    expect([...request.filters]).toEqual([
+      ['user_id', '7'],
+      ['action', 'update'],
+      ['inicio', '2024-01-01'],
+      ['fim', '2024-01-01'],
+    ]);
     expect(parse({ query: 'audits', limit: '1', format: 'json' })).toMatchObject({ limit: 1 });
     expect(parse({ query: 'audits', format: 'csv' })).toMatchObject({ format: 'csv' });
   });
@@ -60,9 +65,19 @@ describe('parseQueryRequest', () => {
 
 describe('isCalendarDate', () => {
   it.each([
-    ['2024-02-29', true], ['2023-02-29', false], ['2000-02-29', true], ['1900-02-29', false],
-    ['2024-12-31', true], ['2024-13-01', false], ['2024-00-10', false], ['2024-04-31', false],
-    ['0000-01-01', false], ['0001-01-01', true], ['24-01-01', false], ['2024-1-1', false], [' 2024-01-01', false],
+    ['2024-02-29', true],
+    ['2023-02-29', false],
+    ['2000-02-29', true],
+    ['1900-02-29', false],
+    ['2024-12-31', true],
+    ['2024-13-01', false],
+    ['2024-00-10', false],
+    ['2024-04-31', false],
+    ['0000-01-01', false],
+    ['0001-01-01', true],
+    ['24-01-01', false],
+    ['2024-1-1', false],
+    [' 2024-01-01', false],
   ])('%s → %s', (value, expected) => {
     expect(isCalendarDate(value)).toBe(expected);
   });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { readError, readRows, writeTemp } from '../helpers/xlsx-builders.js';
 
 const RF = 'Diverge da base da Receita Federal.';
-const ROW = { Registro: '30', Linha: '2', 'Código na Escola': 'A1', Campo: 'CPF', Mensagem: RF, 'Conteúdo': '1 -- 2' };
+const ROW = { Registro: '30', Linha: '2', 'Código na Escola': 'A1', Campo: 'CPF', Mensagem: RF, Conteúdo: '1 -- 2' };
 const READ = { registro: '30', linha: '2', codigo: 'A1', campo: 'CPF', mensagem: RF, conteudo: '1 -- 2' };
 
 async function rows(content: string | Buffer) {
@@ -40,8 +40,19 @@ describe('json shapes', () => {
   });
 
   it('matches keys like column names, first key of a role winning', async () => {
-    const row = { '  TIPO de registro ': 30, 'Número da linha': 7, 'CÓDIGO PESSOA': 'X', 'Descrição do campo': 'Nome', Erro: RF, Descrição: 'ignored', Valor: 'a -- b', Outra: 'z' };
-    expect(await rows(JSON.stringify([row]))).toEqual([{ registro: '30', linha: '7', codigo: 'X', campo: 'Nome', mensagem: RF, conteudo: 'a -- b' }]);
+    const row = {
+      '  TIPO de registro ': 30,
+      'Número da linha': 7,
+      'CÓDIGO PESSOA': 'X',
+      'Descrição do campo': 'Nome',
+      Erro: RF,
+      Descrição: 'ignored',
+      Valor: 'a -- b',
+      Outra: 'z',
+    };
+    expect(await rows(JSON.stringify([row]))).toEqual([
+      { registro: '30', linha: '7', codigo: 'X', campo: 'Nome', mensagem: RF, conteudo: 'a -- b' },
+    ]);
   });
 
   it('leaves registro/linha null when a row has no such key, conteudo empty', async () => {
@@ -77,7 +88,7 @@ describe('json shapes', () => {
 
   it('reads one huge row object spanning chunks', async () => {
     const extra = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`Outra ${i}`, 'x'.repeat(30_000)]));
-    const big = { ...ROW, ...extra, 'Conteúdo': 'fim -- ok' };
+    const big = { ...ROW, ...extra, Conteúdo: 'fim -- ok' };
     expect(await rows(JSON.stringify([ROW, big, ROW]))).toEqual([READ, { ...READ, conteudo: 'fim -- ok' }, READ]);
   });
 });
@@ -88,7 +99,20 @@ describe('unreadable json', () => {
   const NOT_OBJECTS = 'as linhas do JSON devem ser objetos.';
 
   it('refuses text that is not JSON', async () => {
-    for (const text of ['', '   ', 'hello', '{"a" 1}', '[{"a":1},]', '[{"a":1}}', "{'a': 1}", '[{"a": tru}]', '[{"a":1}] x', '{"a": [1,], "b": [{"c":1}]}', '{"a": 01, "b": []}', '{"a": "x\u0001"}']) {
+    for (const text of [
+      '',
+      '   ',
+      'hello',
+      '{"a" 1}',
+      '[{"a":1},]',
+      '[{"a":1}}',
+      "{'a': 1}",
+      '[{"a": tru}]',
+      '[{"a":1}] x',
+      '{"a": [1,], "b": [{"c":1}]}',
+      '{"a": 01, "b": []}',
+      '{"a": "x\u0001"}',
+    ]) {
       await unreadable(text, INVALID);
     }
   });
@@ -111,10 +135,16 @@ describe('unreadable json', () => {
 
   it('refuses rows without the código, campo and mensagem keys', async () => {
     // SPEC §1.2: the error names the keys found (at most 10, 200 characters) and the roles missing.
-    await unreadable('[{"Registro": "30", "Linha": "1"}]', 'cabeçalho não reconhecido na lista de linhas (encontradas: Registro, Linha; faltam: código, campo, mensagem).');
+    await unreadable(
+      '[{"Registro": "30", "Linha": "1"}]',
+      'cabeçalho não reconhecido na lista de linhas (encontradas: Registro, Linha; faltam: código, campo, mensagem).',
+    );
     await unreadable('[{}]', 'cabeçalho não reconhecido na lista de linhas (encontradas: nenhuma; faltam: código, campo, mensagem).');
     // The first array of objects is the rows array, even when a later one would have the keys.
-    await unreadable(JSON.stringify({ totais: [{ n: 1 }], erros: [ROW] }), 'cabeçalho não reconhecido na lista de linhas (encontradas: n; faltam: código, campo, mensagem).');
+    await unreadable(
+      JSON.stringify({ totais: [{ n: 1 }], erros: [ROW] }),
+      'cabeçalho não reconhecido na lista de linhas (encontradas: n; faltam: código, campo, mensagem).',
+    );
   });
 
   it('survives deep nesting without a stack overflow', async () => {

@@ -18,7 +18,10 @@ async function files(): Promise<{ xlsx: string; json: string }> {
   const n = 5000;
   const rows = Array.from({ length: n }, (_, i) => textRow(i + 2, ['30', String(i), `P${i}`, 'Campo', 'Mensagem', 'a -- b'])).join('');
   const xlsx = await buildXlsx({ sheets: [{ rows: textRow(1, [...HEADER]) + rows }, { rows: textRow(1, [...HEADER]) + rows }] });
-  const json = await writeTemp('json', JSON.stringify(Array.from({ length: n }, (_, i) => ({ 'Código na Escola': `P${i}`, Campo: 'c', Mensagem: 'm' }))));
+  const json = await writeTemp(
+    'json',
+    JSON.stringify(Array.from({ length: n }, (_, i) => ({ 'Código na Escola': `P${i}`, Campo: 'c', Mensagem: 'm' }))),
+  );
   return { xlsx, json };
 }
 

@@ -26,7 +26,9 @@ describe('xlsx written by exceljs', () => {
     ws.addRow([...HEADER]);
     for (const r of DATA) ws.addRow(r);
     ws.getCell('F5').numFmt = 'dd/mm/yyyy';
-    ws.getCell('E3').value = { richText: [{ text: 'O campo não está de acordo ', font: { bold: true } }, { text: 'com a base da Receita Federal.' }] };
+    ws.getCell('E3').value = {
+      richText: [{ text: 'O campo não está de acordo ', font: { bold: true } }, { text: 'com a base da Receita Federal.' }],
+    };
     ws.getCell('B3').value = { formula: '10+5', result: 15 };
     const path = await tempPath('xlsx');
     await wb.xlsx.writeFile(path);

@@ -42,9 +42,7 @@ describe('xlsx header and sheets', () => {
         {
           name: 'Erros B',
           rows:
-            textRow(3, ['Mensagem de erro', 'Campo', 'Código na escola']) +
-            textRow(4, [RF, 'CPF', 'B1']) +
-            textRow(5, [RF, 'Nome', 'B2']),
+            textRow(3, ['Mensagem de erro', 'Campo', 'Código na escola']) + textRow(4, [RF, 'CPF', 'B1']) + textRow(5, [RF, 'Nome', 'B2']),
         },
       ],
     });
@@ -55,10 +53,14 @@ describe('xlsx header and sheets', () => {
   });
 
   it('ignores a header-like row below row 20 (the sheet is skipped, so the file is unreadable)', async () => {
-    const path = await buildXlsx({ sheets: [{ rows: textRow(1, ['Título']) + textRow(21, [...HEADER]) + textRow(22, ['30', '1', 'A', 'B', 'C', 'D']) }] });
+    const path = await buildXlsx({
+      sheets: [{ rows: textRow(1, ['Título']) + textRow(21, [...HEADER]) + textRow(22, ['30', '1', 'A', 'B', 'C', 'D']) }],
+    });
     const err = await readError(path, 'xlsx');
     // The best candidate is the title row (the header-like row 21 is beyond the 20 looked at).
-    expect(err.message).toBe('Arquivo retorno ilegível: cabeçalho não reconhecido na planilha "Plan1" (encontradas: Título; faltam: código, campo, mensagem).');
+    expect(err.message).toBe(
+      'Arquivo retorno ilegível: cabeçalho não reconhecido na planilha "Plan1" (encontradas: Título; faltam: código, campo, mensagem).',
+    );
   });
 
   it('accepts the header on row 20 and a sheet with a header and no data', async () => {
@@ -171,12 +173,26 @@ describe('xlsx cell values', () => {
         {
           rows:
             row(1, ...[0, 1, 2, 3, 4, 5].map((i) => `<c r="${String.fromCharCode(65 + i)}1" t="s"><v>${i}</v></c>`)) +
-            row(2, '<c r="A2" t="s"><v>9</v></c>', '<c r="B2" t="s"><v>8</v></c>', '<c r="C2" t="s"><v>7</v></c>', is('D2', 'd'), '<c r="E2" t="s"><v>6</v></c>'),
+            row(
+              2,
+              '<c r="A2" t="s"><v>9</v></c>',
+              '<c r="B2" t="s"><v>8</v></c>',
+              '<c r="C2" t="s"><v>7</v></c>',
+              is('D2', 'd'),
+              '<c r="E2" t="s"><v>6</v></c>',
+            ),
         },
       ],
     });
     expect(await readRows(path, 'xlsx')).toEqual([
-      { registro: '', linha: 'CR\rhere', codigo: 'ABC <x> "q" \'a\' linha1\nlinha2', campo: 'd', mensagem: 'Receita Federal & RFB', conteudo: '' },
+      {
+        registro: '',
+        linha: 'CR\rhere',
+        codigo: 'ABC <x> "q" \'a\' linha1\nlinha2',
+        campo: 'd',
+        mensagem: 'Receita Federal & RFB',
+        conteudo: '',
+      },
     ]);
   });
 
@@ -232,7 +248,13 @@ describe('xlsx writer quirks', () => {
     const wide = Array.from({ length: 5000 }, (_, i) => `<c><v>${i}</v></c>`).join('');
     const huge = `<c r="G2" t="inlineStr"><is><t>${'x'.repeat(5_000_000)}</t></is></c>`;
     const path = await buildXlsx({
-      sheets: [{ rows: textRow(1, [...HEADER]) + row(2, is('A2', '30'), is('B2', '1'), is('C2', 'A'), is('D2', 'B'), is('E2', 'C'), is('F2', 'D'), huge, wide) }],
+      sheets: [
+        {
+          rows:
+            textRow(1, [...HEADER]) +
+            row(2, is('A2', '30'), is('B2', '1'), is('C2', 'A'), is('D2', 'B'), is('E2', 'C'), is('F2', 'D'), huge, wide),
+        },
+      ],
     });
     expect(await readRows(path, 'xlsx')).toEqual([{ registro: '30', linha: '1', codigo: 'A', campo: 'B', mensagem: 'C', conteudo: 'D' }]);
   });
@@ -240,7 +262,8 @@ describe('xlsx writer quirks', () => {
   it('splits tags, entities and multi-byte characters across chunk boundaries correctly', async () => {
     // ~3 MB of rows so the inflate stream delivers many chunks, cutting through everything.
     const rows = [textRow(1, [...HEADER])];
-    for (let r = 2; r < 12_000; r++) rows.push(textRow(r, ['30', String(r), `Ç${r}&ã`, 'Número do CPF', 'Mensagem é ção 😀', `${r} -- ${r + 1}`]));
+    for (let r = 2; r < 12_000; r++)
+      rows.push(textRow(r, ['30', String(r), `Ç${r}&ã`, 'Número do CPF', 'Mensagem é ção 😀', `${r} -- ${r + 1}`]));
     const path = await buildXlsx({ sheets: [{ rows: rows.join('') }] });
     const read = await readRows(path, 'xlsx');
     expect(read).toHaveLength(11_998);

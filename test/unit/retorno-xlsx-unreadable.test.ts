@@ -35,7 +35,9 @@ describe('unreadable xlsx', () => {
 
   it('refuses a zip whose sheet data is corrupt', async () => {
     // A large sheet of varied rows, so the middle of the file is deflated sheet data.
-    const rows = Array.from({ length: 3000 }, (_, i) => textRow(i + 2, ['30', String(i), `P${i * 7919}`, 'B', 'C', String(i * i)])).join('');
+    const rows = Array.from({ length: 3000 }, (_, i) => textRow(i + 2, ['30', String(i), `P${i * 7919}`, 'B', 'C', String(i * i)])).join(
+      '',
+    );
     const path = await zipParts(workbookParts({ sheets: [{ rows: textRow(1, [...HEADER]) + rows }] }));
     // Overwrite the middle of the file (compressed data) with garbage.
     const { size } = await stat(path);
@@ -50,12 +52,14 @@ describe('unreadable xlsx', () => {
   });
 
   it('refuses any DOCTYPE or ENTITY declaration (entity expansion, external entities)', async () => {
-    const lol =
-      '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]>';
+    const lol = '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]>';
     const inSheet = workbookParts(GOOD);
     inSheet['xl/worksheets/sheet1.xml'] = lol + String(inSheet['xl/worksheets/sheet1.xml']).replace(/^<\?xml[^>]*\?>/, '');
     await expectUnreadable(await zipParts(inSheet), /DOCTYPE\/ENTITY/);
-    const inStrings = workbookParts({ ...GOOD, sharedStrings: '<!DOCTYPE x [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><sst><si><t>&xxe;</t></si></sst>' });
+    const inStrings = workbookParts({
+      ...GOOD,
+      sharedStrings: '<!DOCTYPE x [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><sst><si><t>&xxe;</t></si></sst>',
+    });
     await expectUnreadable(await zipParts(inStrings), /DOCTYPE\/ENTITY/);
     const inWorkbook = workbookParts(GOOD);
     inWorkbook['xl/workbook.xml'] = String(inWorkbook['xl/workbook.xml']).replace('?>', '?><!DOCTYPE workbook>');
@@ -63,7 +67,14 @@ describe('unreadable xlsx', () => {
   });
 
   it('refuses an invalid numeric character reference and a shared string index out of range', async () => {
-    await expectUnreadable(await buildXlsx({ sheets: [{ rows: textRow(1, [...HEADER]) + textRow(2, ['30', '1', '&#x110000;', 'B', 'C', 'D']).replace('&amp;#x110000;', '&#x110000;') }] }), /XML inválido/);
+    await expectUnreadable(
+      await buildXlsx({
+        sheets: [
+          { rows: textRow(1, [...HEADER]) + textRow(2, ['30', '1', '&#x110000;', 'B', 'C', 'D']).replace('&amp;#x110000;', '&#x110000;') },
+        ],
+      }),
+      /XML inválido/,
+    );
     const bad = { sharedStrings: ['a'], sheets: [{ rows: textRow(1, [...HEADER]) + '<row r="2"><c r="C2" t="s"><v>7</v></c></row>' }] };
     await expectUnreadable(await buildXlsx(bad), /texto compartilhado/);
   });

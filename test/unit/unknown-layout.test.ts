@@ -32,14 +32,21 @@ async function jsonWith(rows: Record<string, string>[]): Promise<string> {
 async function readAll(file: string, format: RetornoFormat, additions = {}) {
   const vocabulary = createVocabulary(additions);
   const out = [];
-  for await (const d of findDivergencias(readRetorno({ path: file, format }, { names: vocabulary.columns }), vocabulary.labels)) out.push(d);
+  for await (const d of findDivergencias(readRetorno({ path: file, format }, { names: vocabulary.columns }), vocabulary.labels))
+    out.push(d);
   return out;
 }
 
 describe('the 400 says what was found', () => {
   it('xlsx: names the best candidate sheet, its headers and the missing roles', async () => {
     const file = await xlsxWith([
-      { name: 'Resumo', rows: [['Escola', 'Total'], ['X', '3']] },
+      {
+        name: 'Resumo',
+        rows: [
+          ['Escola', 'Total'],
+          ['X', '3'],
+        ],
+      },
       { name: 'Erros', rows: [['Relatório de erros'], NEW_HEADER, ROW] },
     ]);
     await expect(readAll(file, 'xlsx')).rejects.toThrow(
@@ -57,7 +64,10 @@ describe('the 400 says what was found', () => {
   it('never echoes more than 10 headers or 200 characters, nor any data cell', async () => {
     const header = Array.from({ length: 14 }, (_, i) => `Coluna ${i} ${'x'.repeat(30)}`);
     const file = await xlsxWith([{ name: 'P', rows: [header, Array.from({ length: 14 }, () => 'SEGREDO-12345')] }]);
-    const error = await readAll(file, 'xlsx').then(() => null, (err: Error) => err);
+    const error = await readAll(file, 'xlsx').then(
+      () => null,
+      (err: Error) => err,
+    );
     const found = /\(encontradas: (.*); faltam: código, campo, mensagem\)\.$/.exec(error!.message)?.[1];
     expect(found).toBeDefined();
     expect(found!.length).toBeLessThanOrEqual(200);
@@ -69,9 +79,21 @@ describe('the 400 says what was found', () => {
 describe('COLUMNS_FILE additions', () => {
   it('a new mensagem synonym and a new cpf label make the return readable, in both formats', async () => {
     const additions = { roles: { mensagem: ['Descrição da inconsistência'] }, chave: { cpf: ['Documento CPF'] } };
-    const expected = [{ codigo_na_escola: 'ALU1', linha: '', campo: 'Documento CPF', enviado: '1', correto: '52998224725', is_filiacao: false, chave: 'cpf' }];
+    const expected = [
+      {
+        codigo_na_escola: 'ALU1',
+        linha: '',
+        campo: 'Documento CPF',
+        enviado: '1',
+        correto: '52998224725',
+        is_filiacao: false,
+        chave: 'cpf',
+      },
+    ];
     expect(await readAll(await xlsxWith([{ name: 'Erros', rows: [NEW_HEADER, ROW] }]), 'xlsx', additions)).toEqual(expected);
-    expect(await readAll(await jsonWith([Object.fromEntries(NEW_HEADER.map((h, i) => [h, ROW[i]!]))]), 'json', additions)).toEqual(expected);
+    expect(await readAll(await jsonWith([Object.fromEntries(NEW_HEADER.map((h, i) => [h, ROW[i]!]))]), 'json', additions)).toEqual(
+      expected,
+    );
   });
 
   it('the built-in synonyms keep working, and an addition cannot move a built-in name to another role', async () => {
@@ -100,7 +122,10 @@ describe('COLUMNS_FILE additions', () => {
       ['{', /invalid JSON/],
     ];
     for (const [content, message] of cases) {
-      const error = await loadColumnsFile(await write(content)).then(() => null, (err: unknown) => err);
+      const error = await loadColumnsFile(await write(content)).then(
+        () => null,
+        (err: unknown) => err,
+      );
       expect(error, content).toBeInstanceOf(ConfigError);
       expect((error as Error).message, content).toMatch(message);
       expect((error as Error).message).toMatch(/^COLUMNS_FILE /);

@@ -40,7 +40,11 @@ async function createRunner(config: Config, role: Role, logger: Logger): Promise
   return { runner: createBullmqRunner(config, logger), worker };
 }
 
-export async function startServer(config: Config, role: Role, logger = createLogger(config, { service: 'censo-api', role })): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  role: Role,
+  logger = createLogger(config, { service: 'censo-api', role }),
+): Promise<RunningServer> {
   // Without a database the query route answers 503, but a broken QUERIES_FILE is still a
   // setting error: it stops the start now rather than on the day DATABASE_URL is set.
   if (config.databaseUrl === null && config.queriesFile !== null) await loadCatalog(config.queriesFile);
@@ -49,10 +53,7 @@ export async function startServer(config: Config, role: Role, logger = createLog
   const query = config.databaseUrl === null ? null : await createQueryService(config, logger);
   const app = await buildApp({ config, logger, runner, query });
   const url = await app.listen({ host: config.host, port: config.port });
-  logger.info(
-    { url, jobs: runner.mode, worker: worker !== null, uploadDir: config.uploadDir },
-    'censo-api listening',
-  );
+  logger.info({ url, jobs: runner.mode, worker: worker !== null, uploadDir: config.uploadDir }, 'censo-api listening');
 
   let closing: Promise<void> | null = null;
   const close = () =>

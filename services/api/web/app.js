@@ -86,7 +86,13 @@ async function showDivergencias() {
     const { body } = await postForm('/api/divergencias-rf', form, { onProgress: progress.update });
     divergenciasForm = form;
     const rows = body.divergencias.map((d) => ({ ...d, is_filiacao: String(d.is_filiacao), chave: d.chave }));
-    renderTable($('tabela-divergencias'), { caption: 'Divergências com a Receita Federal', columns: DIVERGENCIA_COLUMNS, rows, textColumns: ['codigo_na_escola', 'campo'], groupColumn: 'chave' });
+    renderTable($('tabela-divergencias'), {
+      caption: 'Divergências com a Receita Federal',
+      columns: DIVERGENCIA_COLUMNS,
+      rows,
+      textColumns: ['codigo_na_escola', 'campo'],
+      groupColumn: 'chave',
+    });
     $('resultado-divergencias').hidden = false;
     status(`${rows.length} divergências encontradas.`);
   } finally {
@@ -100,7 +106,12 @@ async function showPessoas() {
   try {
     const { body } = await postForm('/api/retorno-rf', form, { onProgress: progress.update });
     pessoasForm = form;
-    renderTable($('tabela-pessoas'), { caption: 'Pessoas corrigidas', columns: PESSOA_COLUMNS, rows: body.pessoas, textColumns: ['codigo_na_escola', 'nome', 'cpf'] });
+    renderTable($('tabela-pessoas'), {
+      caption: 'Pessoas corrigidas',
+      columns: PESSOA_COLUMNS,
+      rows: body.pessoas,
+      textColumns: ['codigo_na_escola', 'nome', 'cpf'],
+    });
     $('contagens-corrigido').textContent = '';
     $('resultado-retorno').hidden = false;
     status(`${body.pessoas.length} pessoas com divergência.`);
@@ -135,7 +146,10 @@ function buildFilters() {
   fieldset.replaceChildren(Object.assign(document.createElement('legend'), { textContent: 'Filtros' }));
   for (const filter of query?.filters ?? []) {
     const id = `filtro-${filter.name}`;
-    const label = Object.assign(document.createElement('label'), { htmlFor: id, textContent: filter.description ? `${filter.name} — ${filter.description}` : filter.name });
+    const label = Object.assign(document.createElement('label'), {
+      htmlFor: id,
+      textContent: filter.description ? `${filter.name} — ${filter.description}` : filter.name,
+    });
     const input = Object.assign(document.createElement('input'), { id, name: filter.name, required: filter.required });
     input.type = filter.type === 'date' ? 'date' : filter.type === 'integer' ? 'number' : 'text';
     if (filter.type === 'integer') input.step = '1';
@@ -146,7 +160,14 @@ function buildFilters() {
 async function loadQueries() {
   const listing = await getJson('/api/query');
   queries = listing.queries;
-  $('consulta').replaceChildren(...queries.map((q) => Object.assign(document.createElement('option'), { value: q.name, textContent: q.description ? `${q.name} — ${q.description}` : q.name })));
+  $('consulta').replaceChildren(
+    ...queries.map((q) =>
+      Object.assign(document.createElement('option'), {
+        value: q.name,
+        textContent: q.description ? `${q.name} — ${q.description}` : q.name,
+      }),
+    ),
+  );
   buildFilters();
 }
 
@@ -227,10 +248,14 @@ function init() {
     void guarded(showPessoas);
   });
   for (const button of $('resultado-divergencias').querySelectorAll('[data-baixar]')) {
-    button.addEventListener('click', () => guarded(() => download('/api/divergencias-rf', divergenciasForm, button.dataset.baixar, `divergencias.${button.dataset.baixar}`)));
+    button.addEventListener('click', () =>
+      guarded(() => download('/api/divergencias-rf', divergenciasForm, button.dataset.baixar, `divergencias.${button.dataset.baixar}`)),
+    );
   }
   for (const button of $('resultado-retorno').querySelectorAll('[data-baixar]')) {
-    button.addEventListener('click', () => guarded(() => download('/api/retorno-rf', pessoasForm, button.dataset.baixar, `pessoas.${button.dataset.baixar}`)));
+    button.addEventListener('click', () =>
+      guarded(() => download('/api/retorno-rf', pessoasForm, button.dataset.baixar, `pessoas.${button.dataset.baixar}`)),
+    );
   }
   $('baixar-corrigido').addEventListener('click', () => guarded(downloadCorrigido));
 

@@ -79,7 +79,12 @@ export function renderTable(container, { caption, columns, rows, textColumns = c
     view = rows.filter(
       (row) =>
         (!group || (row[groupColumn] ?? '(nenhuma)') === group) &&
-        (!text || textColumns.some((column) => String(row[column] ?? '').toLowerCase().includes(text))),
+        (!text ||
+          textColumns.some((column) =>
+            String(row[column] ?? '')
+              .toLowerCase()
+              .includes(text),
+          )),
     );
     if (sortColumn) {
       const factor = sortDir === 'ascending' ? 1 : -1;
@@ -94,7 +99,15 @@ export function renderTable(container, { caption, columns, rows, textColumns = c
     const pages = Math.max(1, Math.ceil(view.length / PAGE));
     page = Math.min(Math.max(0, n), pages - 1);
     const slice = view.slice(page * PAGE, page * PAGE + PAGE);
-    body.replaceChildren(...slice.map((row) => el('tr', {}, ...columns.map((column) => el('td', { text: row[column] === null || row[column] === undefined ? '' : String(row[column]) })))));
+    body.replaceChildren(
+      ...slice.map((row) =>
+        el(
+          'tr',
+          {},
+          ...columns.map((column) => el('td', { text: row[column] === null || row[column] === undefined ? '' : String(row[column]) })),
+        ),
+      ),
+    );
     summary.textContent = `${view.length} de ${rows.length} linhas`;
     position.textContent = `Página ${page + 1} de ${pages}`;
     prev.disabled = page === 0;

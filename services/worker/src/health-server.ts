@@ -75,7 +75,11 @@ function createRedisProbe(redisUrl: string, onError: (err: unknown) => void) {
         (reply) => reply === 'PONG',
         () => false,
       ),
-    close: () => redis.quit().then(() => undefined, () => redis.disconnect()),
+    close: () =>
+      redis.quit().then(
+        () => undefined,
+        () => redis.disconnect(),
+      ),
   };
 }
 

@@ -18,11 +18,7 @@ export interface ProcessorOptions {
   readonly log: Logger;
 }
 
-export type JobProcessor = (
-  job: Job<JobData, JobResult>,
-  token?: string,
-  signal?: AbortSignal,
-) => Promise<JobResult>;
+export type JobProcessor = (job: Job<JobData, JobResult>, token?: string, signal?: AbortSignal) => Promise<JobResult>;
 
 export function createProcessor(executor: JobExecutor, { uploadDir, log }: ProcessorOptions): JobProcessor {
   const root = path.resolve(uploadDir);

@@ -21,7 +21,6 @@ import {
 import type { Logger } from 'pino';
 import { createProcessor, type JobExecutor } from './processor.js';
 
-
 export interface StartWorkerOptions {
   /** Runs the jobs instead of a new worker-thread pool (tests). Closed with the worker. */
   readonly executor?: JobExecutor & { close?(): Promise<void> };
@@ -49,11 +48,7 @@ type CancelListener = QueueEventsListener & {
 const HAND_BACK_MS = 5_000;
 
 /** Does not wait for Redis: a worker started while Redis is down connects when it returns. */
-export async function startWorker(
-  config: Config,
-  log: Logger,
-  options: StartWorkerOptions = {},
-): Promise<RunningWorker> {
+export async function startWorker(config: Config, log: Logger, options: StartWorkerOptions = {}): Promise<RunningWorker> {
   if (!config.redisUrl) throw new Error('REDIS_URL is required to run a worker');
   const concurrency = config.workerConcurrency;
   const drainMs = options.drainMs ?? Math.min(config.jobTimeoutMs, 20_000);
@@ -62,18 +57,14 @@ export async function startWorker(
   const connection = workerConnection(config.redisUrl);
   const onError = throttledErrorLog(log);
 
-  const worker = new Worker<JobData, JobResult>(
-    JOB_QUEUE,
-    createProcessor(executor, { uploadDir: config.uploadDir, log }),
-    {
-      connection,
-      prefix: config.queuePrefix,
-      concurrency,
-      lockDuration: config.workerLockDurationMs,
-      stalledInterval: config.workerStalledIntervalMs,
-      maxStalledCount: MAX_STALLED_COUNT,
-    },
-  );
+  const worker = new Worker<JobData, JobResult>(JOB_QUEUE, createProcessor(executor, { uploadDir: config.uploadDir, log }), {
+    connection,
+    prefix: config.queuePrefix,
+    concurrency,
+    lockDuration: config.workerLockDurationMs,
+    stalledInterval: config.workerStalledIntervalMs,
+    maxStalledCount: MAX_STALLED_COUNT,
+  });
   worker.on('error', (err) => onError('worker', err));
   worker.on('failed', (job, err) => {
     const bindings = { jobId: job?.id, kind: job?.name, attempts: job?.attemptsMade };

@@ -54,12 +54,7 @@ const LABELS: ReadonlyMap<string, Chave> = new Map<string, Chave>([
   ['data de nascimento', 'data_nascimento'],
 ]);
 
-const IDENTIFICATION_LABELS: ReadonlySet<string> = new Set([
-  'identificacao unica',
-  'identificacao unica (inep)',
-  'codigo inep',
-  'id inep',
-]);
+const IDENTIFICATION_LABELS: ReadonlySet<string> = new Set(['identificacao unica', 'identificacao unica (inep)', 'codigo inep', 'id inep']);
 
 const FILIATION_WORD = /\b(?:filiacao|mae|pai)\b/;
 const FILIACAO_WORD = /\bfiliacao\b/;
@@ -100,7 +95,11 @@ export class FieldLabels {
 
 export const BUILTIN_FIELD_LABELS = new FieldLabels();
 
-export function classifyCampo(campo: string, mensagem: string, labels: FieldLabels = BUILTIN_FIELD_LABELS): { chave: Chave | null; is_filiacao: boolean } {
+export function classifyCampo(
+  campo: string,
+  mensagem: string,
+  labels: FieldLabels = BUILTIN_FIELD_LABELS,
+): { chave: Chave | null; is_filiacao: boolean } {
   const label = labelKey(campo);
   const plain = labels.plain.get(label);
   if (plain) return { chave: plain, is_filiacao: false };

@@ -145,17 +145,12 @@ export class QueryTimeoutError extends CensoError {
  */
 export const badInput = {
   notMultipart: () => new BadInputError('A requisição deve ser multipart/form-data.'),
-  fileMissing: (field: 'retorno' | 'txt') =>
-    new BadInputError(`Arquivo ausente: envie o campo ${field}.`),
-  unexpectedField: (field: string) =>
-    new BadInputError(`Campo inesperado: ${truncate(field, 60)}.`),
-  duplicateField: (field: string) =>
-    new BadInputError(`Campo enviado mais de uma vez: ${field}.`),
+  fileMissing: (field: 'retorno' | 'txt') => new BadInputError(`Arquivo ausente: envie o campo ${field}.`),
+  unexpectedField: (field: string) => new BadInputError(`Campo inesperado: ${truncate(field, 60)}.`),
+  duplicateField: (field: string) => new BadInputError(`Campo enviado mais de uma vez: ${field}.`),
   wrongExtension: (field: 'retorno' | 'txt') =>
     new BadInputError(
-      field === 'retorno'
-        ? 'Extensão inválida para retorno: envie .json ou .xlsx.'
-        : 'Extensão inválida para txt: envie .txt.',
+      field === 'retorno' ? 'Extensão inválida para retorno: envie .json ou .xlsx.' : 'Extensão inválida para txt: envie .txt.',
     ),
   outOfMemory: () => new BadInputError('Arquivo ilegível: o processamento excedeu o limite de memória.'),
   malformedMultipart: () => new BadInputError('Requisição multipart malformada.'),

@@ -35,7 +35,10 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
     // The merge finishes before the result file is created: a mismatch leaves nothing to clean.
     const matched = await matchPersons(divergencias, data.txt.path, { ...(signal ? { signal } : {}) });
     if (data.kind === 'retorno-rf') {
-      return { ok: true, ...(await writeTable(data.resultPath, data.format ?? 'json', PESSOAS_TABLE, matched.persons.map(toPessoa), signal)) };
+      return {
+        ok: true,
+        ...(await writeTable(data.resultPath, data.format ?? 'json', PESSOAS_TABLE, matched.persons.map(toPessoa), signal)),
+      };
     }
     const { bytes, pessoasCorrigidas, naoAplicadas } = await writeCensoCorrigido(data.txt.path, matched, data.resultPath, {
       ...(signal ? { signal } : {}),

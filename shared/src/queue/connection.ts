@@ -34,7 +34,11 @@ export function failFastConnection(tune: Tunable = {}): RedisOptions {
 /** Closes a QueueEvents, forcing its connection shut when Redis does not answer in time. */
 export async function closeQueueEvents(events: QueueEvents, ms = 2_000): Promise<void> {
   const closed = events.close().catch(() => undefined);
-  if (!(await settlesWithin(closed, ms))) await events.getBackend().close(true).catch(() => undefined);
+  if (!(await settlesWithin(closed, ms)))
+    await events
+      .getBackend()
+      .close(true)
+      .catch(() => undefined);
 }
 
 /**

@@ -22,11 +22,7 @@ export const REDACTED_PATHS = [
   '*.password',
 ];
 
-export function createLogger(
-  config: Pick<Config, 'logLevel'>,
-  bindings: Record<string, string>,
-  destination?: DestinationStream,
-): Logger {
+export function createLogger(config: Pick<Config, 'logLevel'>, bindings: Record<string, string>, destination?: DestinationStream): Logger {
   return pino(
     {
       level: config.logLevel,

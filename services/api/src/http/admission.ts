@@ -16,9 +16,7 @@ export const checkUploadHeaders: onRequestHookHandler = async (request) => {
   // The multipart parser marks the request only once the body is parsed, so the header is read here.
   const [mediaType = '', ...params] = (request.headers['content-type'] ?? '').split(';');
   if (mediaType.trim().toLowerCase() !== 'multipart/form-data') throw badInput.notMultipart();
-  const boundary = params
-    .map((param) => /^\s*boundary\s*=\s*"?([^"]*)"?\s*$/i.exec(param)?.[1])
-    .find((value) => value !== undefined);
+  const boundary = params.map((param) => /^\s*boundary\s*=\s*"?([^"]*)"?\s*$/i.exec(param)?.[1]).find((value) => value !== undefined);
   // RFC 2046 §5.1.1: 1 to 70 characters. busboy fails on longer ones with an internal error.
   if (boundary === undefined || boundary.length === 0 || boundary.length > 70) throw badInput.malformedMultipart();
   const declared = Number(request.headers['content-length']);

@@ -11,7 +11,11 @@ interface ClientErrorAnswer {
   readonly erro: string;
 }
 
-const HEADERS_TOO_LARGE: ClientErrorAnswer = { status: 431, reason: 'Request Header Fields Too Large', erro: 'Cabeçalhos da requisição grandes demais.' };
+const HEADERS_TOO_LARGE: ClientErrorAnswer = {
+  status: 431,
+  reason: 'Request Header Fields Too Large',
+  erro: 'Cabeçalhos da requisição grandes demais.',
+};
 const TIMEOUT: ClientErrorAnswer = { status: 408, reason: 'Request Timeout', erro: 'Tempo esgotado ao receber a requisição.' };
 const MALFORMED: ClientErrorAnswer = { status: 400, reason: 'Bad Request', erro: 'Requisição HTTP malformada.' };
 

@@ -21,15 +21,18 @@ export function watchUploadBody(request: IncomingMessage, { totalMs, idleMs }: U
   };
   const total = setTimeout(expire, totalMs);
   // A quarter of the idle time: a stalled body is cut between 1× and 1.25× idleMs.
-  const poll = setInterval(() => {
-    const bytes = socket.bytesRead;
-    if (bytes !== lastBytes) {
-      lastBytes = bytes;
-      lastProgress = Date.now();
-    } else if (Date.now() - lastProgress >= idleMs) {
-      expire();
-    }
-  }, Math.max(10, Math.floor(idleMs / 4)));
+  const poll = setInterval(
+    () => {
+      const bytes = socket.bytesRead;
+      if (bytes !== lastBytes) {
+        lastBytes = bytes;
+        lastProgress = Date.now();
+      } else if (Date.now() - lastProgress >= idleMs) {
+        expire();
+      }
+    },
+    Math.max(10, Math.floor(idleMs / 4)),
+  );
   function stop(): void {
     clearTimeout(total);
     clearInterval(poll);

@@ -11,15 +11,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { Queue } from 'bullmq';
-import {
-  JOB_QUEUE,
-  bearerToken,
-  createKeyMatcher,
-  failFastConnection,
-  throttledErrorLog,
-  type Config,
-  type Logger,
-} from '@censo/shared';
+import { JOB_QUEUE, bearerToken, createKeyMatcher, failFastConnection, throttledErrorLog, type Config, type Logger } from '@censo/shared';
 import type { JobRunner } from '../jobs/runner.js';
 
 export const BULL_BOARD_PREFIX = '/admin/queues';
@@ -73,10 +65,7 @@ export function requireBoardToken(token: string) {
         .redirect(`${url.pathname}${url.search}`, 303);
     }
     if (tokenMatches(bearerToken(request.headers.authorization)) || sessionMatches(cookie(request, BULL_BOARD_COOKIE))) return;
-    return reply
-      .code(401)
-      .header('www-authenticate', 'Bearer realm="censo-api queues"')
-      .send({ erro: UNAUTHORIZED });
+    return reply.code(401).header('www-authenticate', 'Bearer realm="censo-api queues"').send({ erro: UNAUTHORIZED });
   };
 }
 

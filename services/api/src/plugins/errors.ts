@@ -3,15 +3,8 @@
 // anything else is a logged 500 with a fixed message and no details (SPEC §5).
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import {
-  BadInputError,
-  CensoError,
-  FileTooLargeError,
-  badInput,
-  httpMessages,
-} from '@censo/shared';
+import { BadInputError, CensoError, FileTooLargeError, badInput, httpMessages } from '@censo/shared';
 import { CLIENT_CLOSED_REQUEST } from './request-log.js';
-
 
 /** Fastify / @fastify/multipart codes that are the client's fault, as our errors. */
 function translate(err: FastifyError): CensoError | null {

@@ -10,13 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { pino, type LevelWithSilent } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import {
-  ApiNotConfiguredError,
-  InvalidCredentialError,
-  createMetricsCredentialCheck,
-  type Config,
-  type Logger,
-} from '@censo/shared';
+import { ApiNotConfiguredError, InvalidCredentialError, createMetricsCredentialCheck, type Config, type Logger } from '@censo/shared';
 import type { JobRunner } from '../jobs/runner.js';
 
 export const METRICS_PREFIX = 'censo_';

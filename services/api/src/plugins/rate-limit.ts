@@ -11,7 +11,9 @@ import { RateLimitedError, failFastConnection, type Config } from '@censo/shared
 import { headerToken } from '../http/auth.js';
 
 export function rateLimitKey(request: FastifyRequest): string {
-  return createHash('sha256').update(headerToken(request) ?? '', 'utf8').digest('base64url');
+  return createHash('sha256')
+    .update(headerToken(request) ?? '', 'utf8')
+    .digest('base64url');
 }
 
 export type RateLimitOptions = Pick<Config, 'rateLimitPerMinute' | 'redisUrl' | 'queuePrefix'>;

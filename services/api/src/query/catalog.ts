@@ -9,8 +9,6 @@ import { ConfigError } from '@censo/shared';
 import { declarationProblem, type FilterType } from './declaration-schema.js';
 import { collectParams, parseSql, type SqlPart } from './sql-template.js';
 
-
-
 /** Query-string names the route itself uses; a filter cannot take them. */
 export const RESERVED_PARAMS: readonly string[] = ['query', 'cursor', 'limit', 'format'];
 
@@ -159,4 +157,3 @@ function compileDeclaration(value: unknown, source: string): CompiledQuery {
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
-

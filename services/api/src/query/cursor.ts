@@ -74,10 +74,6 @@ function isPayload(value: unknown): value is CursorPayload {
   if (typeof value !== 'object' || value === null) return false;
   const p = value as Record<string, unknown>;
   return (
-    p.v === 1 &&
-    typeof p.q === 'string' &&
-    typeof p.f === 'string' &&
-    Array.isArray(p.k) &&
-    p.k.every((item) => typeof item === 'string')
+    p.v === 1 && typeof p.q === 'string' && typeof p.f === 'string' && Array.isArray(p.k) && p.k.every((item) => typeof item === 'string')
   );
 }

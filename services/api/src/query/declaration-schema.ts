@@ -23,7 +23,12 @@ export const declarationSchema = {
     name: { type: 'string', pattern: NAME_PATTERN },
     description: { type: 'string' },
     sql: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
-    key: { anyOf: [{ type: 'string', pattern: NAME_PATTERN }, { ...identifierList, minItems: 1 }] },
+    key: {
+      anyOf: [
+        { type: 'string', pattern: NAME_PATTERN },
+        { ...identifierList, minItems: 1 },
+      ],
+    },
     columns: { ...identifierList, minItems: 1 },
     filters: {
       type: 'array',
@@ -92,7 +97,7 @@ function describe(error: ErrorObject | undefined, value: unknown): string {
       return '"filters" must be an array';
     case 'key':
     case 'columns':
-      if (Array.isArray((value as Record<string, unknown>)[property]) && ((value as Record<string, unknown[]>)[property]!).length === 0) {
+      if (Array.isArray((value as Record<string, unknown>)[property]) && (value as Record<string, unknown[]>)[property]!.length === 0) {
         return `"${property}" must not be empty`;
       }
       if (error.keyword === 'uniqueItems') return `"${property}" has a repeated name`;

@@ -41,9 +41,7 @@ export function parseQueryRequest(catalog: Catalog, raw: Readonly<Record<string,
   const queryName = values.get('query');
   if (queryName === '') throw new BadInputError('Parâmetro query vazio.');
   if (queryName === undefined) {
-    throw new BadInputError(
-      `Parâmetro query ausente (consultas disponíveis: ${[...catalog.keys()].join(', ')}).`,
-    );
+    throw new BadInputError(`Parâmetro query ausente (consultas disponíveis: ${[...catalog.keys()].join(', ')}).`);
   }
   const query = catalog.get(queryName);
   if (query === undefined) throw new BadInputError(`Consulta desconhecida: ${shown(queryName)}.`);

@@ -6,14 +6,7 @@
 import { Readable } from 'node:stream';
 import pg from 'pg';
 import type { FastifyBaseLogger } from 'fastify';
-import {
-  CensoError,
-  DatabaseUnavailableError,
-  QueryTimeoutError,
-  csvLine,
-  withTimeout,
-  type Config,
-} from '@censo/shared';
+import { CensoError, DatabaseUnavailableError, QueryTimeoutError, csvLine, withTimeout, type Config } from '@censo/shared';
 import { loadCatalog, BUILTIN_QUERIES_DIR, type Catalog, type CompiledQuery } from './catalog.js';
 import type { SqlPart } from './sql-template.js';
 import { encodeCursor, invalidCursor } from './cursor.js';
@@ -44,7 +37,12 @@ export interface QueryListing {
     readonly name: string;
     readonly description: string;
     readonly columns: readonly string[];
-    readonly filters: readonly { readonly name: string; readonly type: string; readonly required: boolean; readonly description?: string }[];
+    readonly filters: readonly {
+      readonly name: string;
+      readonly type: string;
+      readonly required: boolean;
+      readonly description?: string;
+    }[];
   }[];
 }
 
@@ -104,7 +102,12 @@ export async function createQueryService(config: Config, log: QueryLogger, optio
   // An idle client can fail (server restart, network): pg emits it on the pool, and an unhandled
   // 'error' event would crash the process. The pool already dropped that client.
   pool.on('error', (err) => log.warn({ err }, 'idle PostgreSQL connection failed'));
-  async function fetch(query: CompiledQuery, filters: ReadonlyMap<string, string>, after: readonly string[] | null, limit: number): Promise<Row[]> {
+  async function fetch(
+    query: CompiledQuery,
+    filters: ReadonlyMap<string, string>,
+    after: readonly string[] | null,
+    limit: number,
+  ): Promise<Row[]> {
     const { text, values } = buildPageSql(query, filters, after, limit);
     try {
       // pool.query releases the client with the error, which discards it: a connection whose
@@ -284,9 +287,7 @@ export function buildPageSql(
       values.push(value);
       return `$${values.length}`;
     });
-    seek = keys.length === 1
-      ? `WHERE ${keys[0]} > ${placeholders[0]}`
-      : `WHERE (${keys.join(', ')}) > (${placeholders.join(', ')})`;
+    seek = keys.length === 1 ? `WHERE ${keys[0]} > ${placeholders[0]}` : `WHERE (${keys.join(', ')}) > (${placeholders.join(', ')})`;
   }
   values.push(String(limit));
   const text = [
@@ -295,17 +296,27 @@ export function buildPageSql(
     seek,
     `ORDER BY ${keys.join(', ')}`,
     `LIMIT $${values.length}`,
-  ].filter(Boolean).join('\n');
+  ]
+    .filter(Boolean)
+    .join('\n');
   return { text, values };
 }
 
 const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE',
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now (starting up, recovery)
   '53300', // too_many_connections
-  '28000', '28P01', // authentication failed: the database is unusable with this configuration
+  '28000',
+  '28P01', // authentication failed: the database is unusable with this configuration
   '3D000', // database does not exist
 ]);
 

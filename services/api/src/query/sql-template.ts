@@ -61,9 +61,13 @@ export function parseSql(sql: string): SqlPart[] {
       let depth = 0;
       let j = i;
       do {
-        if (sql.startsWith('/*', j)) { depth += 1; j += 2; }
-        else if (sql.startsWith('*/', j)) { depth -= 1; j += 2; }
-        else if (j >= sql.length) throw new Error('unterminated comment in SQL');
+        if (sql.startsWith('/*', j)) {
+          depth += 1;
+          j += 2;
+        } else if (sql.startsWith('*/', j)) {
+          depth -= 1;
+          j += 2;
+        } else if (j >= sql.length) throw new Error('unterminated comment in SQL');
         else j += 1;
       } while (depth > 0);
       text += sql.slice(i, j);

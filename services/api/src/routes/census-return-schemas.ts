@@ -64,8 +64,7 @@ const pessoa = {
 export const divergenciasSchema = {
   tags: ['retorno'],
   summary: 'Divergências com a Receita Federal listadas no retorno do Censo',
-  description:
-    'multipart/form-data com um arquivo `retorno` (.json ou .xlsx). Responde as divergências na ordem das linhas do retorno.',
+  description: 'multipart/form-data com um arquivo `retorno` (.json ou .xlsx). Responde as divergências na ordem das linhas do retorno.',
   consumes: ['multipart/form-data'],
   security: apiKeySecurity,
   querystring: formatQuery,
@@ -124,7 +123,8 @@ export const censoCorrigidoSchema = {
         'censo-pessoas-corrigidas': { type: 'integer', description: 'Linhas de registro 30 cujos bytes mudaram.' },
         'censo-correcoes-nao-aplicadas': {
           type: 'integer',
-          description: 'Valores da Receita Federal que não cabem no leiaute (CPF sem 11 dígitos, data irreconhecível, nome vazio) e não foram aplicados.',
+          description:
+            'Valores da Receita Federal que não cabem no leiaute (CPF sem 11 dígitos, data irreconhecível, nome vazio) e não foram aplicados.',
         },
       },
       content: { 'text/plain': { schema: { type: 'string', format: 'binary' } } },

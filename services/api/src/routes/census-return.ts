@@ -72,7 +72,13 @@ function jobData(kind: Kind, files: ReceivedFiles, format: OutputFormat, resultP
 }
 
 /** Headers of a successful answer: the list formats of SPEC §3.5, the corrected file of §3.4. */
-function describeResult(reply: FastifyReply, kind: Kind, format: OutputFormat, files: ReceivedFiles, result: Extract<JobResult, { ok: true }>): void {
+function describeResult(
+  reply: FastifyReply,
+  kind: Kind,
+  format: OutputFormat,
+  files: ReceivedFiles,
+  result: Extract<JobResult, { ok: true }>,
+): void {
   if (kind === 'censo-corrigido') {
     reply
       .type('text/plain; charset=ISO-8859-1')
@@ -92,7 +98,8 @@ async function routes(app: FastifyInstance, { config, runner }: CensusReturnRout
   for (const route of ROUTES) {
     // Everything that can refuse the upload runs before the body is asked for (Expect: 100-continue)
     // or read: auth (the enclosing context), the headers, the format, the in-flight limit, the rate limit.
-    const onRequest = route.kind === 'censo-corrigido' ? [checkUploadHeaders, inFlight.onRequest] : [checkUploadHeaders, checkFormat, inFlight.onRequest];
+    const onRequest =
+      route.kind === 'censo-corrigido' ? [checkUploadHeaders, inFlight.onRequest] : [checkUploadHeaders, checkFormat, inFlight.onRequest];
     app.post(route.url, { schema: route.schema, onRequest, preHandler: continueIfExpected }, async (request, reply) =>
       withUploadFolder(config.uploadDir, request, reply, async (folder, signal) => {
         const started = Date.now();
@@ -107,19 +114,15 @@ async function routes(app: FastifyInstance, { config, runner }: CensusReturnRout
 
         const jobStarted = performance.now();
         const jobMs = () => Math.round(performance.now() - jobStarted);
-        const result = await runner
-          .run(data, { signal, id: folder.id, deadline: started + config.jobTimeoutMs })
-          .catch((err: unknown) => {
-            // The outcome feeds censo_jobs_total (plugins/metrics.ts) as well as the log line.
-            const outcome = err instanceof JobTimeoutError ? 'timeout' : signal.aborted ? 'cancelled' : 'error';
-            annotateRequestLog(request, { outcome, jobMs: jobMs() });
-            throw err;
-          });
+        const result = await runner.run(data, { signal, id: folder.id, deadline: started + config.jobTimeoutMs }).catch((err: unknown) => {
+          // The outcome feeds censo_jobs_total (plugins/metrics.ts) as well as the log line.
+          const outcome = err instanceof JobTimeoutError ? 'timeout' : signal.aborted ? 'cancelled' : 'error';
+          annotateRequestLog(request, { outcome, jobMs: jobMs() });
+          throw err;
+        });
         annotateRequestLog(
           request,
-          result.ok
-            ? { count: result.count, outcome: 'ok', jobMs: jobMs() }
-            : { code: result.code, outcome: 'rejected', jobMs: jobMs() },
+          result.ok ? { count: result.count, outcome: 'ok', jobMs: jobMs() } : { code: result.code, outcome: 'rejected', jobMs: jobMs() },
         );
         if (!result.ok) throw new JobRejectedError(result.status, result.code, result.erro);
 

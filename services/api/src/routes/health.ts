@@ -48,9 +48,7 @@ export async function healthRoutes(app: FastifyInstance, { probes }: HealthRoute
       },
     },
     async (_request, reply) => {
-      const results = await Promise.all(
-        probes.map(async (probe) => [probe.name, await probe.isReady().catch(() => false)] as const),
-      );
+      const results = await Promise.all(probes.map(async (probe) => [probe.name, await probe.isReady().catch(() => false)] as const));
       const ready = results.every(([, ok]) => ok);
       const checks = Object.fromEntries(results.map(([name, ok]) => [name, ok ? 'ok' : 'falha']));
       return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'indisponível', checks });

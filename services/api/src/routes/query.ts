@@ -19,7 +19,8 @@ const cell = { type: ['string', 'null'] } as const;
 
 const pageSchema = {
   type: 'object',
-  description: 'Uma página (format=json). `rows`: um objeto por linha, com as chaves de `columns`, na mesma ordem; todo valor não nulo é texto.',
+  description:
+    'Uma página (format=json). `rows`: um objeto por linha, com as chaves de `columns`, na mesma ordem; todo valor não nulo é texto.',
   required: ['query', 'count', 'next_cursor', 'columns', 'rows'],
   properties: {
     query: { type: 'string' },
@@ -70,47 +71,48 @@ export async function queryRoutes(app: FastifyInstance, opts: QueryRoutesOptions
   const filterDocs: Record<string, { description: string }> = {};
   for (const query of service?.catalog.values() ?? []) {
     for (const filter of query.filters) {
-      const text = `Filtro de \`${query.name}\` (${filter.type}${filter.required ? ', obrigatório' : ''}). ${filter.description ?? ''}`.trim();
+      const text =
+        `Filtro de \`${query.name}\` (${filter.type}${filter.required ? ', obrigatório' : ''}). ${filter.description ?? ''}`.trim();
       filterDocs[filter.name] = { description: filterDocs[filter.name] ? `${filterDocs[filter.name]!.description} ${text}` : text };
     }
   }
   // Typed as a plain object: `tags`/`summary` belong to @fastify/swagger, not to FastifySchema.
   const schema: object = {
-      tags: ['consulta'],
-      summary: 'Consultas nomeadas de leitura (paginadas em JSON ou CSV completo)',
-      description: [
-        'Sem nenhum parâmetro: lista as consultas e seus filtros.',
-        `Com \`query\`: uma página de até ${MAX_PAGE_SIZE} linhas em ordem crescente da chave, e \`next_cursor\` para a seguinte.`,
-        '`format=csv` devolve todas as linhas (RFC 4180, CRLF, NULL como campo vazio), sem limite de página.',
-        'Parâmetro desconhecido, valor de tipo errado, data inválida, `inicio` depois de `fim`, `limit` fora de 1–1000',
-        'ou `cursor` adulterado ou de outra consulta/filtros → 400.',
-      ].join(' '),
-      security: apiKeySecurity,
-      querystring: {
-        type: 'object',
-        properties: {
-          query: { description: 'Nome da consulta (ex.: `audits`).' },
-          cursor: { description: 'O `next_cursor` da página anterior, com os mesmos filtros.' },
-          limit: { description: `Linhas por página, 1–${MAX_PAGE_SIZE} (padrão ${MAX_PAGE_SIZE}); não se aplica a CSV.` },
-          format: { description: '`json` (padrão) ou `csv`.' },
-          ...filterDocs,
+    tags: ['consulta'],
+    summary: 'Consultas nomeadas de leitura (paginadas em JSON ou CSV completo)',
+    description: [
+      'Sem nenhum parâmetro: lista as consultas e seus filtros.',
+      `Com \`query\`: uma página de até ${MAX_PAGE_SIZE} linhas em ordem crescente da chave, e \`next_cursor\` para a seguinte.`,
+      '`format=csv` devolve todas as linhas (RFC 4180, CRLF, NULL como campo vazio), sem limite de página.',
+      'Parâmetro desconhecido, valor de tipo errado, data inválida, `inicio` depois de `fim`, `limit` fora de 1–1000',
+      'ou `cursor` adulterado ou de outra consulta/filtros → 400.',
+    ].join(' '),
+    security: apiKeySecurity,
+    querystring: {
+      type: 'object',
+      properties: {
+        query: { description: 'Nome da consulta (ex.: `audits`).' },
+        cursor: { description: 'O `next_cursor` da página anterior, com os mesmos filtros.' },
+        limit: { description: `Linhas por página, 1–${MAX_PAGE_SIZE} (padrão ${MAX_PAGE_SIZE}); não se aplica a CSV.` },
+        format: { description: '`json` (padrão) ou `csv`.' },
+        ...filterDocs,
+      },
+    },
+    response: {
+      200: {
+        description: 'JSON (página ou lista de consultas) ou, com format=csv, text/csv.',
+        content: {
+          'application/json': { schema: { anyOf: [pageSchema, listingSchema] } },
+          'text/csv': { schema: { type: 'string' } },
         },
       },
-      response: {
-        200: {
-          description: 'JSON (página ou lista de consultas) ou, com format=csv, text/csv.',
-          content: {
-            'application/json': { schema: { anyOf: [pageSchema, listingSchema] } },
-            'text/csv': { schema: { type: 'string' } },
-          },
-        },
-        ...errorResponses({
-          400: 'Parâmetro inválido (mensagem diz qual).',
-          401: 'Header x-api-key ausente ou inválido.',
-          503: '`Consulta não configurada (defina a env DATABASE_URL).`, `Banco de dados indisponível.` ou chave não configurada.',
-          504: '`Tempo esgotado ao executar a consulta.` (QUERY_TIMEOUT_MS).',
-        }),
-      },
+      ...errorResponses({
+        400: 'Parâmetro inválido (mensagem diz qual).',
+        401: 'Header x-api-key ausente ou inválido.',
+        503: '`Consulta não configurada (defina a env DATABASE_URL).`, `Banco de dados indisponível.` ou chave não configurada.',
+        504: '`Tempo esgotado ao executar a consulta.` (QUERY_TIMEOUT_MS).',
+      }),
+    },
   };
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {

@@ -13,9 +13,7 @@ const erroRef = { $ref: 'Erro#' } as const;
 
 /** Error responses by status, with the condition that produces each one. */
 export function errorResponses(statuses: Record<number, string>): Record<number, object> {
-  return Object.fromEntries(
-    Object.entries(statuses).map(([status, description]) => [status, { description, ...erroRef }]),
-  );
+  return Object.fromEntries(Object.entries(statuses).map(([status, description]) => [status, { description, ...erroRef }]));
 }
 
 export const authErrors = {

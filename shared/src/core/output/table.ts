@@ -2,8 +2,24 @@
 // per row, columns named and ordered as the JSON keys, every value as text.
 import type { Divergencia, Pessoa } from '../types.js';
 
-export const DIVERGENCIA_COLUMNS = ['codigo_na_escola', 'linha', 'campo', 'enviado', 'correto', 'is_filiacao', 'chave'] as const satisfies readonly (keyof Divergencia)[];
-export const PESSOA_COLUMNS = ['codigo_na_escola', 'linha', 'cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae'] as const satisfies readonly (keyof Pessoa)[];
+export const DIVERGENCIA_COLUMNS = [
+  'codigo_na_escola',
+  'linha',
+  'campo',
+  'enviado',
+  'correto',
+  'is_filiacao',
+  'chave',
+] as const satisfies readonly (keyof Divergencia)[];
+export const PESSOA_COLUMNS = [
+  'codigo_na_escola',
+  'linha',
+  'cpf',
+  'nome',
+  'data_nascimento',
+  'inep',
+  'nome_mae',
+] as const satisfies readonly (keyof Pessoa)[];
 
 /** What a job answers: the JSON key of its list (also the sheet and file name) and its columns. */
 export interface TableShape {

@@ -80,7 +80,10 @@ export function betterCandidate(a: HeaderCandidate | null, b: HeaderCandidate | 
  * Only header texts are echoed, at most 10 and 200 characters.
  */
 export function unrecognisedHeader(where: string, candidate: HeaderCandidate): string {
-  let found = candidate.texts.slice(0, MAX_ECHOED).map((text) => text.replace(/\s+/g, ' ').trim()).join(', ');
+  let found = candidate.texts
+    .slice(0, MAX_ECHOED)
+    .map((text) => text.replace(/\s+/g, ' ').trim())
+    .join(', ');
   if (candidate.texts.length > MAX_ECHOED) found += ', …';
   if (found.length > MAX_ECHO_CHARS) found = `${found.slice(0, MAX_ECHO_CHARS - 1)}…`;
   const missing = REQUIRED_NAMES.filter(([role]) => !candidate.roles.has(role)).map(([, name]) => name);
@@ -94,7 +97,6 @@ export const CANDIDATE_TEXTS = MAX_ECHOED + 1;
 export function hasRequiredRoles(roles: { has(role: Role): boolean }): boolean {
   return roles.has('codigo') && roles.has('campo') && roles.has('mensagem');
 }
-
 
 /**
  * Whether a row carries no data in any of its mapped columns. Such rows (blank lines, rows of

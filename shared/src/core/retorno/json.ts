@@ -278,8 +278,7 @@ export class JsonRowsScanner {
       } else if (c === 0x22) {
         inString = true;
         units = 0;
-      }
-      else if (c === 0x7b || c === 0x5b) depth++;
+      } else if (c === 0x7b || c === 0x5b) depth++;
       else if (c === 0x7d || c === 0x5d) {
         if (--depth === 0) {
           this.skimDepth = 0;
@@ -329,7 +328,9 @@ export class JsonRowsScanner {
   }
 
   private addRow(element: Record<string, unknown>, raw: Map<string, string> | undefined): void {
-    this.firstKeys ??= Object.keys(element).slice(0, CANDIDATE_TEXTS).map((key) => key.slice(0, 200));
+    this.firstKeys ??= Object.keys(element)
+      .slice(0, CANDIDATE_TEXTS)
+      .map((key) => key.slice(0, 200));
     const values: (string | null)[] = [null, null, null, null, null, null];
     for (const key of Object.keys(element)) {
       const slot = this.roles.slotOf(key);
@@ -472,8 +473,8 @@ export class JsonRowsScanner {
       case N.Int:
         if (digit && this.num === N.Int) return true;
         if (digit) throw invalid();
-        if (c === 0x2e) return (this.num = N.Dot), true;
-        if (c === 0x65 || c === 0x45) return (this.num = N.Exp), true;
+        if (c === 0x2e) return ((this.num = N.Dot), true);
+        if (c === 0x65 || c === 0x45) return ((this.num = N.Exp), true);
         return this.numberEnd(c);
       case N.Dot:
         if (!digit) throw invalid();
@@ -481,10 +482,10 @@ export class JsonRowsScanner {
         return true;
       case N.Frac:
         if (digit) return true;
-        if (c === 0x65 || c === 0x45) return (this.num = N.Exp), true;
+        if (c === 0x65 || c === 0x45) return ((this.num = N.Exp), true);
         return this.numberEnd(c);
       case N.Exp:
-        if (c === 0x2b || c === 0x2d) return (this.num = N.ExpSign), true;
+        if (c === 0x2b || c === 0x2d) return ((this.num = N.ExpSign), true);
         if (!digit) throw invalid();
         this.num = N.ExpDigits;
         return true;
@@ -507,7 +508,6 @@ export class JsonRowsScanner {
     return this.num === N.Zero || this.num === N.Int || this.num === N.Frac || this.num === N.ExpDigits;
   }
 }
-
 
 // `"` `\` `/` b f n r t
 const ESCAPES = new Set([0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
@@ -549,7 +549,7 @@ function valueText(value: unknown, raw: string | undefined): string {
 function needsRawNumbers(element: Record<string, unknown>): boolean {
   for (const key in element) {
     const v = element[key];
-    if (typeof v === 'number' && (!Number.isSafeInteger(v) && (Number.isInteger(v) || !Number.isFinite(v)))) return true;
+    if (typeof v === 'number' && !Number.isSafeInteger(v) && (Number.isInteger(v) || !Number.isFinite(v))) return true;
   }
   return false;
 }

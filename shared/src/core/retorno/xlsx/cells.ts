@@ -5,12 +5,7 @@ import type { SharedStrings } from './strings.js';
 import { cellString } from './xml.js';
 
 /** Built-in number formats that display a date or time (ECMA-376 §18.8.30 and the CJK ids). */
-const BUILTIN_DATE_FORMATS = new Set<number>([
-  ...range(14, 22),
-  ...range(27, 36),
-  ...range(45, 47),
-  ...range(50, 58),
-]);
+const BUILTIN_DATE_FORMATS = new Set<number>([...range(14, 22), ...range(27, 36), ...range(45, 47), ...range(50, 58)]);
 
 function range(from: number, to: number): number[] {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);
@@ -113,13 +108,7 @@ export const BAD_SHARED_STRING = 'referência a texto compartilhado inexistente.
  * Text of one cell from its type (`t`), style index (`s`), cached value (`<v>`) and inline
  * string (`<is>`, `null` when absent).
  */
-export function cellText(
-  type: string | undefined,
-  style: number,
-  value: string,
-  inline: string | null,
-  ctx: CellContext,
-): string {
+export function cellText(type: string | undefined, style: number, value: string, inline: string | null, ctx: CellContext): string {
   switch (type) {
     case 's': {
       if (value === '') return '';
