@@ -56,8 +56,8 @@ function workbook(sheetName: string): string {
 }
 
 // Characters XML 1.0 cannot carry at all (C0 controls but tab/LF/CR, U+FFFE/U+FFFF, lone surrogates).
-// eslint-disable-next-line no-control-regex -- control characters are exactly what is removed here
 const NOT_XML =
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed here
   /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 function escapeXml(text: string): string {
