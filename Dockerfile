@@ -35,6 +35,7 @@ COPY --from=build /app/services/worker/dist services/worker/dist
 COPY --from=build /app/services/api/dist services/api/dist
 COPY --from=build /app/cli/dist cli/dist
 COPY services/api/queries services/api/queries
+COPY services/api/web services/api/web
 # `censo` on the PATH, whatever npm did with the workspace's bin before dist existed.
 RUN chmod +x cli/dist/main.js && ln -sf /app/cli/dist/main.js /usr/local/bin/censo
 # The named volume mounted here inherits this ownership on first use.
