@@ -74,6 +74,38 @@ export function coreCases(data) {
       rows: data.p100k.rows,
       expect: data.p100k.pessoas,
     },
+    {
+      id: 'corrigido-t25',
+      group: 'corrigido',
+      label: 'runJob censo-corrigido (the same merge + the corrected txt)',
+      args: ['job-corrigido', data.t25.files.xlsx, data.t25.files.txt],
+      rows: data.t25.rows,
+      expect: data.t25.pessoas,
+    },
+    {
+      id: 'div100-json',
+      group: 'formats',
+      label: 'runJob divergencias, format=json',
+      args: ['job-div-json', x100],
+      rows: data.p100k.rows,
+      expect: data.p100k.divergencias,
+    },
+    {
+      id: 'div100-csv',
+      group: 'formats',
+      label: 'runJob divergencias, format=csv',
+      args: ['job-div-csv', x100],
+      rows: data.p100k.rows,
+      expect: data.p100k.divergencias,
+    },
+    {
+      id: 'div100-xlsx',
+      group: 'formats',
+      label: 'runJob divergencias, format=xlsx',
+      args: ['job-div-xlsx', x100],
+      rows: data.p100k.rows,
+      expect: data.p100k.divergencias,
+    },
   ];
 }
 
@@ -112,6 +144,9 @@ export async function runCore(data, runs, log = console.log) {
     xlsx25CoreVsExceljs: ratio('xlsx25-exceljs', 'xlsx25-core'),
     xlsx25CoreVsFloor: ratio('xlsx25-core', 'xlsx25-floor'),
     json25CoreVsParse: ratio('json25-core', 'json25-parse'),
+    corrigidoVsRf: ratio('corrigido-t25', 'merge-t25'),
+    csvVsJson: ratio('div100-csv', 'div100-json'),
+    xlsxVsJson: ratio('div100-xlsx', 'div100-json'),
   };
   return results;
 }

@@ -67,6 +67,22 @@ export function runNodeJson(args, { timeoutMs = 300_000, env } = {}) {
   });
 }
 
+/** Runs `node <args>` to completion and resolves with its wall time in ms (exit 0 required). */
+export function runNodeTimed(args, { timeoutMs = 300_000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => (err += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code !== 0) reject(new Error(`node ${args.join(' ')} exited ${code ?? signal}: ${err.trim().slice(-2000)}`));
+      else resolve(performance.now() - started);
+    });
+  });
+}
+
 /** A long-running child (API or worker); stdout/stderr go to a log file under .bench/logs. */
 export function startProcess(name, args, env) {
   const log = createWriteStream(path.join(DATA, 'logs', `${name}.log`));

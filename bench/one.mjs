@@ -9,6 +9,10 @@
 //               with a byte search, building nothing
 //   json-parse  a bare readFile + JSON.parse of the whole file (the rows array, nothing else)
 //   job-rf      runJob retorno-rf: read + extract + merge with the txt + write the result file
+//   job-corrigido  runJob censo-corrigido: the same merge, then the corrected census file
+//   job-div-json|csv|xlsx  runJob divergencias writing that format
+// Peak RSS is VmHWM from /proc/self/status: resourceUsage().maxRSS is inherited from the parent
+// at fork, so a large parent (bench/run.mjs) would be reported for every case.
 import { readFileSync, rmSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -91,26 +95,41 @@ async function jsonParse() {
   };
 }
 
-async function jobRf() {
-  const { runJob } = await import('@censo/shared');
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'censo-bench-'));
+function job(kind, output = 'json') {
   return async () => {
-    try {
-      const result = await runJob({
-        kind: 'retorno-rf',
-        retorno: { path: file, format },
-        txt: { path: txt },
-        resultPath: path.join(dir, 'r.json'),
-      });
-      if (!result.ok) throw new Error(`job failed: ${JSON.stringify(result)}`);
-      return { out: result.count, bytes: result.bytes };
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const { runJob } = await import('@censo/shared');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'censo-bench-'));
+    return async () => {
+      try {
+        const retorno = { path: file, format };
+        const resultPath = path.join(dir, 'r');
+        const data =
+          kind === 'divergencias'
+            ? { kind, retorno, format: output, resultPath }
+            : kind === 'retorno-rf'
+              ? { kind, retorno, txt: { path: txt }, format: output, resultPath }
+              : { kind, retorno, txt: { path: txt }, resultPath };
+        const result = await runJob(data);
+        if (!result.ok) throw new Error(`job failed: ${JSON.stringify(result)}`);
+        return { out: result.count, bytes: result.bytes };
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    };
   };
 }
 
-const CASES = { core, exceljs, 'floor-xlsx': floorXlsx, 'json-parse': jsonParse, 'job-rf': jobRf };
+const CASES = {
+  core,
+  exceljs,
+  'floor-xlsx': floorXlsx,
+  'json-parse': jsonParse,
+  'job-rf': job('retorno-rf'),
+  'job-corrigido': job('censo-corrigido'),
+  'job-div-json': job('divergencias', 'json'),
+  'job-div-csv': job('divergencias', 'csv'),
+  'job-div-xlsx': job('divergencias', 'xlsx'),
+};
 if (!CASES[kind]) {
   console.error(`unknown case ${kind}`);
   process.exit(2);
@@ -120,5 +139,5 @@ globalThis.gc?.();
 const t0 = performance.now();
 const result = await work();
 const ms = performance.now() - t0;
-const { maxRSS } = process.resourceUsage();
-console.log(JSON.stringify({ case: kind, ms, ...result, maxRssMB: maxRSS / 1024 }));
+const hwmKiB = Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? Number.NaN);
+console.log(JSON.stringify({ case: kind, ms, ...result, maxRssMB: hwmKiB / 1024 }));

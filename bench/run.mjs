@@ -6,6 +6,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { runCli } from './cli.mjs';
 import { runCore } from './core.mjs';
 import { ensureData } from './data.mjs';
 import { redisAvailable, runHttp } from './http.mjs';
@@ -127,6 +128,64 @@ target(
   `${fmt(core['json25-core'].maxRssMB)} MiB (JSON.parse: ${fmt(core['json25-parse'].maxRssMB)} MiB)`,
   core['json25-core'].maxRssMax * 1.048576 <= 200,
 );
+
+const jobRow = (id, name, vsId) => {
+  const r = core[id];
+  return [name, fmt(r.ms), fmt(r.out), (r.bytes / MiB).toFixed(1), fmt(r.maxRssMB), vsId ? `${(r.ms / core[vsId].ms).toFixed(2)}×` : ''];
+};
+section(
+  '2b. The corrected census file and the spreadsheet answers',
+  [
+    '`runJob` in one process, peak RSS from `VmHWM`. The corrected file is the retorno-rf merge plus a streamed rewrite of the whole txt; the formats write the same p100k divergences as JSON, CSV or XLSX (yazl, one sheet, inline strings).',
+    '',
+    table(
+      ['job', 'time ms', 'items', 'result MiB', 'peak RSS MiB', 'time vs'],
+      [
+        jobRow('merge-t25', 't25 retorno-rf (pessoas JSON)', 'merge-t25'),
+        jobRow('corrigido-t25', 't25 censo-corrigido (the txt, ISO-8859-1)', 'merge-t25'),
+        jobRow('div100-json', 'p100k divergencias, json', 'div100-json'),
+        jobRow('div100-csv', 'p100k divergencias, csv', 'div100-json'),
+        jobRow('div100-xlsx', 'p100k divergencias, xlsx', 'div100-json'),
+      ],
+    ),
+    '',
+    `Same-run ratios: censo-corrigido / retorno-rf = ${core.ratios.corrigidoVsRf.toFixed(2)}×; csv / json = ${core.ratios.csvVsJson.toFixed(2)}×; xlsx / json = ${core.ratios.xlsxVsJson.toFixed(2)}×.`,
+  ].join('\n'),
+);
+target('censo-corrigido ≤ 1.3× the retorno-rf time (t25)', `${core.ratios.corrigidoVsRf.toFixed(2)}×`, core.ratios.corrigidoVsRf <= 1.3);
+target('xlsx answer ≤ 2× the JSON answer (p100k divergences)', `${core.ratios.xlsxVsJson.toFixed(2)}×`, core.ratios.xlsxVsJson <= 2);
+target(
+  'censo-corrigido peak RSS ≤ 1.2× the retorno-rf job',
+  `${fmt(core['corrigido-t25'].maxRssMB)} / ${fmt(core['merge-t25'].maxRssMB)} MiB`,
+  core['corrigido-t25'].maxRssMax <= 1.2 * core['merge-t25'].maxRssMax,
+);
+
+// --- 5. CLI ------------------------------------------------------------------------------------
+log('\nCLI (censo lote)...');
+const cli = await runCli(data, Math.min(RUNS, 3), log);
+section(
+  '5. The censo CLI',
+  [
+    `Whole \`node cli/dist/main.js\` processes, medians of ${Math.min(RUNS, 3)} alternating runs. \`lote\` on ${cli.files} school returns (xlsx, ${fmt(cli.rows / cli.files)} rows each, in 10 folders); \`divergencias\` on the x25 return (${fmt(cli.bigRows)} rows).`,
+    '',
+    table(
+      ['run', 'time ms', 'files/s', 'return rows/s'],
+      [
+        ['lote, --concurrency 1', fmt(cli.oneMs), fmt(cli.files / (cli.oneMs / 1000), 1), fmt(cli.rows / (cli.oneMs / 1000))],
+        [
+          `lote, default (${cli.threads} threads)`,
+          fmt(cli.allMs),
+          fmt(cli.files / (cli.allMs / 1000), 1),
+          fmt(cli.rows / (cli.allMs / 1000)),
+        ],
+        ['divergencias, one 25 MB return', fmt(cli.bigMs), '', fmt(cli.bigRows / (cli.bigMs / 1000))],
+      ],
+    ),
+    '',
+    `Same-run speed-up of the folder run: ${cli.speedup.toFixed(2)}× the one-thread rate; the single-file core figure (section 1) is ${fmt(core['xlsx25-core'].rowsPerSec)} rows/s.`,
+  ].join('\n'),
+);
+target(`censo lote ≥ 1.6× the one-thread rate on ${cli.threads} cores`, `${cli.speedup.toFixed(2)}×`, cli.speedup >= 1.6);
 
 // --- 3. HTTP -----------------------------------------------------------------------------------
 log('\nHTTP (autocannon)...');

@@ -206,6 +206,67 @@ async function prepareDatabase() {
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Misbehaving clients beside the good ones: trickles that would hold upload slots forever, and a
+// flood of uploads with a wrong key sent whole before reading (the answer must still arrive).
+
+const TRICKLES = 3;
+const UPLOAD_TIMEOUT_MS = 8000;
+
+function trickle(url, until) {
+  return new Promise((resolve) => {
+    const { port } = new URL(url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let answer = '';
+    const timer = setInterval(() => socket.writable && socket.write('x'), 1000);
+    socket.on('connect', () =>
+      socket.write(
+        `POST /api/divergencias-rf HTTP/1.1\r\nhost: x\r\nx-api-key: ${API_KEY}\r\ncontent-type: multipart/form-data; boundary=${BOUNDARY}\r\ntransfer-encoding: chunked\r\n\r\n`,
+      ),
+    );
+    socket.on('data', (d) => (answer += d));
+    const done = () => {
+      clearInterval(timer);
+      socket.destroy();
+      resolve(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 'none');
+    };
+    socket.on('close', done);
+    socket.on('error', done);
+    setTimeout(done, Math.max(0, until - Date.now()) + UPLOAD_TIMEOUT_MS + 5000).unref();
+  });
+}
+
+async function misbehave(url, seconds) {
+  const until = Date.now() + seconds * 1000;
+  const stats = { trickles: 0, trickles408: 0, flood: 0, flood401: 0, floodErrors: 0 };
+  const trickler = async () => {
+    while (Date.now() < until) {
+      const status = await trickle(url, until);
+      stats.trickles++;
+      if (status === '408') stats.trickles408++;
+    }
+  };
+  const body = multipart([{ field: 'retorno', filename: 'retorno.json', content: Buffer.alloc(1024 * 1024, 0x61) }]);
+  const flooder = async () => {
+    while (Date.now() < until) {
+      stats.flood++;
+      try {
+        const response = await fetch(`${url}/api/divergencias-rf`, {
+          method: 'POST',
+          headers: { 'x-api-key': 'wrong', 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+          body,
+        });
+        await response.arrayBuffer();
+        if (response.status === 401) stats.flood401++;
+      } catch {
+        stats.floodErrors++;
+      }
+    }
+  };
+  await Promise.all([...Array.from({ length: TRICKLES }, trickler), flooder()]);
+  return stats;
+}
+
 async function runMode(mode, requests, db) {
   const uploadDir = mkdtempSync(path.join(os.tmpdir(), `censo-load-${mode}-`));
   const port = await freePort();
@@ -219,6 +280,7 @@ async function runMode(mode, requests, db) {
     DATABASE_URL: db.url,
     WORKER_CONCURRENCY: '2',
     JOB_TIMEOUT_MS: '60000',
+    UPLOAD_TIMEOUT_MS: String(UPLOAD_TIMEOUT_MS),
   };
   const procs = [];
   let redis = null;
@@ -240,7 +302,7 @@ async function runMode(mode, requests, db) {
     const samples = [];
     const sampler = setInterval(() => samples.push(procs.map((p) => rssMb(p.child.pid))), 5000);
     console.error(`load: ${mode} for ${DURATION}s, ${CONNECTIONS} connections`);
-    const r = await runCannon(url, requests, DURATION);
+    const [r, bad] = await Promise.all([runCannon(url, requests, DURATION), misbehave(url, DURATION)]);
     clearInterval(sampler);
     const end = { rss: procs.map((p) => rssMb(p.child.pid)), redis: redis ? await redisMemory(redis) : null };
     await sleep(2000);
@@ -259,6 +321,7 @@ async function runMode(mode, requests, db) {
       p99: r.latency.p99,
       max: r.latency.max,
       filesLeft: left.length,
+      bad,
       // RSS at each quarter of the run: a leak keeps climbing, warm-up levels off.
       processes: procs.map((p, i) => ({
         name: p.name,
@@ -296,6 +359,15 @@ function table(results, largeBytes) {
     lines.push(
       `| ${r.mode} | ${r.requests} | ${r.reqPerSec.toFixed(1)} | ${r.ok} | ${r.unexpected} (${r.non2xx} / ${r.errors} / ${r.timeouts}) | ${r.p50} | ${r.p99} | ${r.max} | ${r.filesLeft} |`,
     );
+  lines.push('');
+  lines.push(
+    `Beside them, misbehaving clients for the whole run: ${TRICKLES} trickles (an upload's headers, then one byte a second; UPLOAD_TIMEOUT_MS=${UPLOAD_TIMEOUT_MS}) reopened as soon as they are cut, and a flood of 1 MB uploads with a wrong key, each written whole before its answer is read.`,
+  );
+  lines.push('');
+  lines.push('| mode | trickles cut with 408 | flood answered 401 | flood errors (resets) |');
+  lines.push('|---|---:|---:|---:|');
+  for (const r of results)
+    lines.push(`| ${r.mode} | ${r.bad.trickles408} of ${r.bad.trickles} | ${r.bad.flood401} of ${r.bad.flood} | ${r.bad.floodErrors} |`);
   lines.push('');
   lines.push('| mode | process | RSS start MB | 25% | 50% | 75% | end | peak |');
   lines.push('|---|---|---:|---:|---:|---:|---:|---:|');
@@ -342,7 +414,14 @@ async function main() {
   const text = table(results, largeBytes);
   console.log(text);
   if (WRITE) writeBenchmarks(text);
-  const bad = results.filter((r) => r.unexpected > 0 || r.filesLeft > 0);
+  const bad = results.filter(
+    (r) =>
+      r.unexpected > 0 ||
+      r.filesLeft > 0 ||
+      r.bad.floodErrors > 0 ||
+      r.bad.flood401 !== r.bad.flood ||
+      r.bad.trickles408 < r.bad.trickles - TRICKLES,
+  );
   if (bad.length) {
     console.error(`load: FAILED in ${bad.map((r) => r.mode).join(', ')}`);
     process.exit(1);
