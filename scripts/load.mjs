@@ -218,14 +218,20 @@ function trickle(url, until) {
     const { port } = new URL(url);
     const socket = net.connect(Number(port), '127.0.0.1');
     let answer = '';
-    const timer = setInterval(() => socket.writable && socket.write('x'), 1000);
+    // Valid chunked framing, one byte of the file per chunk: only the pace is wrong.
+    const chunk = (text) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+    const timer = setInterval(() => socket.writable && socket.write(chunk('x')), 1000);
     socket.on('connect', () =>
       socket.write(
-        `POST /api/divergencias-rf HTTP/1.1\r\nhost: x\r\nx-api-key: ${API_KEY}\r\ncontent-type: multipart/form-data; boundary=${BOUNDARY}\r\ntransfer-encoding: chunked\r\n\r\n`,
+        `POST /api/divergencias-rf HTTP/1.1\r\nhost: x\r\nx-api-key: ${API_KEY}\r\ncontent-type: multipart/form-data; boundary=${BOUNDARY}\r\ntransfer-encoding: chunked\r\n\r\n` +
+          chunk(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="retorno"; filename="retorno.json"\r\n\r\n`),
       ),
     );
     socket.on('data', (d) => (answer += d));
+    let settled = false;
     const done = () => {
+      if (settled) return;
+      settled = true;
       clearInterval(timer);
       socket.destroy();
       resolve(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 'none');
