@@ -101,6 +101,10 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     if (err instanceof BadUsage) return fail(err.message, 2);
     if (err instanceof InputError || err instanceof ConfigError) return fail(err.message, 1);
+    // The file system refused (an -o in a missing folder, no permission): one line, not a stack.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && /^E[A-Z]+$/.test(code))
+      return fail(`não foi possível ler ou gravar ${(err as NodeJS.ErrnoException).path ?? ''} (${code}).`, 1);
     throw err;
   }
 }

@@ -1,7 +1,7 @@
 // One return (and its txt): the job the service runs for one upload, run here in this process,
 // its result file copied to -o or streamed to stdout.
-import { createReadStream } from 'node:fs';
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -21,7 +21,8 @@ async function runToOutput(
     const resultPath = path.join(dir, 'resultado');
     const result = await runJob(await build(resultPath), { vocabulary: createVocabulary(vocabulary) });
     if (!result.ok) throw new InputError(result.erro);
-    if (output !== undefined) await copyFile(resultPath, output);
+    // A stream, not a copy: -o may be /dev/null, a FIFO or another special file.
+    if (output !== undefined) await pipeline(createReadStream(resultPath), createWriteStream(output));
     else await pipeline(createReadStream(resultPath), process.stdout, { end: false });
     return result;
   } finally {

@@ -1,39 +1,27 @@
-// PostgreSQL for integration tests. Order: DATABASE_URL_FOR_TESTS or DATABASE_URL when set, else a
-// throwaway container when a Docker engine answers, else the conventional local server with
-// trust auth. 127.0.0.1 rather than `localhost`: Node may resolve localhost to ::1 first, and a
-// server listening on IPv4 only would then refuse the connection.
+// PostgreSQL for integration tests: DATABASE_URL_FOR_TESTS or DATABASE_URL when set, else a
+// container, else the local server with trust auth (test-service.ts).
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { resolveTestService, type TestService } from './test-service.js';
 
 const AUDITS_DDL = fileURLToPath(new URL('../../docker/postgres-init/01-audits.sql', import.meta.url));
 
 export const LOCAL_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
-export interface TestPostgres {
-  readonly url: string;
-  stop(): Promise<void>;
-}
+export type TestPostgres = TestService;
 
-function dockerAvailable(): boolean {
-  return Boolean(process.env.DOCKER_HOST) || existsSync('/var/run/docker.sock');
-}
-
-export async function startTestPostgres(): Promise<TestPostgres> {
-  const fromEnv = (process.env.DATABASE_URL_FOR_TESTS ?? process.env.DATABASE_URL)?.trim();
-  if (fromEnv) return { url: fromEnv, stop: async () => undefined };
-  if (dockerAvailable()) {
-    try {
+export function startTestPostgres(): Promise<TestPostgres> {
+  return resolveTestService({
+    fromEnv: process.env.DATABASE_URL_FOR_TESTS ?? process.env.DATABASE_URL,
+    container: async () => {
       const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
       const container = await new PostgreSqlContainer('postgres:16-alpine').start();
       return { url: container.getConnectionUri(), stop: async () => void (await container.stop()) };
-    } catch {
-      // No usable engine after all (socket present, daemon down): fall back to the local server.
-    }
-  }
-  return { url: LOCAL_DATABASE_URL, stop: async () => undefined };
+    },
+    localUrl: LOCAL_DATABASE_URL,
+  });
 }
 
 export interface TestSchema {

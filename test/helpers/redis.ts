@@ -1,37 +1,24 @@
-// Redis for integration tests. Order: REDIS_URL_FOR_TESTS or REDIS_URL when set (.ci/run sets
-// the former), else a
-// throwaway container when a Docker engine answers, else the conventional local server.
-// 127.0.0.1 rather than `localhost`: Node may resolve localhost to ::1 first, and a redis-server
-// bound to IPv4 only would then refuse the connection.
+// Redis for integration tests: REDIS_URL_FOR_TESTS or REDIS_URL when set (.ci/run sets the
+// former), else a container, else the local server (test-service.ts).
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { Redis } from 'ioredis';
+import { resolveTestService, type TestService } from './test-service.js';
 
 export const LOCAL_REDIS_URL = 'redis://127.0.0.1:6379';
 
-export interface TestRedis {
-  readonly url: string;
-  stop(): Promise<void>;
-}
+export type TestRedis = TestService;
 
-function dockerAvailable(): boolean {
-  return Boolean(process.env.DOCKER_HOST) || existsSync('/var/run/docker.sock');
-}
-
-export async function startTestRedis(): Promise<TestRedis> {
-  const fromEnv = (process.env.REDIS_URL_FOR_TESTS ?? process.env.REDIS_URL)?.trim();
-  if (fromEnv) return { url: fromEnv, stop: async () => undefined };
-  if (dockerAvailable()) {
-    try {
+export function startTestRedis(): Promise<TestRedis> {
+  return resolveTestService({
+    fromEnv: process.env.REDIS_URL_FOR_TESTS ?? process.env.REDIS_URL,
+    container: async () => {
       const { RedisContainer } = await import('@testcontainers/redis');
       const container = await new RedisContainer('redis:7-alpine').start();
       return { url: container.getConnectionUrl(), stop: async () => void (await container.stop()) };
-    } catch {
-      // No usable engine after all (socket present, daemon down): fall back to the local server.
-    }
-  }
-  return { url: LOCAL_REDIS_URL, stop: async () => undefined };
+    },
+    localUrl: LOCAL_REDIS_URL,
+  });
 }
 
 /**

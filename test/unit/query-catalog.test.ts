@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@censo/shared';
 import { compileCatalog, loadCatalog } from '../../services/api/dist/query/catalog.js';
 import { parseSql } from '../../services/api/dist/query/sql-template.js';
-import { buildPageSql } from '../../services/api/dist/query/service.js';
+import { buildPageSql } from '../../services/api/dist/query/page-sql.js';
 
 const base = {
   name: 'q',

@@ -1,5 +1,5 @@
 export { buildApp, type AppDeps } from './app.js';
-export { createInProcessRunner, type JobExecutor } from './jobs/in-process.js';
+export { createInProcessRunner } from './jobs/in-process.js';
 export type { JobRunner, RunOptions } from './jobs/runner.js';
 export { requireApiKey } from './http/auth.js';
 export { MAX_FILE_BYTES } from './http/uploads.js';

@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 import {
   ABORT_CANCELLED,
   ApiNotConfiguredError,
@@ -12,6 +12,7 @@ import {
   failFastConnection,
   throttledErrorLog,
   InvalidCredentialError,
+  createJobMetrics,
   createMetricsCredentialCheck,
   httpMessages,
   withTimeout,
@@ -38,23 +39,13 @@ function createWorkerMetrics(running: RunningWorker) {
   const registry = new Registry();
   registry.setDefaultLabels({ role: 'worker' });
   collectDefaultMetrics({ register: registry, prefix: 'censo_' });
-  const jobs = new Counter({
-    name: 'censo_worker_jobs_total',
-    help: 'Jobs this worker finished, by kind and outcome (ok, rejected, cancelled, error).',
-    labelNames: ['kind', 'outcome'] as const,
-    registers: [registry],
+  const jobs = createJobMetrics(registry, {
+    prefix: 'censo_worker_',
+    countHelp: 'Jobs this worker finished, by kind and outcome (ok, rejected, cancelled, error).',
+    durationHelp: 'Time from a job becoming active on this worker to its end.',
   });
-  const duration = new Histogram({
-    name: 'censo_worker_job_duration_seconds',
-    help: 'Time from a job becoming active on this worker to its end.',
-    labelNames: ['kind', 'outcome'] as const,
-    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-    registers: [registry],
-  });
-  const observe = (kind: string, outcome: string, processedOn?: number, finishedOn?: number) => {
-    jobs.inc({ kind, outcome });
-    if (processedOn) duration.observe({ kind, outcome }, ((finishedOn ?? Date.now()) - processedOn) / 1000);
-  };
+  const observe = (kind: string, outcome: string, processedOn?: number, finishedOn?: number) =>
+    jobs.observe(kind, outcome, processedOn ? ((finishedOn ?? Date.now()) - processedOn) / 1000 : undefined);
   running.worker.on('completed', (job, result: JobResult) =>
     observe(job.name, result.ok ? 'ok' : 'rejected', job.processedOn, job.finishedOn),
   );

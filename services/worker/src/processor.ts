@@ -4,13 +4,8 @@
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
-import { ABORT_SHUTDOWN, UPLOAD_GONE, type JobData, type JobResult } from '@censo/shared';
+import { ABORT_SHUTDOWN, UPLOAD_GONE, type JobData, type JobExecutor, type JobResult } from '@censo/shared';
 import type { Logger } from 'pino';
-
-/** What the processor needs from the pool (`createJobPool` from @censo/shared fits). */
-export interface JobExecutor {
-  run(data: JobData, signal?: AbortSignal): Promise<JobResult>;
-}
 
 export interface ProcessorOptions {
   /** Jobs may only touch files under this folder (the shared UPLOAD_DIR volume). */

@@ -10,6 +10,7 @@ import {
   UPLOAD_GONE,
   closeQueueEvents,
   createJobPool,
+  type JobExecutor,
   loadColumnsFile,
   settlesWithin,
   throttledErrorLog,
@@ -19,7 +20,7 @@ import {
   type JobResult,
 } from '@censo/shared';
 import type { Logger } from 'pino';
-import { createProcessor, type JobExecutor } from './processor.js';
+import { createProcessor } from './processor.js';
 
 export interface StartWorkerOptions {
   /** Runs the jobs instead of a new worker-thread pool (tests). Closed with the worker. */

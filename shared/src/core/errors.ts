@@ -12,47 +12,68 @@ export abstract class CensoError extends Error {
   }
 }
 
-/** 400: the request or one of its files cannot be used (SPEC §5). */
+/**
+ * The fixed answers, one row each: machine code, HTTP status and the Portuguese message from
+ * SPEC.md (or, where SPEC fixes only the condition, the text the README's error table quotes).
+ */
+export const ERRORS = {
+  INVALID_CREDENTIAL: { status: 401, message: 'Credencial inválida (header x-api-key).' },
+  API_NOT_CONFIGURED: { status: 503, message: 'API não configurada (defina a env API_KEY).' },
+  FILE_TOO_LARGE: { status: 413, message: 'Arquivo excede o limite de 25 MB.' },
+  UPLOAD_TIMEOUT: { status: 408, message: 'Tempo esgotado ao receber o arquivo.' },
+  QUEUE_UNAVAILABLE: { status: 503, message: 'Fila de processamento indisponível.' },
+  JOB_TIMEOUT: { status: 504, message: 'Tempo esgotado ao processar o arquivo.' },
+  OVERLOADED: { status: 503, message: 'Serviço sobrecarregado, tente novamente em instantes.' },
+  STORAGE_UNAVAILABLE: { status: 503, message: 'Armazenamento temporário indisponível.' },
+  RATE_LIMITED: { status: 429, message: 'Limite de requisições excedido, tente novamente em instantes.' },
+  QUERY_NOT_CONFIGURED: { status: 503, message: 'Consulta não configurada (defina a env DATABASE_URL).' },
+  DATABASE_UNAVAILABLE: { status: 503, message: 'Banco de dados indisponível.' },
+  QUERY_TIMEOUT: { status: 504, message: 'Tempo esgotado ao executar a consulta.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** The base class of one table row: `class X extends fixedError('CODE') {}` keeps `instanceof X`. */
+function fixedError<C extends ErrorCode>(code: C) {
+  return class extends CensoError {
+    readonly status: (typeof ERRORS)[C]['status'] = ERRORS[code].status;
+    readonly code: C = code;
+    constructor(options?: ErrorOptions) {
+      super(ERRORS[code].message, options);
+    }
+  };
+}
+
+/** 400: the request or one of its files cannot be used (SPEC §5); messages in `badInput`. */
 export class BadInputError extends CensoError {
   readonly status = 400;
   readonly code = 'BAD_INPUT';
 }
 
 /** 401: missing or wrong `x-api-key` (SPEC §4). */
-export class InvalidCredentialError extends CensoError {
-  readonly status = 401;
-  readonly code = 'INVALID_CREDENTIAL';
-  constructor() {
-    super('Credencial inválida (header x-api-key).');
-  }
-}
-
+export class InvalidCredentialError extends fixedError('INVALID_CREDENTIAL') {}
 /** 503: no API key configured; the service fails closed (SPEC §4). */
-export class ApiNotConfiguredError extends CensoError {
-  readonly status = 503;
-  readonly code = 'API_NOT_CONFIGURED';
-  constructor() {
-    super('API não configurada (defina a env API_KEY).');
-  }
-}
-
+export class ApiNotConfiguredError extends fixedError('API_NOT_CONFIGURED') {}
 /** 413: an uploaded file is over the 25 MB limit (SPEC §5). */
-export class FileTooLargeError extends CensoError {
-  readonly status = 413;
-  readonly code = 'FILE_TOO_LARGE';
-  constructor() {
-    super('Arquivo excede o limite de 25 MB.');
-  }
-}
-
+export class FileTooLargeError extends fixedError('FILE_TOO_LARGE') {}
 /** 408: the upload body did not arrive within UPLOAD_TIMEOUT_MS, or stalled for 30 s (SPEC §5). */
-export class UploadTimeoutError extends CensoError {
-  readonly status = 408;
-  readonly code = 'UPLOAD_TIMEOUT';
-  constructor() {
-    super('Tempo esgotado ao receber o arquivo.');
-  }
-}
+export class UploadTimeoutError extends fixedError('UPLOAD_TIMEOUT') {}
+/** 503: the job queue (Redis) cannot be reached (SPEC §5). */
+export class QueueUnavailableError extends fixedError('QUEUE_UNAVAILABLE') {}
+/** 504: the job did not finish within JOB_TIMEOUT_MS (SPEC §5). */
+export class JobTimeoutError extends fixedError('JOB_TIMEOUT') {}
+/** 503: the server cannot take more work right now (load shedding); retry later. */
+export class OverloadedError extends fixedError('OVERLOADED') {}
+/** 503: the upload folder cannot be written (disk full, permissions). */
+export class StorageUnavailableError extends fixedError('STORAGE_UNAVAILABLE') {}
+/** 429: too many requests for one API key within a minute. */
+export class RateLimitedError extends fixedError('RATE_LIMITED') {}
+/** 503: `DATABASE_URL` is unset, so the query route cannot run (SPEC §3.3). */
+export class QueryNotConfiguredError extends fixedError('QUERY_NOT_CONFIGURED') {}
+/** 503: the database cannot be reached. */
+export class DatabaseUnavailableError extends fixedError('DATABASE_UNAVAILABLE') {}
+/** 504: the query ran longer than QUERY_TIMEOUT_MS. */
+export class QueryTimeoutError extends fixedError('QUERY_TIMEOUT') {}
 
 /** 422: the census text file is not the one the return was issued for (SPEC §3.2). */
 export class TxtMismatchError extends CensoError {
@@ -64,78 +85,6 @@ export class TxtMismatchError extends CensoError {
         ? `O arquivo txt não corresponde ao retorno (linha ${where.linha}).`
         : `O arquivo txt não corresponde ao retorno (código ${where.codigo}).`,
     );
-  }
-}
-
-/** 503: the job queue (Redis) cannot be reached (SPEC §5). */
-export class QueueUnavailableError extends CensoError {
-  readonly status = 503;
-  readonly code = 'QUEUE_UNAVAILABLE';
-  constructor(options?: ErrorOptions) {
-    super('Fila de processamento indisponível.', options);
-  }
-}
-
-/** 504: the job did not finish within JOB_TIMEOUT_MS (SPEC §5). */
-export class JobTimeoutError extends CensoError {
-  readonly status = 504;
-  readonly code = 'JOB_TIMEOUT';
-  constructor() {
-    super('Tempo esgotado ao processar o arquivo.');
-  }
-}
-
-/** 503: the server cannot take more work right now (load shedding); retry later. */
-export class OverloadedError extends CensoError {
-  readonly status = 503;
-  readonly code = 'OVERLOADED';
-  constructor() {
-    super('Serviço sobrecarregado, tente novamente em instantes.');
-  }
-}
-
-/** 503: the upload folder cannot be written (disk full, permissions). */
-export class StorageUnavailableError extends CensoError {
-  readonly status = 503;
-  readonly code = 'STORAGE_UNAVAILABLE';
-  constructor(options?: ErrorOptions) {
-    super('Armazenamento temporário indisponível.', options);
-  }
-}
-
-/** 429: too many requests for one API key within a minute. */
-export class RateLimitedError extends CensoError {
-  readonly status = 429;
-  readonly code = 'RATE_LIMITED';
-  constructor() {
-    super('Limite de requisições excedido, tente novamente em instantes.');
-  }
-}
-
-/** 503: `DATABASE_URL` is unset, so the query route cannot run (SPEC §3.3). */
-export class QueryNotConfiguredError extends CensoError {
-  readonly status = 503;
-  readonly code = 'QUERY_NOT_CONFIGURED';
-  constructor() {
-    super('Consulta não configurada (defina a env DATABASE_URL).');
-  }
-}
-
-/** 503: the database cannot be reached. */
-export class DatabaseUnavailableError extends CensoError {
-  readonly status = 503;
-  readonly code = 'DATABASE_UNAVAILABLE';
-  constructor(options?: ErrorOptions) {
-    super('Banco de dados indisponível.', options);
-  }
-}
-
-/** 504: the query ran longer than QUERY_TIMEOUT_MS. */
-export class QueryTimeoutError extends CensoError {
-  readonly status = 504;
-  readonly code = 'QUERY_TIMEOUT';
-  constructor() {
-    super('Tempo esgotado ao executar a consulta.');
   }
 }
 
@@ -157,7 +106,8 @@ export const badInput = {
   unreadableRetorno: (why: string) => new BadInputError(`Arquivo retorno ilegível: ${why}`),
 } as const;
 
-function truncate(text: string, max: number): string {
+/** Client input echoed in a message: bounded, so a 10 kB name does not come back whole. */
+export function truncate(text: string, max = 60): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 

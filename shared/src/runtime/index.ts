@@ -5,5 +5,6 @@ export * from './columns-file.js';
 export * from './logger.js';
 export * from './credentials.js';
 export * from './job-pool.js';
+export * from './job-metrics.js';
 export * from './timeouts.js';
 export * from './http-messages.js';

@@ -33,9 +33,13 @@ const OUT_OF_MEMORY: JobResult = {
   erro: badInput.outOfMemory().message,
 };
 
-export interface JobPool {
+/** What runs a job: the pool, or a stand-in in tests. The runners and the worker depend on this. */
+export interface JobExecutor {
   /** Rejects with an error named `AbortError` when `signal` aborts; the thread is terminated. */
   run(data: JobData, signal?: AbortSignal): Promise<JobResult>;
+}
+
+export interface JobPool extends JobExecutor {
   /** Cancels queued jobs, waits up to `closeTimeoutMs` for running ones, then stops every thread. */
   close(): Promise<void>;
 }

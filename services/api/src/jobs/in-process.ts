@@ -1,13 +1,7 @@
 // Embedded runner (no REDIS_URL): the job runs in this process, on a worker-thread pool so that
 // parsing a 25 MB workbook never blocks the event loop that serves other requests.
-import { JobTimeoutError, type JobData, type JobResult } from '@censo/shared';
+import { JobTimeoutError, type JobData, type JobPool, type JobResult } from '@censo/shared';
 import type { JobRunner, RunOptions } from './runner.js';
-
-/** What the runner needs of the worker-thread pool (`createJobPool` in @censo/shared). */
-export interface JobExecutor {
-  run(data: JobData, signal?: AbortSignal): Promise<JobResult>;
-  close(): Promise<void>;
-}
 
 function rejectOnAbort(signal: AbortSignal): Promise<never> {
   return new Promise((_resolve, reject) => {
@@ -16,7 +10,7 @@ function rejectOnAbort(signal: AbortSignal): Promise<never> {
   });
 }
 
-export function createInProcessRunner(pool: JobExecutor): JobRunner {
+export function createInProcessRunner(pool: JobPool): JobRunner {
   return {
     mode: 'in-process',
     async run(data: JobData, { signal, deadline }: RunOptions): Promise<JobResult> {

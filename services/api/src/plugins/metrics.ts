@@ -10,7 +10,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { pino, type LevelWithSilent } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { ApiNotConfiguredError, InvalidCredentialError, createMetricsCredentialCheck, type Config, type Logger } from '@censo/shared';
+import {
+  ApiNotConfiguredError,
+  InvalidCredentialError,
+  createJobMetrics,
+  createMetricsCredentialCheck,
+  type Config,
+  type Logger,
+} from '@censo/shared';
 import type { JobRunner } from '../jobs/runner.js';
 
 export const METRICS_PREFIX = 'censo_';
@@ -40,8 +47,6 @@ export interface MetricsOptions {
 }
 
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
-// Jobs parse files of up to 25 MB and may wait in a queue: longer tail than plain requests.
-const JOB_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600];
 
 /** A 404 has no route pattern: all of them share one label value. */
 const UNMATCHED_ROUTE = 'unmatched';
@@ -63,18 +68,10 @@ export function createMetrics(runner: MetricsOptions['runner'], logger: MetricsO
     buckets: HTTP_BUCKETS,
     registers: [registry],
   });
-  const jobs = new Counter({
-    name: 'censo_jobs_total',
-    help: 'Jobs run for upload requests, by kind and outcome (ok, rejected, timeout, cancelled, error).',
-    labelNames: ['kind', 'outcome'] as const,
-    registers: [registry],
-  });
-  const jobDuration = new Histogram({
-    name: 'censo_job_duration_seconds',
-    help: 'Time a request waited for its job (queue + run), by kind and outcome.',
-    labelNames: ['kind', 'outcome'] as const,
-    buckets: JOB_BUCKETS,
-    registers: [registry],
+  const jobs = createJobMetrics(registry, {
+    prefix: METRICS_PREFIX,
+    countHelp: 'Jobs run for upload requests, by kind and outcome (ok, rejected, timeout, cancelled, error).',
+    durationHelp: 'Time a request waited for its job (queue + run), by kind and outcome.',
   });
   const uploadBytes = new Counter({
     name: 'censo_upload_bytes_total',
@@ -131,11 +128,8 @@ export function createMetrics(runner: MetricsOptions['runner'], logger: MetricsO
 
     const fields = request.logFields;
     if (!fields) return;
-    if (fields.kind && fields.outcome) {
-      const jobLabels = { kind: fields.kind, outcome: fields.outcome };
-      jobs.inc(jobLabels);
-      if (fields.jobMs !== undefined) jobDuration.observe(jobLabels, fields.jobMs / 1000);
-    }
+    if (fields.kind && fields.outcome)
+      jobs.observe(fields.kind, fields.outcome, fields.jobMs === undefined ? undefined : fields.jobMs / 1000);
     for (const [field, bytes] of Object.entries(fields.bytes ?? {})) {
       if (bytes > 0) uploadBytes.inc({ field }, bytes);
     }

@@ -1,7 +1,7 @@
 // Strict validation of GET /api/query's query string (SPEC §3.3). Every way a request can be
 // wrong is a 400 with its own Portuguese message; nothing reaches PostgreSQL unless it is a
 // declared filter with a value of its declared type, and then only as a bound parameter.
-import { BadInputError } from '@censo/shared';
+import { BadInputError, truncate } from '@censo/shared';
 import type { Catalog, CompiledFilter, CompiledQuery } from './catalog.js';
 import { RESERVED_PARAMS } from './catalog.js';
 import { decodeCursor } from './cursor.js';
@@ -34,7 +34,7 @@ export function parseQueryRequest(catalog: Catalog, raw: Readonly<Record<string,
   const values = new Map<string, string>();
   for (const name of names) {
     const value = raw[name];
-    if (typeof value !== 'string') throw new BadInputError(`Parâmetro repetido: ${shown(name)}.`);
+    if (typeof value !== 'string') throw new BadInputError(`Parâmetro repetido: ${truncate(name)}.`);
     values.set(name, value);
   }
 
@@ -44,11 +44,11 @@ export function parseQueryRequest(catalog: Catalog, raw: Readonly<Record<string,
     throw new BadInputError(`Parâmetro query ausente (consultas disponíveis: ${[...catalog.keys()].join(', ')}).`);
   }
   const query = catalog.get(queryName);
-  if (query === undefined) throw new BadInputError(`Consulta desconhecida: ${shown(queryName)}.`);
+  if (query === undefined) throw new BadInputError(`Consulta desconhecida: ${truncate(queryName)}.`);
 
   for (const name of names) {
     if (!RESERVED_PARAMS.includes(name) && !query.filters.some((f) => f.name === name)) {
-      throw new BadInputError(`Parâmetro desconhecido para a consulta ${query.name}: ${shown(name)}.`);
+      throw new BadInputError(`Parâmetro desconhecido para a consulta ${query.name}: ${truncate(name)}.`);
     }
   }
 
@@ -131,9 +131,4 @@ function compare(filter: CompiledFilter, a: string, b: string): number {
   }
   // ISO dates compare as text; text filters compare by code point.
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-/** Echoing client input in a message: bounded, so a 10 kB name does not come back whole. */
-function shown(text: string): string {
-  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
 }

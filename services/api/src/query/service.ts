@@ -1,4 +1,5 @@
-// Runs the declared queries against the secretariat's PostgreSQL (SPEC §3.3). Owns the pg Pool:
+// Runs the declared queries against the secretariat's PostgreSQL (SPEC §3.3): the pg Pool, JSON
+// pages and the CSV walk; the SQL of a page is page-sql.ts, the error mapping pg-errors.ts. Owns the pg Pool:
 // one statement per page, always a keyset seek on the query's key with bound values, so the cost
 // of page N does not depend on N, and CSV export is the same seek repeated (each page its own
 // short statement under statement_timeout, no transaction or portal held while a slow client
@@ -6,11 +7,12 @@
 import { Readable } from 'node:stream';
 import pg from 'pg';
 import type { FastifyBaseLogger } from 'fastify';
-import { CensoError, DatabaseUnavailableError, QueryTimeoutError, csvLine, withTimeout, type Config } from '@censo/shared';
+import { csvLine, withTimeout, type Config } from '@censo/shared';
 import { loadCatalog, BUILTIN_QUERIES_DIR, type Catalog, type CompiledQuery } from './catalog.js';
-import type { SqlPart } from './sql-template.js';
 import { encodeCursor, invalidCursor } from './cursor.js';
+import { buildPageSql, keyIndexes } from './page-sql.js';
 import { parseQueryRequest, type QueryRequest } from './params.js';
+import { isDataException, translateError } from './pg-errors.js';
 
 export type QueryLogger = Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
 
@@ -232,114 +234,6 @@ function describeCatalog(catalog: Catalog): QueryListing {
       })),
     })),
   };
-}
-
-/** Where each key column sits in a fetched row: among the output columns, or appended after them. */
-function keyIndexes(query: CompiledQuery): number[] {
-  let extra = query.columns.length;
-  return query.key.map((key) => {
-    const index = query.columns.indexOf(key);
-    return index >= 0 ? index : extra++;
-  });
-}
-
-const quote = (identifier: string): string => `"${identifier}"`;
-
-/**
- * The declared SQL wrapped in the keyset seek:
- *   SELECT q."col", … FROM (<declared SQL>) AS q WHERE q."key" > $k ORDER BY q."key" LIMIT $n
- * PostgreSQL pulls a simple subquery up into the outer query, so the seek and the ORDER BY reach
- * the table's index (`EXPLAIN` shows an index scan on the key, stopping after $n rows). Optional
- * blocks whose filters are absent are left out; every value, the cursor's too, is a bound
- * parameter whose type PostgreSQL infers from the column it is compared with.
- */
-export function buildPageSql(
-  query: CompiledQuery,
-  filters: ReadonlyMap<string, string>,
-  after: readonly string[] | null,
-  limit: number,
-): { text: string; values: string[] } {
-  const values: string[] = [];
-  const numbers = new Map<string, number>();
-  const render = (parts: readonly SqlPart[]): string =>
-    parts
-      .map((part) => {
-        if (part.kind === 'text') return part.text;
-        if (part.kind === 'optional') return part.params.every((name) => filters.has(name)) ? render(part.parts) : ' ';
-        let number = numbers.get(part.name);
-        if (number === undefined) {
-          const value = filters.get(part.name);
-          // Unreachable: required filters are checked by parseQueryRequest.
-          if (value === undefined) throw new Error(`query ${query.name}: missing required filter ${part.name}`);
-          values.push(value);
-          number = values.length;
-          numbers.set(part.name, number);
-        }
-        return `$${number}`;
-      })
-      .join('');
-  const inner = render(query.parts);
-  const selected = [...query.columns, ...query.key.filter((key) => !query.columns.includes(key))];
-  const keys = query.key.map((key) => `q.${quote(key)}`);
-  let seek = '';
-  if (after !== null) {
-    const placeholders = after.map((value) => {
-      values.push(value);
-      return `$${values.length}`;
-    });
-    seek = keys.length === 1 ? `WHERE ${keys[0]} > ${placeholders[0]}` : `WHERE (${keys.join(', ')}) > (${placeholders.join(', ')})`;
-  }
-  values.push(String(limit));
-  const text = [
-    `SELECT ${selected.map((column) => `q.${quote(column)}`).join(', ')}`,
-    `FROM (\n${inner}\n) AS q`,
-    seek,
-    `ORDER BY ${keys.join(', ')}`,
-    `LIMIT $${values.length}`,
-  ]
-    .filter(Boolean)
-    .join('\n');
-  return { text, values };
-}
-
-const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EPIPE',
-  '57P01', // admin_shutdown
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now (starting up, recovery)
-  '53300', // too_many_connections
-  '28000',
-  '28P01', // authentication failed: the database is unusable with this configuration
-  '3D000', // database does not exist
-]);
-
-function isDataException(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('22');
-}
-
-/** pg's failures as the service's errors; anything else (bad declared SQL) stays a logged 500. */
-export function translateError(err: unknown): unknown {
-  if (err instanceof CensoError) return err;
-  const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
-  const message = err instanceof Error ? err.message : '';
-  // 57014 is query_canceled: statement_timeout (nothing else here cancels statements).
-  if (code === '57014' || message === 'Query read timeout') return new QueryTimeoutError();
-  if (
-    UNAVAILABLE_CODES.has(code) ||
-    code.startsWith('08') || // connection_exception class
-    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message)
-  ) {
-    return new DatabaseUnavailableError({ cause: err });
-  }
-  return err;
 }
 
 /**

@@ -1,0 +1,12 @@
+// Waiting on what a test can observe, with a deadline, instead of sleeping a fixed time.
+
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  { timeoutMs = 5_000, intervalMs = 20, what = 'condition' } = {},
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
