@@ -34,10 +34,11 @@ COPY --from=build /app/shared/dist shared/dist
 COPY --from=build /app/services/worker/dist services/worker/dist
 COPY --from=build /app/services/api/dist services/api/dist
 COPY --from=build /app/cli/dist cli/dist
+COPY cli/bin cli/bin
 COPY services/api/queries services/api/queries
 COPY services/api/web services/api/web
-# `censo` on the PATH, whatever npm did with the workspace's bin before dist existed.
-RUN chmod +x cli/dist/main.js && ln -sf /app/cli/dist/main.js /usr/local/bin/censo
+# `censo` on the PATH.
+RUN ln -sf /app/cli/bin/censo.js /usr/local/bin/censo
 # The named volume mounted here inherits this ownership on first use.
 RUN mkdir -p /data/uploads && chown -R node:node /data && chmod 700 /data/uploads
 USER node

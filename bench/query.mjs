@@ -120,7 +120,7 @@ export async function runQuery({ quick, databaseUrl, log = console.log }) {
     await timeGet(deepUrl, 10);
     const deep = await timeGet(deepUrl, n);
     const deepPage = JSON.parse(deep.body);
-    if (deepPage.rows[0][0] !== String(DEPTH + 1) || deepPage.count !== 1000) throw new Error(`deep page starts at ${deepPage.rows[0][0]}`);
+    if (deepPage.rows[0].id !== String(DEPTH + 1) || deepPage.count !== 1000) throw new Error(`deep page starts at ${deepPage.rows[0].id}`);
     // And one cursor taken from the route itself, to check that the constructed one is the real thing.
     const second = JSON.parse((await timeGet(firstUrl, 1)).body).next_cursor;
     if (second !== encodeCursor(CURSOR_SECRET, 'audits', new Map(), ['1000']))

@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
 
-const CLI = fileURLToPath(new URL('../../cli/dist/main.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../cli/bin/censo.js', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const runFile = promisify(execFile);
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const utf8 = fixtureCases().find((c) => c.name === 'basico-utf8')!;
@@ -184,6 +185,11 @@ describe('exit codes', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/^error: /);
     expect(run.stdout.length).toBe(0);
+  });
+
+  it('runs as `npx censo` after npm ci (the workspace bin is linked, nothing is fetched)', async () => {
+    const { stdout } = await runFile('npx', ['--no-install', 'censo', '--help'], { cwd: ROOT, encoding: 'utf8' });
+    expect(stdout).toMatch(/^Uso: censo/);
   });
 
   it('0 and Portuguese help for --help on every command', async () => {

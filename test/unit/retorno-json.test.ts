@@ -93,6 +93,20 @@ describe('json shapes', () => {
   });
 });
 
+describe('the 32,767-character cell limit (SPEC §5) inside rows', () => {
+  const LONG = 'tem um texto com mais de 32.767 caracteres.';
+  it('reads a value of exactly 32,767 characters, and one of 20,000 two-byte characters', async () => {
+    expect(await rows(JSON.stringify([{ ...ROW, Conteúdo: 'x'.repeat(32_767) }]))).toEqual([{ ...READ, conteudo: 'x'.repeat(32_767) }]);
+    expect(await rows(JSON.stringify([{ ...ROW, Campo: 'é'.repeat(20_000) }]))).toEqual([{ ...READ, campo: 'é'.repeat(20_000) }]);
+  });
+
+  it('refuses a value or a key of 32,768 characters, also across read chunks and in an ignored column', async () => {
+    await unreadable(JSON.stringify([{ ...ROW, Conteúdo: 'x'.repeat(32_768) }]), LONG);
+    await unreadable(JSON.stringify([ROW, { ...ROW, Outra: 'y'.repeat(600_000) }]), LONG);
+    await unreadable(JSON.stringify([{ ...ROW, ['k'.repeat(32_768)]: 1 }]), LONG);
+  });
+});
+
 describe('unreadable json', () => {
   const INVALID = 'não é um JSON válido.';
   const NO_ARRAY = 'o JSON não contém uma lista de linhas.';

@@ -79,13 +79,22 @@ async function download(route, form, format, fallback) {
   status(`Arquivo ${fallback} baixado.`);
 }
 
-async function showDivergencias() {
-  const form = new FormData($('form-divergencias'));
-  const progress = progressOf('progresso-divergencias');
+/** Posts a task's form with a progress bar, keeps the form for the downloads, shows the answer. */
+async function runTask(formId, progressId, route, show) {
+  const form = new FormData($(formId));
+  const progress = progressOf(progressId);
   try {
-    const { body } = await postForm('/api/divergencias-rf', form, { onProgress: progress.update });
-    divergenciasForm = form;
-    const rows = body.divergencias.map((d) => ({ ...d, is_filiacao: String(d.is_filiacao), chave: d.chave }));
+    const { body } = await postForm(route, form, { onProgress: progress.update });
+    show(body);
+    return form;
+  } finally {
+    progress.done();
+  }
+}
+
+async function showDivergencias() {
+  divergenciasForm = await runTask('form-divergencias', 'progresso-divergencias', '/api/divergencias-rf', (body) => {
+    const rows = body.divergencias.map((d) => ({ ...d, is_filiacao: String(d.is_filiacao) }));
     renderTable($('tabela-divergencias'), {
       caption: 'Divergências com a Receita Federal',
       columns: DIVERGENCIA_COLUMNS,
@@ -95,17 +104,11 @@ async function showDivergencias() {
     });
     $('resultado-divergencias').hidden = false;
     status(`${rows.length} divergências encontradas.`);
-  } finally {
-    progress.done();
-  }
+  });
 }
 
 async function showPessoas() {
-  const form = new FormData($('form-retorno'));
-  const progress = progressOf('progresso-retorno');
-  try {
-    const { body } = await postForm('/api/retorno-rf', form, { onProgress: progress.update });
-    pessoasForm = form;
+  pessoasForm = await runTask('form-retorno', 'progresso-retorno', '/api/retorno-rf', (body) => {
     renderTable($('tabela-pessoas'), {
       caption: 'Pessoas corrigidas',
       columns: PESSOA_COLUMNS,
@@ -115,9 +118,7 @@ async function showPessoas() {
     $('contagens-corrigido').textContent = '';
     $('resultado-retorno').hidden = false;
     status(`${body.pessoas.length} pessoas com divergência.`);
-  } finally {
-    progress.done();
-  }
+  });
 }
 
 async function downloadCorrigido() {

@@ -101,6 +101,24 @@ function tooLong(): Error {
   return badInput.unreadableRetorno(STRING_TOO_LONG);
 }
 
+/** Every string (key or value) within SPEC §5's cell limit; an explicit stack, as nesting may be deep. */
+function assertCellSized(value: unknown): void {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item === 'string') {
+      if (item.length > MAX_CELL_CHARS) throw tooLong();
+    } else if (Array.isArray(item)) {
+      for (const element of item) stack.push(element);
+    } else if (item !== null && typeof item === 'object') {
+      for (const [key, element] of Object.entries(item)) {
+        if (key.length > MAX_CELL_CHARS) throw tooLong();
+        stack.push(element);
+      }
+    }
+  }
+}
+
 /**
  * UTF-16 units a byte of a JSON string adds (escapes aside): none for a UTF-8 continuation byte,
  * two for the lead byte of a 4-byte sequence (a surrogate pair), else one.
@@ -140,8 +158,9 @@ export class JsonRowsScanner {
   private skimDepth = 0;
   private skimString = false;
   private skimEscape = false;
-  private skimHex = 0;
-  private skimUnits = 0;
+  private skimCarried = 0;
+  /** A string of this batch has more bytes than a cell may have characters: count them once parsed. */
+  private suspect = false;
   private partial: Buffer[] = []; // an element that began in an earlier chunk
   // Complete elements of the current chunk, parsed together.
   private batchStarts: number[] = [];
@@ -262,29 +281,29 @@ export class JsonRowsScanner {
     let depth = this.skimDepth;
     let inString = this.skimString;
     let escape = this.skimEscape;
-    let hex = this.skimHex;
-    let units = this.skimUnits;
+    // Where the open string started in this chunk (its bytes from earlier chunks are skimCarried).
+    let opened = inString ? i : -1;
     for (; i < n; i++) {
       const c = buf[i]!;
       if (inString) {
-        if (hex > 0) hex--;
-        else if (escape) {
-          escape = false;
-          if (c === 0x75) hex = 4;
-          if (++units > MAX_CELL_CHARS) throw tooLong();
-        } else if (c === 0x5c) escape = true;
-        else if (c === 0x22) inString = false;
-        else if ((units += unitsOf(c)) > MAX_CELL_CHARS) throw tooLong();
+        if (escape) escape = false;
+        else if (c === 0x5c) escape = true;
+        else if (c === 0x22) {
+          inString = false;
+          // A string of at most 32,767 bytes has at most 32,767 UTF-16 units: only a longer one
+          // needs its characters counted, once parsed (the hot loop stays a byte scan).
+          if (this.skimCarried + (i - opened) > MAX_CELL_CHARS) this.suspect = true;
+          this.skimCarried = 0;
+        }
       } else if (c === 0x22) {
         inString = true;
-        units = 0;
+        opened = i;
       } else if (c === 0x7b || c === 0x5b) depth++;
       else if (c === 0x7d || c === 0x5d) {
         if (--depth === 0) {
           this.skimDepth = 0;
           this.skimString = false;
           this.skimEscape = false;
-          this.skimHex = 0;
           this.state = S.After;
           if (this.partial.length > 0) {
             this.partial.push(buf.subarray(0, i + 1));
@@ -299,8 +318,7 @@ export class JsonRowsScanner {
     this.skimDepth = depth;
     this.skimString = inString;
     this.skimEscape = escape;
-    this.skimHex = hex;
-    this.skimUnits = units;
+    if (inString) this.skimCarried += n - opened;
     return n;
   }
 
@@ -319,6 +337,10 @@ export class JsonRowsScanner {
     const last = ends[ends.length - 1]!;
     const parsed: unknown = JSON.parse(`[${buf.toString('utf8', first, last)}]`);
     if (!Array.isArray(parsed) || parsed.length !== starts.length) throw invalid();
+    if (this.suspect) {
+      this.suspect = false;
+      assertCellSized(parsed);
+    }
     for (let k = 0; k < parsed.length; k++) {
       const element = parsed[k] as Record<string, unknown>;
       let raw: Map<string, string> | undefined;
