@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Entry point of `npm start` (API + jobs) and `npm run start:api` (`--role=api`).
 import { ConfigError, createLogger, loadConfig } from '@censo/shared';
-import { closeOnSignals, startServer, type Role } from './server.js';
+import { closeOnSignals, startServer, type Role, type RunningServer } from './server.js';
 
 const role: Role = process.argv.includes('--role=api') ? 'api' : 'all';
 
@@ -22,9 +22,11 @@ if (role === 'api' && !config.redisUrl) {
 }
 
 const logger = createLogger(config, { service: 'censo-api', role });
+// Signals are handled from the start, so a SIGTERM during start-up closes what has started.
+let server: RunningServer | undefined;
+closeOnSignals({ close: async () => server?.close() }, logger);
 try {
-  const server = await startServer(config, role, logger);
-  closeOnSignals(server, logger);
+  server = await startServer(config, role, logger);
 } catch (err) {
   fail(`could not start: ${err instanceof Error ? err.message : String(err)}`);
 }

@@ -2,8 +2,8 @@
 // can run against one REDIS_URL and one shared UPLOAD_DIR volume.
 import closeWithGrace from 'close-with-grace';
 import { ConfigError, createLogger, loadConfig, type Config } from '@censo/shared';
-import { startHealthServer } from './health-server.js';
-import { startWorker } from './worker.js';
+import { startHealthServer, type WorkerHealthServer } from './health-server.js';
+import { startWorker, type RunningWorker } from './worker.js';
 
 let config: Config;
 try {
@@ -16,7 +16,20 @@ try {
 }
 
 const log = createLogger(config, { role: 'worker' });
-let running: Awaited<ReturnType<typeof startWorker>>;
+let running: RunningWorker | undefined;
+let health: WorkerHealthServer | null = null;
+
+// Signals are handled from the start: a SIGTERM that arrives while the worker is still starting
+// (it logs 'worker started' a moment before this module goes on) must close it, not kill it.
+// The worker drains for at most min(JOB_TIMEOUT_MS, 20 s), then hands jobs back (5 s more);
+// close-with-grace exits hard a little after that, whatever happens.
+closeWithGrace({ delay: Math.min(config.jobTimeoutMs, 20_000) + 10_000, logger: log }, async ({ signal, err }) => {
+  if (err) log.error({ err }, 'closing after an unexpected error');
+  else log.info({ signal }, 'closing');
+  await running?.close();
+  await health?.close();
+});
+
 try {
   running = await startWorker(config, log);
 } catch (err) {
@@ -25,13 +38,4 @@ try {
   process.stderr.write(`censo-worker: invalid configuration: ${err.message}\n`);
   process.exit(1);
 }
-const health = config.portFromEnv ? await startHealthServer(config, running, log) : null;
-
-// The worker drains for at most min(JOB_TIMEOUT_MS, 20 s), then hands jobs back (5 s more);
-// close-with-grace exits hard a little after that, whatever happens.
-closeWithGrace({ delay: Math.min(config.jobTimeoutMs, 20_000) + 10_000, logger: log }, async ({ signal, err }) => {
-  if (err) log.error({ err }, 'closing after an unexpected error');
-  else log.info({ signal }, 'closing');
-  await running.close();
-  await health?.close();
-});
+if (config.portFromEnv) health = await startHealthServer(config, running, log);
