@@ -1,6 +1,6 @@
 // Return-file readers (SPEC §1.2): one row stream whatever the format, in sheet/array order.
 import type { RetornoRow, StoredRetorno } from '../types.js';
-import { readJsonRetorno } from './json.js';
+import { readJsonRetorno } from './json/index.js';
 import { readXlsxRetorno } from './xlsx/index.js';
 
 import type { ColumnNames } from './columns.js';

@@ -1,6 +1,6 @@
 // The text of a JSON row's values (SPEC §1.2): strings as they are, numbers as the decimal text the
 // file wrote (JSON.parse would lose digits past 2^53), booleans as words, anything else empty.
-import { isDigit, isWs } from './json-bytes.js';
+import { isDigit, isWs } from './bytes.js';
 
 /** SPEC §1.2: strings as they are, numbers as decimal text, booleans as words, anything else empty. */
 export function valueText(value: unknown, raw: string | undefined): string {

@@ -1,0 +1,268 @@
+// The skeleton of a JSON return (RFC 8259), validated byte by byte with an explicit stack (no
+// recursion, so 100k nested brackets are just a deep array). Elements of the candidate rows
+// array are only skimmed (strings and depth) into byte ranges, and each chunk's complete ones go
+// to the rows collector together, so the heavy parsing is V8's JSON.parse, once per chunk.
+import type { RetornoRow } from '../../types.js';
+import { BUILTIN_COLUMN_NAMES, type ColumnNames } from '../columns.js';
+import { MAX_CELL_CHARS } from '../limits.js';
+import { isDigit, isWs } from './bytes.js';
+import { invalid } from './errors.js';
+import { RowsCollector } from './rows.js';
+import { ScalarToken } from './tokens.js';
+
+const enum S {
+  Value, // a value is expected
+  ValueOrClose, // just after `[`
+  KeyOrClose, // just after `{`
+  Key, // after `,` in an object
+  Colon,
+  After, // after a value: `,`, a closing bracket, or the end
+  String,
+  Number,
+  Literal,
+  Skim, // inside a row element
+  Done,
+}
+
+const ARRAY = 0;
+const OBJECT = 1;
+
+export class JsonRowsScanner {
+  private state = S.Value;
+  private readonly stack: number[] = [];
+  private started = false;
+  private stringIsKey = false;
+  private readonly scalar = new ScalarToken();
+  private readonly rows: RowsCollector;
+  /** Stack depth of the candidate rows array's elements. */
+  private rowsDepth = 0;
+
+  // Skimming one element.
+  private skimDepth = 0;
+  private skimString = false;
+  private skimEscape = false;
+  private skimCarried = 0;
+  /** A string of this batch has more bytes than a cell may have characters: count them once parsed. */
+  private suspect = false;
+  private partial: Buffer[] = []; // an element that began in an earlier chunk
+  // Complete elements of the current chunk, parsed together.
+  private batchStarts: number[] = [];
+  private batchEnds: number[] = [];
+
+  constructor(names: ColumnNames = BUILTIN_COLUMN_NAMES) {
+    this.rows = new RowsCollector(names);
+  }
+
+  take(): RetornoRow[] {
+    return this.rows.take();
+  }
+
+  push(buf: Buffer): void {
+    let i = 0;
+    const n = buf.length;
+    if (!this.started) {
+      this.started = true;
+      if (n >= 3 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf) i = 3;
+    }
+    if (this.state === S.Skim) {
+      i = this.skim(buf, i);
+      if (this.state === S.Skim) {
+        this.partial.push(buf);
+        return;
+      }
+      i++;
+    }
+    for (; i < n; i++) {
+      const c = buf[i]!;
+      switch (this.state) {
+        case S.Value:
+        case S.ValueOrClose: {
+          if (isWs(c)) continue;
+          if (c === 0x5d) {
+            if (this.state !== S.ValueOrClose) throw invalid(); // `[1,]`
+            this.close(ARRAY, buf);
+            continue;
+          }
+          if (this.rows.candidate && this.stack.length === this.rowsDepth) {
+            if (c === 0x7b) {
+              const start = i;
+              this.state = S.Skim;
+              this.skimDepth = 0;
+              i = this.skim(buf, i);
+              if (this.state === S.Skim) {
+                this.partial.push(buf.subarray(start));
+                this.flushBatch(buf);
+                return;
+              }
+              this.batchStarts.push(start);
+              this.batchEnds.push(i + 1);
+              continue;
+            }
+            this.rows.drop();
+            this.batchStarts = [];
+            this.batchEnds = [];
+          }
+          this.startValue(c);
+          continue;
+        }
+        case S.KeyOrClose:
+        case S.Key:
+          if (isWs(c)) continue;
+          if (c === 0x22) {
+            this.state = S.String;
+            this.stringIsKey = true;
+            this.scalar.beginString();
+          } else if (c === 0x7d && this.state === S.KeyOrClose) this.close(OBJECT, buf);
+          else throw invalid();
+          continue;
+        case S.Colon:
+          if (isWs(c)) continue;
+          if (c !== 0x3a) throw invalid();
+          this.state = S.Value;
+          continue;
+        case S.After:
+          if (isWs(c)) continue;
+          if (c === 0x2c) {
+            this.state = this.stack[this.stack.length - 1] === ARRAY ? S.Value : S.Key;
+          } else if (c === 0x5d) this.close(ARRAY, buf);
+          else if (c === 0x7d) this.close(OBJECT, buf);
+          else throw invalid();
+          continue;
+        case S.String:
+          if (this.scalar.stringByte(c)) {
+            if (this.stringIsKey) this.state = S.Colon;
+            else this.afterValue();
+          }
+          continue;
+        case S.Number:
+          if (this.scalar.numberByte(c)) continue;
+          this.state = S.After;
+          if (this.stack.length === 0) this.state = S.Done;
+          i--; // the delimiter belongs to the container
+          continue;
+        case S.Literal:
+          if (this.scalar.literalByte(c)) this.afterValue();
+          continue;
+        default: // S.Done
+          if (!isWs(c)) throw invalid();
+          continue;
+      }
+    }
+    this.flushBatch(buf);
+  }
+
+  end(): void {
+    if (this.state === S.Number && this.stack.length === 0 && this.scalar.numberComplete()) this.state = S.Done;
+    if (this.state !== S.Done) throw invalid();
+    this.rows.end();
+  }
+
+  /** Skims an element from `i`; returns the index of its closing `}` or `buf.length`. */
+  private skim(buf: Buffer, i: number): number {
+    const n = buf.length;
+    let depth = this.skimDepth;
+    let inString = this.skimString;
+    let escape = this.skimEscape;
+    // Where the open string started in this chunk (its bytes from earlier chunks are skimCarried).
+    let opened = inString ? i : -1;
+    for (; i < n; i++) {
+      const c = buf[i]!;
+      if (inString) {
+        if (escape) escape = false;
+        else if (c === 0x5c) escape = true;
+        else if (c === 0x22) {
+          inString = false;
+          // A string of at most 32,767 bytes has at most 32,767 UTF-16 units: only a longer one
+          // needs its characters counted, once parsed (the hot loop stays a byte scan).
+          if (this.skimCarried + (i - opened) > MAX_CELL_CHARS) this.suspect = true;
+          this.skimCarried = 0;
+        }
+      } else if (c === 0x22) {
+        inString = true;
+        opened = i;
+      } else if (c === 0x7b || c === 0x5b) depth++;
+      else if (c === 0x7d || c === 0x5d) {
+        if (--depth === 0) {
+          this.skimDepth = 0;
+          this.skimString = false;
+          this.skimEscape = false;
+          this.state = S.After;
+          if (this.partial.length > 0) {
+            this.partial.push(buf.subarray(0, i + 1));
+            const element = Buffer.concat(this.partial);
+            this.partial = [];
+            this.addElements(element, [0], [element.length]);
+          }
+          return i;
+        }
+      }
+    }
+    this.skimDepth = depth;
+    this.skimString = inString;
+    this.skimEscape = escape;
+    if (inString) this.skimCarried += n - opened;
+    return n;
+  }
+
+  private flushBatch(buf: Buffer): void {
+    if (this.batchStarts.length === 0) return;
+    const starts = this.batchStarts;
+    const ends = this.batchEnds;
+    this.batchStarts = [];
+    this.batchEnds = [];
+    this.addElements(buf, starts, ends);
+  }
+
+  private addElements(buf: Buffer, starts: number[], ends: number[]): void {
+    const suspect = this.suspect;
+    this.suspect = false;
+    this.rows.addElements(buf, starts, ends, suspect);
+  }
+
+  private startValue(c: number): void {
+    if (c === 0x7b) {
+      this.stack.push(OBJECT);
+      this.state = S.KeyOrClose;
+    } else if (c === 0x5b) {
+      const depth = this.stack.length;
+      this.stack.push(ARRAY);
+      this.state = S.ValueOrClose;
+      if (this.rows.open()) {
+        if (depth === 0) this.beginCandidate(1, false);
+        else if (depth === 1 && this.stack[0] === OBJECT) this.beginCandidate(2, true);
+      }
+    } else if (c === 0x22) {
+      this.state = S.String;
+      this.stringIsKey = false;
+      this.scalar.beginString();
+    } else if (c === 0x2d || isDigit(c)) {
+      this.state = S.Number;
+      this.scalar.beginNumber(c);
+    } else if (c === 0x74 || c === 0x66 || c === 0x6e) {
+      this.state = S.Literal;
+      this.scalar.beginLiteral(c);
+    } else {
+      throw invalid();
+    }
+  }
+
+  private beginCandidate(depth: number, wrapped: boolean): void {
+    this.rowsDepth = depth;
+    this.rows.begin(wrapped);
+  }
+
+  private close(kind: number, buf: Buffer): void {
+    if (this.stack[this.stack.length - 1] !== kind) throw invalid();
+    if (kind === ARRAY && this.rows.candidate && this.stack.length === this.rowsDepth) {
+      // Rows still waiting in this chunk's batch belong to the array being closed.
+      this.flushBatch(buf);
+      this.rows.close();
+    }
+    this.stack.pop();
+    this.afterValue();
+  }
+
+  private afterValue(): void {
+    this.state = this.stack.length === 0 ? S.Done : S.After;
+  }
+}
