@@ -14,7 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLogger, loadConfig } from '@censo/shared';
+import { Queue } from 'bullmq';
+import { createLogger, JOB_QUEUE, loadConfig, workerConnection } from '@censo/shared';
 import { startServer, type RunningServer } from '@censo/api';
 import { startWorker } from '@censo/worker';
 import { createBullmqRunner } from '../../services/api/dist/jobs/bullmq.js';
@@ -22,6 +23,7 @@ import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, post, startTestServer } from '../helpers/http.js';
 import { createAuditsTable, createTestSchema, startTestPostgres } from '../helpers/postgres.js';
 import { startRedisProxy } from '../helpers/redis.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const [basico] = fixtureCases();
 if (!basico) throw new Error('no fixtures');
@@ -111,7 +113,10 @@ describe('Redis restarted while requests wait for their jobs', () => {
     // Their folders exist (uploads stored, jobs queued) before Redis goes.
     for (let i = 0; i < 200 && (await readdir(uploadDir)).length < 4; i++) await sleep(20);
     expect((await readdir(uploadDir)).length).toBe(4);
-    await sleep(200);
+    // ...and their jobs are in Redis, waiting behind the blocked one.
+    const queue = new Queue(JOB_QUEUE, { connection: workerConnection(config.redisUrl!), prefix: config.queuePrefix });
+    cleanups.push(() => queue.close());
+    await waitFor(async () => (await queue.getJobCounts('waiting')).waiting === 3, { what: 'three waiting jobs' });
 
     await kill(redis);
     const answers = await Promise.all(waiting);

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +40,18 @@ const bigJob = (): JobData => ({
   resultPath: result(),
 });
 
+/** A job whose result reaches the disk while it runs, so a test can see that it has started. */
+const streamingJob = (): JobData => ({
+  kind: 'divergencias',
+  retorno: { path: path.join(big, 'retorno.json'), format: 'json' },
+  resultPath: result(),
+});
+
+async function untilWriting(data: JobData): Promise<void> {
+  const writing = async () => existsSync(data.resultPath) && (await stat(data.resultPath)).size > 0;
+  await waitFor(writing, { intervalMs: 5, what: 'the job to start writing its result' });
+}
+
 describe('job pool', () => {
   it('runs runJob on a worker thread with the same result', async () => {
     const data: JobData = {
@@ -56,15 +68,13 @@ describe('job pool', () => {
   });
 
   it('cancels a running job on abort: AbortError, no result file, the pool still works', async () => {
-    const data = bigJob();
+    const data = streamingJob();
     const controller = new AbortController();
-    let abortedAt = 0;
-    // Late enough for the thread to be inside the job (the whole job takes about a second).
-    setTimeout(() => {
-      abortedAt = Date.now();
-      controller.abort();
-    }, 300);
-    const err = await pool.run(data, controller.signal).catch((e: unknown) => e);
+    const running = pool.run(data, controller.signal).catch((e: unknown) => e);
+    await untilWriting(data);
+    const abortedAt = Date.now();
+    controller.abort();
+    const err = await running;
     expect(err).toMatchObject({ name: 'AbortError' });
     expect(Date.now() - abortedAt).toBeLessThan(250);
     // A write already handed to libuv may land after the thread is gone; the pool removes it again.
@@ -95,8 +105,9 @@ describe('job pool', () => {
 
   it('close() does not hang on a running job', async () => {
     const own = createJobPool({ threads: 1, closeTimeoutMs: 100 });
-    const running = own.run(bigJob()).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 50));
+    const data = streamingJob();
+    const running = own.run(data).catch((e: unknown) => e);
+    await untilWriting(data);
     const started = Date.now();
     await own.close();
     expect(Date.now() - started).toBeLessThan(3000);
