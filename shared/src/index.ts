@@ -1,5 +1,6 @@
-// Public surface of @censo/shared, in three layers: core (pure), runtime (process concerns) and
-// queue (the BullMQ contract). The core never imports from the other two.
+// Public surface of @censo/shared, in four layers: core (pure), runtime (process concerns), the
+// queue (the BullMQ contract) and storage (where uploads live). The core imports none of the others.
 export * from './core/index.js';
 export * from './runtime/index.js';
 export * from './queue/index.js';
+export * from './storage/index.js';

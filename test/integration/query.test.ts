@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { createLogger, loadConfig, type Config } from '@censo/shared';
+import { createFolderStorage, createLogger, loadConfig, type Config } from '@censo/shared';
 import { buildApp, createQueryService, type JobRunner, type QueryService } from '@censo/api';
 import { encodeCursor } from '../../services/api/dist/query/cursor.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
@@ -65,7 +65,8 @@ async function buildQueryApp(service: QueryService | null): Promise<FastifyInsta
       write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>),
     },
   );
-  const app = await buildApp({ config: configFor({}), logger, runner: noJobs, query: service });
+  const config = configFor({});
+  const app = await buildApp({ config, logger, runner: noJobs, storage: createFolderStorage(config.uploadDir), query: service });
   await app.ready();
   apps.push(app);
   return app;

@@ -1,59 +1,21 @@
 // The worker's own health and metrics endpoint (SPEC §6): served only when PORT is set for the
 // worker, with the /metrics credential rule of the API, counting the jobs this worker ran.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, loadConfig, type JobData } from '@censo/shared';
 import { createBullmqRunner } from '@censo/api';
 import { fixtureCases } from '../helpers/fixtures.js';
+import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const METRICS_TOKEN = 'metrics-token';
 
-interface WorkerProcess {
-  readonly child: ChildProcess;
-  readonly lines: Array<Record<string, unknown>>;
-  line(msg: string, timeoutMs?: number): Promise<Record<string, unknown>>;
-  stop(): Promise<number | null>;
-}
+type WorkerProcess = ServiceProcess;
 
 function startWorkerProcess(env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, ['services/worker/dist/main.js'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: Array<Record<string, unknown>> = [];
-  let buffered = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    buffered += chunk;
-    const parts = buffered.split('\n');
-    buffered = parts.pop() ?? '';
-    for (const part of parts) if (part) lines.push(JSON.parse(part) as Record<string, unknown>);
-  });
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
-  return {
-    child,
-    lines,
-    async line(msg, timeoutMs = 15_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const found = lines.find((l) => l.msg === msg);
-        if (found) return found;
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`worker never logged "${msg}"`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    },
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      return exited;
-    },
-  };
+  return startServiceProcess('services/worker/dist/main.js', env);
 }
 
 let redis: TestRedis;

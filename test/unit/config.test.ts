@@ -20,6 +20,7 @@ describe('loadConfig', () => {
       workerConcurrency: os.availableParallelism(),
       logLevel: 'info',
       uploadDir: path.join(os.tmpdir(), 'censo-api-uploads'),
+      storage: { kind: 'folder' },
       maxInFlightUploads: 128,
       rateLimitPerMinute: 0,
       portFromEnv: false,

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import multipart from '@fastify/multipart';
-import type { Config, Logger } from '@censo/shared';
+import type { Config, Logger, Storage } from '@censo/shared';
 import type { JobRunner } from './jobs/runner.js';
 import { requireApiKey } from './http/auth.js';
 import { answerClientError } from './http/client-errors.js';
@@ -27,12 +27,14 @@ export interface AppDeps {
   readonly config: Config;
   readonly logger: Logger;
   readonly runner: JobRunner;
+  /** Where uploads and results live; the caller owns it (closes it after the app). */
+  readonly storage: Storage;
   /** null when DATABASE_URL is unset: the query route then answers 503 (SPEC §3.3). */
   readonly query: QueryService | null;
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
-  const { config, runner, query } = deps;
+  const { config, runner, storage, query } = deps;
   const lingerer = new Lingerer();
   const app = Fastify({
     clientErrorHandler: answerClientError(lingerer),
@@ -80,11 +82,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const probes: ReadinessProbe[] = [];
   if (runner.mode === 'bullmq') probes.push({ name: 'redis', isReady: () => runner.isReady() });
   if (query) probes.push({ name: 'postgres', isReady: () => query.isReady() });
+  if (storage.kind === 's3') probes.push({ name: 'storage', isReady: () => storage.isReady() });
   await app.register(healthRoutes, { probes });
 
   await app.register(async (uploads) => {
     uploads.addHook('onRequest', requireApiKey(config.apiKeys));
-    await uploads.register(censusReturnRoutes, { config, runner });
+    await uploads.register(censusReturnRoutes, { config, runner, storage });
   });
 
   await app.register(async (queries) => {

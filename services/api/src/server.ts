@@ -4,7 +4,7 @@
 import { mkdir } from 'node:fs/promises';
 import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
-import { createJobPool, createLogger, loadColumnsFile, type Config, type Logger } from '@censo/shared';
+import { createJobPool, createLogger, createStorage, loadColumnsFile, type Config, type Logger, type Storage } from '@censo/shared';
 import { buildApp } from './app.js';
 import { createInProcessRunner } from './jobs/in-process.js';
 import { loadCatalog } from './query/catalog.js';
@@ -26,17 +26,22 @@ interface Closable {
   close(): Promise<void>;
 }
 
-async function createRunner(config: Config, role: Role, logger: Logger): Promise<{ runner: JobRunner; worker: Closable | null }> {
+async function createRunner(
+  config: Config,
+  role: Role,
+  logger: Logger,
+  storage: Storage,
+): Promise<{ runner: JobRunner; worker: Closable | null }> {
   if (!config.redisUrl) {
     // Room for every admitted upload (MAX_INFLIGHT_UPLOADS, checked before the body is read), so
     // the pool never refuses a request whose body the client has already sent.
     const vocabulary = await loadColumnsFile(config.columnsFile);
     const pool = createJobPool({ threads: config.workerConcurrency, maxQueue: config.maxInFlightUploads, vocabulary });
-    return { runner: createInProcessRunner(pool), worker: null };
+    return { runner: createInProcessRunner(pool, storage), worker: null };
   }
   const { createBullmqRunner } = await import('./jobs/bullmq.js');
   const { startWorker } = await import('@censo/worker');
-  const worker = role === 'all' ? await startWorker(config, logger.child({ role: 'worker' })) : null;
+  const worker = role === 'all' ? await startWorker(config, logger.child({ role: 'worker' }), { storage }) : null;
   return { runner: createBullmqRunner(config, logger), worker };
 }
 
@@ -48,12 +53,16 @@ export async function startServer(
   // Without a database the query route answers 503, but a broken QUERIES_FILE is still a
   // setting error: it stops the start now rather than on the day DATABASE_URL is set.
   if (config.databaseUrl === null && config.queriesFile !== null) await loadCatalog(config.queriesFile);
-  await mkdir(config.uploadDir, { recursive: true, mode: 0o700 });
-  const { runner, worker } = await createRunner(config, role, logger);
+  // The folder storage's uploads, or with S3 the in-process worker's scratch copies.
+  if (config.storage.kind === 'folder' || role === 'all') await mkdir(config.uploadDir, { recursive: true, mode: 0o700 });
+  const storage = await createStorage(config);
+  const { runner, worker } = await createRunner(config, role, logger, storage);
   const query = config.databaseUrl === null ? null : await createQueryService(config, logger);
-  const app = await buildApp({ config, logger, runner, query });
+  const app = await buildApp({ config, logger, runner, storage, query });
   const url = await app.listen({ host: config.host, port: config.port });
-  logger.info({ url, jobs: runner.mode, worker: worker !== null, uploadDir: config.uploadDir }, 'censo-api listening');
+  const where =
+    config.storage.kind === 's3' ? { bucket: config.storage.bucket, prefix: config.storage.prefix } : { uploadDir: config.uploadDir };
+  logger.info({ url, jobs: runner.mode, worker: worker !== null, storage: config.storage.kind, ...where }, 'censo-api listening');
 
   let closing: Promise<void> | null = null;
   const close = () =>
@@ -62,6 +71,7 @@ export async function startServer(
       // hand back its active jobs.
       await app.close();
       await worker?.close();
+      storage.close();
     })());
   return { app, url, close };
 }

@@ -1,34 +1,48 @@
 // The BullMQ processor: a thin shell around the job pool. All parsing happens in the pool's
 // worker threads, so this process's event loop stays free to renew job locks (a CPU-bound
 // processor on the main thread would let locks expire and get its jobs "stalled" mid-run).
-import { access } from 'node:fs/promises';
-import path from 'node:path';
 import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
-import { ABORT_SHUTDOWN, UPLOAD_GONE, type JobData, type JobExecutor, type JobResult } from '@censo/shared';
+import {
+  ABORT_SHUTDOWN,
+  InputsGoneError,
+  InvalidJobDataError,
+  StorageUnavailableError,
+  UPLOAD_GONE,
+  storageExecutor,
+  type JobData,
+  type JobExecutor,
+  type JobResult,
+  type Storage,
+} from '@censo/shared';
 import type { Logger } from 'pino';
 
 export interface ProcessorOptions {
-  /** Jobs may only touch files under this folder (the shared UPLOAD_DIR volume). */
-  readonly uploadDir: string;
+  /** Where the API put the job's files: jobs may only touch files of one of its request areas. */
+  readonly storage: Storage;
   readonly log: Logger;
 }
 
 export type JobProcessor = (job: Job<JobData, JobResult>, token?: string, signal?: AbortSignal) => Promise<JobResult>;
 
-export function createProcessor(executor: JobExecutor, { uploadDir, log }: ProcessorOptions): JobProcessor {
-  const root = path.resolve(uploadDir);
+export function createProcessor(pool: JobExecutor, { storage, log }: ProcessorOptions): JobProcessor {
+  const executor = storageExecutor(storage, pool);
 
   // Three declared parameters: BullMQ only passes an abort signal to processors whose arity is 3.
   return async function process(job, token, signal) {
     const data = job.data;
     // Job data comes from Redis: whoever can write there must not make the worker read or
-    // write files outside the upload volume.
-    const folder = checkPaths(data, root);
+    // write files outside the storage's request areas.
+    try {
+      storage.checkJobData(data);
+    } catch (err) {
+      if (err instanceof InvalidJobDataError) throw new UnrecoverableError(err.message);
+      throw err;
+    }
     const jobLog = log.child({ jobId: job.id, kind: data.kind, attempt: job.attemptsStarted });
 
-    // The API deletes the folder as soon as its request ends (timeout, client gone), and a job
-    // can still be waiting then: failing it without retries is the expected, quiet outcome.
-    if (!(await exists(folder))) throw new UnrecoverableError(UPLOAD_GONE);
+    // The API deletes the request's files as soon as its request ends (timeout, client gone), and
+    // a job can still be waiting then: failing it without retries is the expected, quiet outcome.
+    if (!(await inputsExist(storage, data))) throw new UnrecoverableError(UPLOAD_GONE);
 
     const started = performance.now();
     try {
@@ -49,37 +63,20 @@ export function createProcessor(executor: JobExecutor, { uploadDir, log }: Proce
         // Cancelled by the API: nobody waits for this job any more.
         throw new UnrecoverableError(String(signal.reason ?? 'aborted'));
       }
-      if (!(await exists(folder))) throw new UnrecoverableError(UPLOAD_GONE);
+      if (err instanceof InputsGoneError || !(await inputsExist(storage, data))) throw new UnrecoverableError(UPLOAD_GONE);
+      // The request waits synchronously: a storage outage is its 503 now, not a retry later.
+      if (err instanceof StorageUnavailableError) {
+        jobLog.warn({ err: err.cause }, 'storage unavailable');
+        return { ok: false, status: 503, code: err.code, erro: err.message };
+      }
       throw err; // a bug or infrastructure: BullMQ retries it up to JOB_ATTEMPTS
     }
   };
 }
 
-function checkPaths(data: JobData, root: string): string {
-  const paths = [data?.resultPath, data?.retorno?.path, data?.kind === 'divergencias' ? root : data?.txt?.path];
-  const folder = typeof data?.resultPath === 'string' ? path.dirname(path.resolve(data.resultPath)) : '';
-  const valid =
-    (data?.kind === 'divergencias' || data?.kind === 'retorno-rf' || data?.kind === 'censo-corrigido') &&
-    paths.every((p) => typeof p === 'string' && isInside(root, path.resolve(p))) &&
-    folder !== root &&
-    isInside(root, folder);
-  if (!valid) throw new UnrecoverableError('invalid job data: paths must be inside UPLOAD_DIR');
-  return folder;
-}
-
-function isInside(root: string, target: string): boolean {
-  if (target === root) return true;
-  const rel = path.relative(root, target);
-  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
-}
-
-async function exists(p: string): Promise<boolean> {
-  try {
-    await access(p);
-    return true;
-  } catch {
-    return false;
-  }
+/** Unknown (the storage does not answer) counts as present: the job itself then reports the outage. */
+async function inputsExist(storage: Storage, data: JobData): Promise<boolean> {
+  return storage.inputsExist(data).catch(() => true);
 }
 
 /**

@@ -10,7 +10,9 @@ import {
   UPLOAD_GONE,
   closeQueueEvents,
   createJobPool,
+  createStorage,
   type JobExecutor,
+  type Storage,
   loadColumnsFile,
   settlesWithin,
   throttledErrorLog,
@@ -31,6 +33,8 @@ export interface StartWorkerOptions {
    * and orchestrators usually kill a process 30 s after SIGTERM).
    */
   readonly drainMs?: number;
+  /** The storage the API writes to; default: from the config (closed with the worker only then). */
+  readonly storage?: Storage;
 }
 
 export interface RunningWorker {
@@ -55,10 +59,11 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   const drainMs = options.drainMs ?? Math.min(config.jobTimeoutMs, 20_000);
   // One thread per parallel job: BullMQ's concurrency and the pool size are the same number.
   const executor = options.executor ?? createJobPool({ threads: concurrency, vocabulary: await loadColumnsFile(config.columnsFile) });
+  const storage = options.storage ?? (await createStorage(config));
   const connection = workerConnection(config.redisUrl);
   const onError = throttledErrorLog(log);
 
-  const worker = new Worker<JobData, JobResult>(JOB_QUEUE, createProcessor(executor, { uploadDir: config.uploadDir, log }), {
+  const worker = new Worker<JobData, JobResult>(JOB_QUEUE, createProcessor(executor, { storage, log }), {
     connection,
     prefix: config.queuePrefix,
     concurrency,
@@ -107,6 +112,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
           }
         }
         await Promise.allSettled([closeQueueEvents(cancels), executor.close?.()]);
+        if (!options.storage) storage.close();
         log.info('worker closed');
       })();
       return closing;

@@ -45,7 +45,7 @@ export type OutputFormat = 'json' | 'csv' | 'xlsx';
 export const OUTPUT_FORMATS: readonly OutputFormat[] = ['json', 'csv', 'xlsx'];
 
 export interface StoredFile {
-  /** Absolute path of the upload on disk (server-generated name). */
+  /** Where the upload is (server-generated name): a path on disk, or in S3 storage an object key. */
   readonly path: string;
 }
 
@@ -94,4 +94,4 @@ export type JobResult =
       /** Set for `censo-corrigido` (SPEC §3.4 headers). */
       readonly corrigido?: { readonly pessoasCorrigidas: number; readonly naoAplicadas: number };
     }
-  | { readonly ok: false; readonly status: 400 | 413 | 422; readonly code: string; readonly erro: string };
+  | { readonly ok: false; readonly status: 400 | 413 | 422 | 503; readonly code: string; readonly erro: string };

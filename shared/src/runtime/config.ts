@@ -23,7 +23,10 @@ export interface Config {
   readonly queriesFile: string | null;
   /** Extra column names and field labels (SPEC §1.2), loaded at start by loadColumnsFile. */
   readonly columnsFile: string | null;
+  /** The API's upload folder (folder storage), or a worker's scratch folder for its jobs' files. */
   readonly uploadDir: string;
+  /** Where a request's files live between the upload and the answer (SPEC §6). */
+  readonly storage: StorageConfig;
   readonly jobTimeoutMs: number;
   /** Deadline for an upload body to arrive whole (SPEC §5), from the request's start. */
   readonly uploadTimeoutMs: number;
@@ -40,6 +43,19 @@ export interface Config {
   /** How often a worker looks for stalled jobs (of dead workers) and puts them back in the queue. */
   readonly workerStalledIntervalMs: number;
 }
+
+/** The shared `UPLOAD_DIR` folder, or an S3-compatible bucket when `S3_BUCKET` is set. */
+export type StorageConfig =
+  | { readonly kind: 'folder' }
+  | {
+      readonly kind: 's3';
+      readonly bucket: string;
+      /** A non-AWS server (MinIO, Garage...): path-style addressing. null: AWS's own endpoints. */
+      readonly endpoint: string | null;
+      readonly region: string;
+      /** Prepended to every key: '' or a prefix ending in '/'. */
+      readonly prefix: string;
+    };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -75,6 +91,7 @@ export function loadConfig(env: Env): Config {
     queriesFile: text(env.QUERIES_FILE),
     columnsFile: text(env.COLUMNS_FILE),
     uploadDir: path.resolve(text(env.UPLOAD_DIR) ?? path.join(os.tmpdir(), 'censo-api-uploads')),
+    storage: storage(env),
     jobTimeoutMs: integer(env, 'JOB_TIMEOUT_MS', 120_000, 1, 3_600_000),
     uploadTimeoutMs: integer(env, 'UPLOAD_TIMEOUT_MS', 120_000, 1, 3_600_000),
     // Not in SPEC's settings list (SPEC §5 fixes 30 s); an override for tests and odd networks.
@@ -131,6 +148,32 @@ function url(env: Env, name: string, protocols: readonly string[]): string | nul
     throw new ConfigError(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')}`);
   }
   return raw;
+}
+
+// Bucket names as S3 allows them (3–63 lowercase letters, digits, dots and hyphens, starting and
+// ending with a letter or digit); MinIO and Garage follow the same rule.
+const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+// A key prefix of path segments of safe characters; no '..' or empty segment.
+const PREFIX = /^([A-Za-z0-9!_.*'()-]+\/)*[A-Za-z0-9!_.*'()-]+\/?$/;
+const REGION = /^[a-z0-9-]{1,64}$/;
+
+function storage(env: Env): StorageConfig {
+  const bucket = text(env.S3_BUCKET);
+  if (bucket === null) {
+    for (const name of ['S3_ENDPOINT', 'S3_REGION', 'S3_PREFIX']) {
+      if (text(env[name]) !== null) throw new ConfigError(`${name} is set but S3_BUCKET is not`);
+    }
+    return { kind: 'folder' };
+  }
+  if (!BUCKET.test(bucket)) throw new ConfigError(`S3_BUCKET is not a valid bucket name: "${bucket}"`);
+  const region = text(env.S3_REGION) ?? text(env.AWS_REGION) ?? 'us-east-1';
+  if (!REGION.test(region)) throw new ConfigError(`S3_REGION is not a valid region: "${region}"`);
+  const rawPrefix = text(env.S3_PREFIX);
+  if (rawPrefix !== null && (!PREFIX.test(rawPrefix) || rawPrefix.split('/').some((segment) => segment === '..' || segment === '.'))) {
+    throw new ConfigError(`S3_PREFIX must be path segments of letters, digits and !_.*'()- separated by "/", got "${rawPrefix}"`);
+  }
+  const prefix = rawPrefix === null ? '' : rawPrefix.endsWith('/') ? rawPrefix : `${rawPrefix}/`;
+  return { kind: 's3', bucket, endpoint: url(env, 'S3_ENDPOINT', ['http:', 'https:']), region, prefix };
 }
 
 function logLevel(value: string | undefined): LogLevel {

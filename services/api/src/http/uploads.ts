@@ -1,19 +1,18 @@
-// Receives the multipart upload straight to disk, one part at a time, under server-generated
-// names inside a per-request folder (never the client's file name), with the 25 MB limit
-// enforced while streaming. The folder is removed when the response is over, whatever happened
-// (success, error, timeout, client gone): see `withUploadFolder`.
+// Receives the multipart upload straight into the storage (SPEC §6: the UPLOAD_DIR folder or an
+// S3 bucket), one part at a time, under server-generated names in a per-request area (never the
+// client's file name), with the 25 MB limit enforced while streaming. The area is removed when
+// the response is over, whatever happened (success, error, timeout, client gone): see
+// `withRequestArea`.
 import { randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   FileTooLargeError,
-  StorageUnavailableError,
   UploadTimeoutError,
   badInput,
+  type RequestArea,
   type RetornoFormat,
+  type Storage,
   type StoredFile,
   type StoredRetorno,
 } from '@censo/shared';
@@ -34,12 +33,6 @@ export const MULTIPART_LIMITS = {
 
 export type UploadField = 'retorno' | 'txt';
 
-export interface UploadFolder {
-  readonly id: string;
-  readonly dir: string;
-  file(name: string): string;
-}
-
 export interface ReceivedFiles {
   readonly retorno: StoredRetorno;
   readonly txt: StoredFile | null;
@@ -47,47 +40,34 @@ export interface ReceivedFiles {
   readonly txtName: string | null;
 }
 
-/** Errors of the file system that mean "cannot store uploads now", not "bad request". */
-// ENOTDIR / ENOENT: UPLOAD_DIR (or a parent) is not a folder, or vanished while a file was written.
-const STORAGE_ERRORS = new Set(['ENOSPC', 'EACCES', 'EPERM', 'EROFS', 'EDQUOT', 'EMFILE', 'ENFILE', 'ENOTDIR', 'ENOENT', 'EIO']);
-
-function storageError(err: unknown): unknown {
-  const code = (err as NodeJS.ErrnoException | null)?.code;
-  return code && STORAGE_ERRORS.has(code) ? new StorageUnavailableError({ cause: err }) : err;
-}
-
 /**
- * Runs `work` with a fresh upload folder and removes the folder once both the work has settled
- * and the response is closed (sent, failed or abandoned). `signal` aborts when the client goes
- * away before the response is complete, so queued or running jobs can be dropped.
+ * Runs `work` with a fresh request area and removes the area once both the work has settled and
+ * the response is closed (sent, failed or abandoned). `signal` aborts when the client goes away
+ * before the response is complete, so queued or running jobs can be dropped.
  */
-export async function withUploadFolder<T>(
-  uploadDir: string,
+export async function withRequestArea<T>(
+  storage: Storage,
   request: FastifyRequest,
   reply: FastifyReply,
-  work: (folder: UploadFolder, signal: AbortSignal) => Promise<T>,
+  work: (area: RequestArea, signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
-  const id = randomUUID();
-  const dir = path.join(uploadDir, id);
-  const folder: UploadFolder = { id, dir, file: (name) => path.join(dir, name) };
+  const area = storage.area(randomUUID());
   const clientGone = new AbortController();
   let settle!: () => void;
   const settled = new Promise<void>((resolve) => (settle = resolve));
 
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) clientGone.abort(new Error('client closed the connection'));
+    // What cannot be removed now is left to the bucket's lifecycle rule (README) or the folder's
+    // next cleanup; the log says which.
     void settled.then(() =>
-      rm(dir, { recursive: true, force: true }).catch((err: unknown) =>
-        request.log.error({ err, uploadId: id }, 'could not remove upload folder'),
-      ),
+      area.remove().catch((err: unknown) => request.log.error({ err, uploadId: area.id }, 'could not remove upload files')),
     );
   });
 
   try {
-    await mkdir(dir, { recursive: true, mode: 0o700 }).catch((err: unknown) => {
-      throw storageError(err);
-    });
-    return await work(folder, clientGone.signal);
+    await area.open();
+    return await work(area, clientGone.signal);
   } finally {
     settle();
   }
@@ -109,7 +89,7 @@ function retornoFormat(filename: string): RetornoFormat | null {
  */
 export async function receiveFiles(
   request: FastifyRequest,
-  folder: UploadFolder,
+  area: RequestArea,
   accepted: readonly UploadField[],
   deadline: UploadDeadlineOptions,
 ): Promise<ReceivedFiles> {
@@ -122,7 +102,7 @@ export async function receiveFiles(
     if (request.raw.listenerCount('error') > 0) request.raw.emit('error', new UploadTimeoutError());
   });
   try {
-    return await receiveParts(request, folder, accepted);
+    return await receiveParts(request, area, accepted);
   } catch (err) {
     throw expired ? new UploadTimeoutError() : err;
   } finally {
@@ -130,7 +110,7 @@ export async function receiveFiles(
   }
 }
 
-async function receiveParts(request: FastifyRequest, folder: UploadFolder, accepted: readonly UploadField[]): Promise<ReceivedFiles> {
+async function receiveParts(request: FastifyRequest, area: RequestArea, accepted: readonly UploadField[]): Promise<ReceivedFiles> {
   let retorno: StoredRetorno | null = null;
   let txt: StoredFile | null = null;
   let txtName: string | null = null;
@@ -143,27 +123,29 @@ async function receiveParts(request: FastifyRequest, folder: UploadFolder, accep
       throw badInput.duplicateField(field);
     }
 
-    let target: string;
+    let name: string;
     if (field === 'retorno') {
       const format = retornoFormat(part.filename);
       if (!format) throw badInput.wrongExtension('retorno');
-      target = folder.file(`retorno.${format}`);
-      retorno = { path: target, format };
+      name = `retorno.${format}`;
+      retorno = { path: area.ref(name), format };
     } else {
       if (extensionOf(part.filename) !== 'txt') throw badInput.wrongExtension('txt');
-      target = folder.file('censo.txt');
-      txt = { path: target };
+      name = 'censo.txt';
+      txt = { path: area.ref(name) };
       txtName = part.filename;
     }
 
-    const sink = createWriteStream(target, { flags: 'wx', mode: 0o600 });
+    // Past the limit busboy only ends the stream early: stop the write there, so the storage
+    // never completes a cut file (an S3 multipart upload is aborted, not left as parts).
+    const cut = new AbortController();
+    part.file.once('limit', () => cut.abort(new FileTooLargeError()));
+    const counter = { bytes: 0 };
     try {
-      await pipeline(part.file, sink).catch((err: unknown) => {
-        throw storageError(err);
-      });
+      await area.write(name, part.file, counter, cut.signal);
     } finally {
       // Counted even when the file is then refused (413, storage): it still cost the bytes.
-      annotateRequestLog(request, { bytes: { ...request.logFields?.bytes, [field]: sink.bytesWritten } });
+      annotateRequestLog(request, { bytes: { ...request.logFields?.bytes, [field]: counter.bytes } });
     }
     // A size-limited busboy stream ends normally, just shorter: the flag is the only signal.
     if (part.file.truncated) throw new FileTooLargeError();

@@ -1,6 +1,6 @@
 // Embedded runner (no REDIS_URL): the job runs in this process, on a worker-thread pool so that
 // parsing a 25 MB workbook never blocks the event loop that serves other requests.
-import { JobTimeoutError, type JobData, type JobPool, type JobResult } from '@censo/shared';
+import { JobTimeoutError, storageExecutor, type JobData, type JobPool, type JobResult, type Storage } from '@censo/shared';
 import type { JobRunner, RunOptions } from './runner.js';
 
 function rejectOnAbort(signal: AbortSignal): Promise<never> {
@@ -10,7 +10,9 @@ function rejectOnAbort(signal: AbortSignal): Promise<never> {
   });
 }
 
-export function createInProcessRunner(pool: JobPool): JobRunner {
+export function createInProcessRunner(pool: JobPool, storage: Storage): JobRunner {
+  // With S3 storage the pool's threads still read local files: the executor copies them first.
+  const executor = storageExecutor(storage, pool);
   return {
     mode: 'in-process',
     async run(data: JobData, { signal, deadline }: RunOptions): Promise<JobResult> {
@@ -19,7 +21,7 @@ export function createInProcessRunner(pool: JobPool): JobRunner {
       try {
         // Settles as soon as either signal aborts, not when the pool has finished terminating the
         // thread: the request log and metrics record the outcome in the same turn as the abort.
-        return await Promise.race([pool.run(data, aborted), rejectOnAbort(aborted)]);
+        return await Promise.race([executor.run(data, aborted), rejectOnAbort(aborted)]);
       } catch (err) {
         if (signal.aborted) throw signal.reason;
         if (timeout.aborted) throw new JobTimeoutError();

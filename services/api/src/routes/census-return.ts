@@ -1,7 +1,6 @@
 // POST /api/divergencias-rf, /api/retorno-rf and /api/censo-corrigido (SPEC §3.1, §3.2, §3.4).
-// Each stores the upload, hands the file paths to the job runner, and streams the job's result
+// Each stores the upload, hands the file references to the job runner, and streams the job's result
 // file back; they differ only in the files they accept, the job kind and how the answer is sent.
-import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import {
@@ -13,9 +12,10 @@ import {
   type JobData,
   type JobResult,
   type OutputFormat,
+  type Storage,
 } from '@censo/shared';
 import type { JobRunner } from '../jobs/runner.js';
-import { receiveFiles, withUploadFolder, type ReceivedFiles, type UploadField } from '../http/uploads.js';
+import { receiveFiles, withRequestArea, type ReceivedFiles, type UploadField } from '../http/uploads.js';
 import { checkUploadHeaders, limitInFlight } from '../http/admission.js';
 import { continueIfExpected } from '../http/expect-continue.js';
 import { annotateRequestLog } from '../plugins/request-log.js';
@@ -25,6 +25,7 @@ import { censoCorrigidoSchema, divergenciasSchema, retornoRfSchema } from './cen
 export interface CensusReturnRoutesOptions {
   readonly config: Config;
   readonly runner: JobRunner;
+  readonly storage: Storage;
 }
 
 type Kind = JobData['kind'];
@@ -91,7 +92,7 @@ function describeResult(
   if (format !== 'json') reply.header('content-disposition', attachment(`${LIST_NAMES[kind]}.${format}`));
 }
 
-async function routes(app: FastifyInstance, { config, runner }: CensusReturnRoutesOptions): Promise<void> {
+async function routes(app: FastifyInstance, { config, runner, storage }: CensusReturnRoutesOptions): Promise<void> {
   const inFlight = limitInFlight(config.maxInFlightUploads);
   app.metrics.trackInFlightUploads(inFlight.current);
 
@@ -101,20 +102,20 @@ async function routes(app: FastifyInstance, { config, runner }: CensusReturnRout
     const onRequest =
       route.kind === 'censo-corrigido' ? [checkUploadHeaders, inFlight.onRequest] : [checkUploadHeaders, checkFormat, inFlight.onRequest];
     app.post(route.url, { schema: route.schema, onRequest, preHandler: continueIfExpected }, async (request, reply) =>
-      withUploadFolder(config.uploadDir, request, reply, async (folder, signal) => {
+      withRequestArea(storage, request, reply, async (area, signal) => {
         const started = Date.now();
         const format = route.kind === 'censo-corrigido' ? 'json' : (requestedFormat(request.query) ?? 'json');
-        annotateRequestLog(request, { jobId: folder.id, kind: route.kind });
-        const files = await receiveFiles(request, folder, route.fields, {
+        annotateRequestLog(request, { jobId: area.id, kind: route.kind });
+        const files = await receiveFiles(request, area, route.fields, {
           totalMs: Math.max(1, config.uploadTimeoutMs - reply.elapsedTime),
           idleMs: config.uploadIdleMs,
         });
-        const resultPath = folder.file(RESULT_FILE);
+        const resultPath = area.ref(RESULT_FILE);
         const data = jobData(route.kind, files, format, resultPath);
 
         const jobStarted = performance.now();
         const jobMs = () => Math.round(performance.now() - jobStarted);
-        const result = await runner.run(data, { signal, id: folder.id, deadline: started + config.jobTimeoutMs }).catch((err: unknown) => {
+        const result = await runner.run(data, { signal, id: area.id, deadline: started + config.jobTimeoutMs }).catch((err: unknown) => {
           // The outcome feeds censo_jobs_total (plugins/metrics.ts) as well as the log line.
           const outcome = err instanceof JobTimeoutError ? 'timeout' : signal.aborted ? 'cancelled' : 'error';
           annotateRequestLog(request, { outcome, jobMs: jobMs() });
@@ -127,7 +128,7 @@ async function routes(app: FastifyInstance, { config, runner }: CensusReturnRout
         if (!result.ok) throw new JobRejectedError(result.status, result.code, result.erro);
 
         describeResult(reply, route.kind, format, files, result);
-        return reply.header('content-length', result.bytes).send(createReadStream(resultPath));
+        return reply.header('content-length', result.bytes).send(await area.read(RESULT_FILE));
       }),
     );
   }

@@ -1,0 +1,95 @@
+// The folder adapter: each request's files in its own folder under UPLOAD_DIR, under
+// server-generated names. With a worker process, UPLOAD_DIR must be the same volume on both sides.
+import { createReadStream, createWriteStream } from 'node:fs';
+import { access, mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { StorageUnavailableError } from '../core/errors.js';
+import type { JobData } from '../core/types.js';
+import { filesOf, InvalidJobDataError, type RequestArea, type Storage, type WriteCounter } from './port.js';
+
+/** Errors of the file system that mean "cannot store uploads now", not "bad request". */
+// ENOTDIR / ENOENT: UPLOAD_DIR (or a parent) is not a folder, or vanished while a file was written.
+const STORAGE_ERRORS = new Set(['ENOSPC', 'EACCES', 'EPERM', 'EROFS', 'EDQUOT', 'EMFILE', 'ENFILE', 'ENOTDIR', 'ENOENT', 'EIO']);
+
+function storageError(err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return code && STORAGE_ERRORS.has(code) ? new StorageUnavailableError({ cause: err }) : err;
+}
+
+export function createFolderStorage(uploadDir: string): Storage {
+  const root = path.resolve(uploadDir);
+  return {
+    kind: 'folder',
+    area: (id) => folderArea(root, id),
+    checkJobData(data) {
+      folderOf(data, root);
+    },
+    async inputsExist(data) {
+      return exists(folderOf(data, root));
+    },
+    // The files are already local: the job reads and writes the shared folder itself.
+    runWithLocalFiles: (data, work) => work(data),
+    // Unchanged from before the bucket existed: a full disk answers 503 per request instead.
+    isReady: async () => true,
+    close() {},
+  };
+}
+
+function folderArea(root: string, id: string): RequestArea {
+  const dir = path.join(root, id);
+  const file = (name: string) => path.join(dir, name);
+  return {
+    id,
+    async open() {
+      await mkdir(dir, { recursive: true, mode: 0o700 }).catch((err: unknown) => {
+        throw storageError(err);
+      });
+    },
+    ref: file,
+    async write(name: string, source: Readable, counter: WriteCounter, signal: AbortSignal) {
+      const sink = createWriteStream(file(name), { flags: 'wx', mode: 0o600 });
+      try {
+        await pipeline(source, sink, { signal });
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        throw storageError(err);
+      } finally {
+        counter.bytes = sink.bytesWritten;
+      }
+    },
+    async read(name) {
+      return createReadStream(file(name));
+    },
+    async remove() {
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The request folder a job's files are in; each of them must be inside it, and it inside the root. */
+function folderOf(data: JobData, root: string): string {
+  if (data?.kind !== 'divergencias' && data?.kind !== 'retorno-rf' && data?.kind !== 'censo-corrigido') {
+    throw new InvalidJobDataError('unknown kind');
+  }
+  const paths = filesOf(data);
+  const folder = typeof data.resultPath === 'string' ? path.dirname(path.resolve(data.resultPath)) : '';
+  const valid = paths.every((p) => typeof p === 'string' && isInside(root, path.resolve(p))) && folder !== root && isInside(root, folder);
+  if (!valid) throw new InvalidJobDataError('paths must be inside UPLOAD_DIR');
+  return folder;
+}
+
+function isInside(root: string, target: string): boolean {
+  const rel = path.relative(root, target);
+  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await access(p);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,240 @@
+// The S3 adapter (S3_BUCKET): API and workers on different hosts share a bucket instead of a disk.
+// The API streams each uploaded file straight into a multipart upload (nothing on its own disk);
+// a worker copies a job's inputs to its own scratch folder (the xlsx reader needs random access),
+// runs the job there and uploads the result; the API streams the result object to the client and
+// deletes every object of the request when the request ends. A bucket lifecycle rule (README)
+// removes what a crash leaves behind.
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { StorageUnavailableError } from '../core/errors.js';
+import type { JobData } from '../core/types.js';
+import type { StorageConfig } from '../runtime/config.js';
+import { filesOf, InputsGoneError, InvalidJobDataError, mapJobFiles, type RequestArea, type Storage, type WriteCounter } from './port.js';
+
+type S3Settings = Extract<StorageConfig, { kind: 's3' }>;
+
+/**
+ * S3's smallest multipart part. One part is buffered per file being uploaded (queueSize 1), so an
+ * API process holds about this much per upload in flight: MAX_INFLIGHT_UPLOADS × 5 MiB at most.
+ */
+export const PART_BYTES = 5 * 1024 * 1024;
+const READY_TIMEOUT_MS = 2_000;
+
+// A request's objects are `<prefix><id>/<name>`: ids are the server's UUIDs, names its own.
+const ID = '[A-Za-z0-9-]{1,64}';
+const NAME = '[A-Za-z0-9._-]{1,64}';
+
+export interface S3StorageOptions {
+  /** A worker's folder for its jobs' local copies (its own UPLOAD_DIR). */
+  readonly scratchDir: string;
+  /** Client settings for tests (credentials of a local server); merged over the defaults. */
+  readonly client?: S3ClientConfig;
+}
+
+export function createS3Client(settings: S3Settings, overrides: S3ClientConfig = {}): S3Client {
+  return new S3Client({
+    region: settings.region,
+    ...(settings.endpoint === null ? {} : { endpoint: settings.endpoint, forcePathStyle: true }),
+    // Checksums only where the API requires them: third-party servers (MinIO, Garage, older
+    // releases) reject or ignore the SDK's newer default trailing checksums.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    // A storage outage must become a 503 within seconds, not after the SDK's long retry ladder.
+    maxAttempts: 2,
+    requestHandler: { connectionTimeout: 3_000, requestTimeout: 30_000 },
+    ...overrides,
+  });
+}
+
+export function createS3Storage(settings: S3Settings, options: S3StorageOptions): Storage {
+  const client = createS3Client(settings, options.client);
+  const { bucket, prefix } = settings;
+  const keyPattern = new RegExp(`^${escapeRegExp(prefix)}(${ID})/${NAME}$`);
+
+  async function deleteKeys(keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return;
+    const out = await client
+      .send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true } }))
+      .catch((err: unknown) => {
+        throw new Error(`could not delete ${keys.join(', ')}`, { cause: err });
+      });
+    const failed = out.Errors ?? [];
+    if (failed.length > 0) throw new Error(`could not delete ${failed.map((e) => `${e.Key} (${e.Code})`).join(', ')}`);
+  }
+
+  async function exists(key: string): Promise<boolean> {
+    try {
+      await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw storageError(err);
+    }
+  }
+
+  async function download(key: string, target: string, signal: AbortSignal | undefined): Promise<void> {
+    let body: Readable;
+    try {
+      const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal });
+      body = out.Body as Readable;
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      throw isNotFound(err) ? new InputsGoneError() : storageError(err);
+    }
+    await pipeline(body, createWriteStream(target, { flags: 'wx', mode: 0o600 }), ...(signal ? [{ signal }] : [])).catch((err: unknown) => {
+      throw signal?.aborted ? signal.reason : storageError(err);
+    });
+  }
+
+  async function upload(key: string, body: Readable, signal: AbortSignal | undefined): Promise<void> {
+    const upload = new Upload({
+      client,
+      params: { Bucket: bucket, Key: key, Body: body },
+      queueSize: 1,
+      partSize: PART_BYTES,
+      leavePartsOnError: false,
+    });
+    const abort = () => void upload.abort();
+    signal?.addEventListener('abort', abort, { once: true });
+    try {
+      await upload.done();
+    } finally {
+      signal?.removeEventListener('abort', abort);
+    }
+  }
+
+  function area(id: string): RequestArea {
+    const names = new Set<string>();
+    const key = (name: string) => {
+      names.add(name);
+      return `${prefix}${id}/${name}`;
+    };
+    return {
+      id,
+      // Nothing to prepare: a bucket has no folders.
+      async open() {},
+      ref: key,
+      async write(name: string, source: Readable, counter: WriteCounter, signal: AbortSignal) {
+        // The upload reads the source through this generator, so an error of the source (the
+        // client went away, a malformed part) is told apart from one of the storage.
+        let sourceError: { error: unknown } | null = null;
+        async function* counted(): AsyncGenerator<Buffer> {
+          try {
+            for await (const chunk of source as AsyncIterable<Buffer>) {
+              counter.bytes += chunk.length;
+              yield chunk;
+            }
+          } catch (error) {
+            sourceError = { error };
+            throw error;
+          }
+        }
+        try {
+          await upload(key(name), Readable.from(counted(), { objectMode: false }), signal);
+        } catch (err) {
+          if (signal.aborted) throw signal.reason;
+          if (sourceError !== null) throw (sourceError as { error: unknown }).error;
+          throw storageError(err);
+        }
+      },
+      async read(name) {
+        try {
+          const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key(name) }));
+          return out.Body as Readable;
+        } catch (err) {
+          throw storageError(err);
+        }
+      },
+      async remove() {
+        await deleteKeys([...names].map((name) => `${prefix}${id}/${name}`));
+      },
+    };
+  }
+
+  /** The request id all of a job's keys share; InvalidJobDataError unless they are keys of one area. */
+  function areaOf(data: JobData): string {
+    const ids = new Set<string>();
+    for (const ref of filesOf(data)) {
+      const match = typeof ref === 'string' ? keyPattern.exec(ref) : null;
+      if (!match) throw new InvalidJobDataError(`keys must be objects of one request under "${prefix}"`);
+      ids.add(match[1]!);
+    }
+    if (ids.size !== 1) throw new InvalidJobDataError('keys of more than one request');
+    return [...ids][0]!;
+  }
+
+  return {
+    kind: 's3',
+    area,
+    checkJobData(data) {
+      if (data?.kind !== 'divergencias' && data?.kind !== 'retorno-rf' && data?.kind !== 'censo-corrigido') {
+        throw new InvalidJobDataError('unknown kind');
+      }
+      areaOf(data);
+    },
+    async inputsExist(data) {
+      return exists(data.retorno.path);
+    },
+    async runWithLocalFiles(data, work, signal) {
+      await mkdir(options.scratchDir, { recursive: true, mode: 0o700 }).catch((err: unknown) => {
+        throw storageError(err);
+      });
+      const dir = await mkdtemp(path.join(options.scratchDir, `${areaOf(data)}-`));
+      try {
+        const local = mapJobFiles(data, (ref) => path.join(dir, path.posix.basename(ref)));
+        const inputs = [[data.retorno.path, local.retorno.path]];
+        if (data.kind !== 'divergencias' && local.kind !== 'divergencias') inputs.push([data.txt.path, local.txt.path]);
+        await Promise.all(inputs.map(([from, to]) => download(from!, to!, signal)));
+        const result = await work(local);
+        if (!result.ok) return result;
+        await upload(data.resultPath, createReadStream(local.resultPath), signal).catch((err: unknown) => {
+          throw signal?.aborted ? signal.reason : storageError(err);
+        });
+        // The request may have ended while the job ran, and removed its objects before this one
+        // existed: remove it now rather than leave it to the lifecycle rule.
+        if (!(await exists(data.retorno.path))) await deleteKeys([data.resultPath]);
+        return result;
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+    async isReady() {
+      try {
+        await client.send(new HeadBucketCommand({ Bucket: bucket }), { abortSignal: AbortSignal.timeout(READY_TIMEOUT_MS) });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    close() {
+      client.destroy();
+    },
+  };
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } } | null;
+  return e?.name === 'NoSuchKey' || e?.name === 'NotFound' || e?.$metadata?.httpStatusCode === 404;
+}
+
+/** Anything the storage answered or failed with, for the client: 503, with the cause for the log. */
+function storageError(err: unknown): unknown {
+  if (err instanceof StorageUnavailableError || (err as Error | null)?.name === 'AbortError') return err;
+  return new StorageUnavailableError({ cause: err });
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -1,0 +1,51 @@
+// A service entry point run as its own process (another "host"), with its JSON log lines
+// collected so a test can wait for one.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface ServiceProcess {
+  readonly child: ChildProcess;
+  readonly lines: Array<Record<string, unknown>>;
+  /** The first log line with this message, waiting for it up to `timeoutMs`. */
+  line(msg: string, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** `script` relative to the repository, e.g. services/worker/dist/main.js. Only PATH is inherited. */
+export function startServiceProcess(script: string, env: Record<string, string>, args: readonly string[] = []): ServiceProcess {
+  const child = spawn(process.execPath, [script, ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  let buffered = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    buffered += chunk;
+    const parts = buffered.split('\n');
+    buffered = parts.pop() ?? '';
+    for (const part of parts) if (part) lines.push(JSON.parse(part) as Record<string, unknown>);
+  });
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  return {
+    child,
+    lines,
+    async line(msg, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = lines.find((l) => l.msg === msg);
+        if (found) return found;
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`${script} never logged "${msg}"`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
