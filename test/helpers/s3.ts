@@ -1,7 +1,11 @@
 // An S3-compatible server for the storage tests: s3rver (a real S3 protocol implementation in
 // Node) on loopback, with a bucket of its own, that a test can stop and start again on the same
-// port and data folder to play a storage outage.
+// port and data folder to play a storage outage. A recording proxy in front of it keeps the
+// method and URL of every request, for what s3rver cannot show (it keeps an aborted multipart
+// upload's parts on disk, so only the AbortMultipartUpload request proves the abort).
 import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -10,8 +14,15 @@ import S3rver from 's3rver';
 /** s3rver accepts these; the service reads them from the standard AWS variables. */
 export const S3_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' } as const;
 
+export interface S3Request {
+  readonly method: string;
+  readonly url: string;
+}
+
 export interface TestS3 {
   readonly endpoint: string;
+  /** Every request the service sent, in order. */
+  readonly requests: S3Request[];
   readonly bucket: string;
   /** The settings a service needs to use this bucket (prefix: a test's own key prefix). */
   env(prefix: string): Record<string, string>;
@@ -24,28 +35,61 @@ export interface TestS3 {
 
 export async function startTestS3(bucket = 'censo-test'): Promise<TestS3> {
   const directory = await mkdtemp(path.join(os.tmpdir(), 'censo-s3rver-'));
-  let port = 0;
+  const requests: S3Request[] = [];
+  let s3rverPort = 0;
+  let proxyPort = 0;
   let server: S3rver | null = null;
+  let proxy: http.Server | null = null;
   const start = async () => {
-    const instance = new S3rver({ port, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: bucket, configs: [] }] });
-    const address = await instance.run();
-    port = address.port;
+    const instance = new S3rver({
+      port: s3rverPort,
+      address: '127.0.0.1',
+      silent: true,
+      directory,
+      configureBuckets: [{ name: bucket, configs: [] }],
+    });
+    s3rverPort = (await instance.run()).port;
     server = instance;
+    const target = s3rverPort;
+    const front = http.createServer((req, res) => {
+      requests.push({ method: req.method ?? '', url: req.url ?? '' });
+      const upstream = http.request(
+        { host: '127.0.0.1', port: target, method: req.method, path: req.url, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => front.listen(proxyPort, '127.0.0.1', resolve));
+    proxyPort = (front.address() as AddressInfo).port;
+    proxy = front;
   };
   await start();
-  const endpoint = `http://127.0.0.1:${port}`;
+  const endpoint = `http://127.0.0.1:${proxyPort}`;
   const client = new S3Client({
     endpoint,
     region: 'us-east-1',
     forcePathStyle: true,
     credentials: { accessKeyId: S3_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: S3_CREDENTIALS.AWS_SECRET_ACCESS_KEY },
   });
+  /** Connections refused from now on, open ones cut, as when the storage host goes away. */
   const stop = async () => {
+    const front = proxy;
+    proxy = null;
+    if (front) {
+      const closed = new Promise((resolve) => front.close(resolve));
+      front.closeAllConnections();
+      await closed;
+    }
     await server?.close();
     server = null;
   };
   return {
     endpoint,
+    requests,
     bucket,
     env: (prefix) => ({ S3_BUCKET: bucket, S3_ENDPOINT: endpoint, S3_PREFIX: prefix, ...S3_CREDENTIALS }),
     async keys(prefix = '') {

@@ -55,9 +55,34 @@ describe('loadConfig', () => {
     [{ REDIS_URL: 'http://localhost' }, /REDIS_URL must start with redis:\/\/ or rediss:\/\//],
     [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL must start with postgres/],
     [{ LOG_LEVEL: 'verbose' }, /LOG_LEVEL must be one of/],
+    [{ S3_ENDPOINT: 'http://minio:9000' }, /S3_ENDPOINT is set but S3_BUCKET is not/],
+    [{ S3_PREFIX: 'censo/' }, /S3_PREFIX is set but S3_BUCKET is not/],
+    [{ S3_BUCKET: 'Censo_Uploads' }, /S3_BUCKET is not a valid bucket name/],
+    [{ S3_BUCKET: 'ab' }, /S3_BUCKET is not a valid bucket name/],
+    [{ S3_BUCKET: 'censo', S3_ENDPOINT: 'minio:9000' }, /S3_ENDPOINT/],
+    [{ S3_BUCKET: 'censo', S3_ENDPOINT: 'ftp://minio' }, /S3_ENDPOINT must start with http:\/\/ or https:\/\//],
+    [{ S3_BUCKET: 'censo', S3_PREFIX: '../outro' }, /S3_PREFIX must be path segments/],
+    [{ S3_BUCKET: 'censo', S3_PREFIX: '/censo' }, /S3_PREFIX must be path segments/],
+    [{ S3_BUCKET: 'censo', S3_PREFIX: 'a//b' }, /S3_PREFIX must be path segments/],
+    [{ S3_BUCKET: 'censo', S3_REGION: 'SA East 1' }, /S3_REGION is not a valid region/],
   ])('rejects %o', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('storage: the folder unless S3_BUCKET is set; S3 settings with their defaults', () => {
+    expect(loadConfig({}).storage).toEqual({ kind: 'folder' });
+    expect(loadConfig({ S3_BUCKET: 'censo' }).storage).toEqual({
+      kind: 's3',
+      bucket: 'censo',
+      endpoint: null,
+      region: 'us-east-1',
+      prefix: '',
+    });
+    expect(loadConfig({ S3_BUCKET: 'censo', AWS_REGION: 'sa-east-1' }).storage).toMatchObject({ region: 'sa-east-1' });
+    expect(
+      loadConfig({ S3_BUCKET: 'censo.uploads', S3_ENDPOINT: 'http://minio:9000', S3_REGION: 'garage', S3_PREFIX: 'sp/uploads' }).storage,
+    ).toEqual({ kind: 's3', bucket: 'censo.uploads', endpoint: 'http://minio:9000', region: 'garage', prefix: 'sp/uploads/' });
   });
 
   it('never echoes a URL (it may hold a password) in its error', () => {

@@ -85,8 +85,11 @@ export async function startHealthServer(config: Config, running: RunningWorker, 
     if (req.method !== 'GET') return send(res, 404, { erro: httpMessages.notFound });
     if (path === '/healthz') return send(res, 200, { status: 'ok' });
     if (path === '/readyz') {
-      const ready = running.worker.isRunning() && (await redis.answers());
-      return send(res, ready ? 200 : 503, { status: ready ? 'ok' : 'indisponível', checks: { redis: ready ? 'ok' : 'falha' } });
+      const checks: Record<string, 'ok' | 'falha'> = { redis: running.worker.isRunning() && (await redis.answers()) ? 'ok' : 'falha' };
+      // A worker that cannot reach the bucket would fail every job it takes.
+      if (running.storage.kind === 's3') checks.storage = (await running.storage.isReady()) ? 'ok' : 'falha';
+      const ready = Object.values(checks).every((check) => check === 'ok');
+      return send(res, ready ? 200 : 503, { status: ready ? 'ok' : 'indisponível', checks });
     }
     if (path === '/metrics') {
       const verdict = credential(req.headers);

@@ -1,5 +1,5 @@
 // Entry point of `npm run start:worker`: the worker role alone (SPEC §6). Any number of these
-// can run against one REDIS_URL and one shared UPLOAD_DIR volume.
+// can run against one REDIS_URL and one shared UPLOAD_DIR volume or S3 bucket.
 import closeWithGrace from 'close-with-grace';
 import { ConfigError, createLogger, loadConfig, type Config } from '@censo/shared';
 import { startHealthServer, type WorkerHealthServer } from './health-server.js';

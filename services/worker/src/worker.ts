@@ -39,6 +39,8 @@ export interface StartWorkerOptions {
 
 export interface RunningWorker {
   readonly worker: Worker<JobData, JobResult>;
+  /** Where its jobs' files are (readiness checks the bucket). */
+  readonly storage: Storage;
   /** Resolves once connected to Redis (tests; production code need not wait). */
   waitUntilReady(): Promise<void>;
   /** Stops taking jobs, lets active ones finish within the drain time, then returns the rest. */
@@ -95,6 +97,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   let closing: Promise<void> | undefined;
   return {
     worker,
+    storage,
     async waitUntilReady() {
       await Promise.all([worker.waitUntilReady(), cancels.waitUntilReady()]);
     },

@@ -7,7 +7,7 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   DeleteObjectsCommand,
@@ -106,7 +106,13 @@ export function createS3Storage(settings: S3Settings, options: S3StorageOptions)
       partSize: PART_BYTES,
       leavePartsOnError: false,
     });
-    const abort = () => void upload.abort();
+    // abort() alone only settles done(): the upload sends AbortMultipartUpload once its reader of
+    // the body returns, which waits for the body's next chunk, and a cut upload's source may
+    // never give one. Ending the body from here makes that happen now.
+    const abort = () => {
+      void upload.abort();
+      body.destroy(new Error('upload aborted'));
+    };
     signal?.addEventListener('abort', abort, { once: true });
     try {
       await upload.done();
@@ -127,26 +133,28 @@ export function createS3Storage(settings: S3Settings, options: S3StorageOptions)
       async open() {},
       ref: key,
       async write(name: string, source: Readable, counter: WriteCounter, signal: AbortSignal) {
-        // The upload reads the source through this generator, so an error of the source (the
-        // client went away, a malformed part) is told apart from one of the storage.
+        // The upload reads the source through this counting stream, which can be ended at once
+        // (an async generator could not be while it awaits the source), and an error of the
+        // source (the client went away, a malformed part) is told apart from one of the storage.
+        const body = new Transform({
+          transform(chunk: Buffer, _encoding, done) {
+            counter.bytes += chunk.length;
+            done(null, chunk);
+          },
+        });
         let sourceError: { error: unknown } | null = null;
-        async function* counted(): AsyncGenerator<Buffer> {
-          try {
-            for await (const chunk of source as AsyncIterable<Buffer>) {
-              counter.bytes += chunk.length;
-              yield chunk;
-            }
-          } catch (error) {
-            sourceError = { error };
-            throw error;
-          }
-        }
+        source.once('error', (error) => (sourceError = { error }));
+        // Errors surface through the upload, which reads `body`.
+        pipeline(source, body).catch(() => undefined);
         try {
-          await upload(key(name), Readable.from(counted(), { objectMode: false }), signal);
+          await upload(key(name), body, signal);
         } catch (err) {
           if (signal.aborted) throw signal.reason;
           if (sourceError !== null) throw (sourceError as { error: unknown }).error;
           throw storageError(err);
+        } finally {
+          // A failed upload stops reading: release the source rather than leave it paused.
+          if (!body.readableEnded) body.destroy();
         }
       },
       async read(name) {

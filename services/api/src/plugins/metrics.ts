@@ -75,7 +75,7 @@ export function createMetrics(runner: MetricsOptions['runner'], logger: MetricsO
   });
   const uploadBytes = new Counter({
     name: 'censo_upload_bytes_total',
-    help: 'Bytes of uploaded files written to UPLOAD_DIR, by form field.',
+    help: 'Bytes of uploaded files written to the storage (UPLOAD_DIR or the S3 bucket), by form field.',
     labelNames: ['field'] as const,
     registers: [registry],
   });

@@ -1,0 +1,263 @@
+// S3 storage (SPEC §6, S3_BUCKET) against a real S3 protocol implementation (s3rver on loopback):
+// API and worker as separate processes with different UPLOAD_DIRs answer every fixture as the
+// embedded mode does and leave the bucket empty; cut uploads, abandoned requests, timeouts and a
+// storage outage are answered as with the folder and leave nothing behind.
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '@censo/shared';
+import { startServer, type RunningServer } from '@censo/api';
+import { fixtureCases, type FixtureCase } from '../helpers/fixtures.js';
+import { API_KEY, formWith, post, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
+import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
+import { openUpload, partHead } from '../helpers/raw-http.js';
+import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
+import { S3_CREDENTIALS, startTestS3, type TestS3 } from '../helpers/s3.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+const STORAGE_DOWN = 'Armazenamento temporário indisponível.';
+
+let s3: TestS3;
+let redis: TestRedis;
+let embedded: TestServer;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  s3 = await startTestS3();
+  redis = await startTestRedis();
+  embedded = await startTestServer();
+  // In-process services read their credentials where any AWS client does.
+  Object.assign(process.env, S3_CREDENTIALS);
+});
+
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  await embedded?.dispose();
+  await s3?.dispose();
+  await redis?.stop();
+});
+
+async function tempDir(name: string): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), `censo-s3-${name}-`));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Status, content type and exact bytes of an answer. */
+async function answer(server: { url: string }, route: string, files: UploadFile[]) {
+  const response = await fetch(`${server.url}${route}`, { method: 'POST', body: await formWith(files), headers: { 'x-api-key': API_KEY } });
+  return {
+    status: response.status,
+    type: response.headers.get('content-type'),
+    disposition: response.headers.get('content-disposition'),
+    body: Buffer.from(await response.arrayBuffer()).toString('latin1'),
+  };
+}
+
+function requests(fixture: FixtureCase): Array<{ route: string; files: UploadFile[] }> {
+  const all: Array<{ route: string; files: UploadFile[] }> = [];
+  for (const format of ['json', 'xlsx'] as const) {
+    const retorno = { field: 'retorno', path: fixture.retorno[format], filename: `retorno.${format}` };
+    const txt = { field: 'txt', path: fixture.txt, filename: path.basename(fixture.txt) };
+    all.push({ route: '/api/divergencias-rf', files: [retorno] });
+    all.push({ route: '/api/divergencias-rf?format=csv', files: [retorno] });
+    all.push({ route: '/api/retorno-rf', files: [retorno, txt] });
+    all.push({ route: '/api/censo-corrigido', files: [retorno, txt] });
+  }
+  return all;
+}
+
+describe('API and worker on two "hosts": separate processes, different UPLOAD_DIRs, one bucket', () => {
+  let api: ServiceProcess;
+  let worker: ServiceProcess;
+  let apiUrl: string;
+  let apiDir: string;
+  let workerDir: string;
+  const prefix = `hosts-${randomUUID()}/`;
+  const queuePrefix = uniqueQueuePrefix();
+
+  beforeAll(async () => {
+    const parent = await tempDir('hosts');
+    // The API's folder is never created: it stores nothing on its own disk.
+    apiDir = path.join(parent, 'api-host');
+    workerDir = path.join(parent, 'worker-host');
+    const common = { REDIS_URL: redis.url, QUEUE_PREFIX: queuePrefix, API_KEY, LOG_LEVEL: 'info', ...s3.env(prefix) };
+    worker = startServiceProcess('services/worker/dist/main.js', { ...common, UPLOAD_DIR: workerDir, WORKER_CONCURRENCY: '2' });
+    cleanups.push(() => worker.stop());
+    api = startServiceProcess('services/api/dist/main.js', { ...common, UPLOAD_DIR: apiDir, HOST: '127.0.0.1', PORT: '0' }, ['--role=api']);
+    cleanups.push(() => api.stop());
+    cleanups.push(() => deleteKeys(redis.url, queuePrefix));
+    apiUrl = (await api.line('censo-api listening')).url as string;
+    await worker.line('worker started');
+  });
+
+  it('answers every fixture, route and format byte for byte as the embedded mode does', async () => {
+    let compared = 0;
+    for (const fixture of fixtureCases()) {
+      for (const { route, files } of requests(fixture)) {
+        const [viaS3, viaEmbedded] = await Promise.all([answer({ url: apiUrl }, route, files), answer(embedded, route, files)]);
+        expect(viaS3, `${fixture.name} ${route} ${files[0]!.filename}`).toEqual(viaEmbedded);
+        compared++;
+      }
+    }
+    expect(compared).toBeGreaterThanOrEqual(8);
+  });
+
+  it('leaves the bucket empty, never creates the API host folder, and cleans the worker scratch folder', async () => {
+    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    expect(existsSync(apiDir)).toBe(false);
+    expect(await readdir(workerDir)).toEqual([]);
+  });
+
+  it('both processes report the bucket in /readyz', async () => {
+    const ready = await fetch(`${apiUrl}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ok', checks: { redis: 'ok', storage: 'ok' } });
+  });
+});
+
+describe('S3 storage, API and worker in one process', () => {
+  let server: RunningServer;
+  const prefix = `one-${randomUUID()}/`;
+  const queuePrefix = uniqueQueuePrefix();
+
+  beforeAll(async () => {
+    const config = loadConfig({
+      API_KEY,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      REDIS_URL: redis.url,
+      QUEUE_PREFIX: queuePrefix,
+      UPLOAD_DIR: await tempDir('one'),
+      JOB_TIMEOUT_MS: '20000',
+      UPLOAD_IDLE_MS: '1500',
+      ...s3.env(prefix),
+    });
+    server = await startServer(config, 'all');
+    cleanups.push(() => server.close());
+    cleanups.push(() => deleteKeys(redis.url, queuePrefix));
+  });
+
+  const basico = () => fixtureCases().find((f) => f.name === 'basico') ?? fixtureCases()[0]!;
+  const retornoFile = (): UploadFile => ({ field: 'retorno', path: basico().retorno.json, filename: 'retorno.json' });
+
+  it('a file over 25 MB is cut mid-stream with 413: its multipart upload aborted, never completed, no object left', async () => {
+    const before = s3.requests.length;
+    const big = Buffer.alloc(26 * 1024 * 1024, 0x20);
+    const res = await post(server, '/api/divergencias-rf', await formWith([{ field: 'retorno', content: big, filename: 'retorno.json' }]));
+    expect(res.status).toBe(413);
+    expect(res.body).toEqual({ erro: 'Arquivo excede o limite de 25 MB.' });
+    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    await expectMultipartAborted(before);
+  });
+
+  /** Since request `before`: one multipart upload of this test's prefix, parts sent, aborted, never completed. */
+  async function expectMultipartAborted(before: number): Promise<void> {
+    const sent = () => s3.requests.slice(before).filter((r) => r.url.includes(prefix));
+    expect(sent().filter((r) => r.method === 'POST' && r.url.includes('?uploads'))).toHaveLength(1);
+    expect(sent().filter((r) => r.method === 'PUT' && r.url.includes('partNumber=')).length).toBeGreaterThanOrEqual(1);
+    await waitFor(() => sent().some((r) => r.method === 'DELETE' && r.url.includes('uploadId=')), { what: 'AbortMultipartUpload' });
+    expect(sent().some((r) => r.method === 'POST' && r.url.includes('uploadId='))).toBe(false);
+  }
+
+  it('a client that leaves mid-upload: its multipart upload aborted, nothing in the bucket', async () => {
+    const before = s3.requests.length;
+    const upload = openUpload(server.url, '/api/divergencias-rf');
+    await upload.write(partHead('retorno', 'retorno.json'));
+    // Past one part (5 MiB), so a multipart upload is under way when the client goes.
+    for (let i = 0; i < 7; i++) await upload.write(Buffer.alloc(1024 * 1024, 0x20));
+    await waitFor(() => s3.requests.slice(before).some((r) => r.url.includes('partNumber=1&')), { what: 'a first part' });
+    upload.request.destroy();
+    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    await expectMultipartAborted(before);
+    // The service goes on answering.
+    expect((await post(server, '/api/divergencias-rf', await formWith([retornoFile()]))).status).toBe(200);
+    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+  });
+
+  it('an upload that stalls past UPLOAD_IDLE_MS: 408, its multipart upload aborted, nothing in the bucket', async () => {
+    const before = s3.requests.length;
+    const upload = openUpload(server.url, '/api/divergencias-rf');
+    await upload.write(partHead('retorno', 'retorno.json'));
+    await upload.write(Buffer.alloc(6 * 1024 * 1024, 0x20));
+    const res = await upload.response;
+    expect(res.status).toBe(408);
+    expect(res.body).toEqual({ erro: 'Tempo esgotado ao receber o arquivo.' });
+    upload.request.destroy();
+    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    await expectMultipartAborted(before);
+  });
+
+  it('storage down: 503 with Retry-After and /readyz 503; back up: answers again without a restart', async () => {
+    await s3.stop();
+    try {
+      const res = await post(server, '/api/divergencias-rf', await formWith([retornoFile()]));
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({ erro: STORAGE_DOWN });
+      expect(res.headers.get('retry-after')).toBe('5');
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toEqual({ status: 'indisponível', checks: { redis: 'ok', storage: 'falha' } });
+    } finally {
+      await s3.start();
+    }
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    const again = await post(server, '/api/divergencias-rf', await formWith([retornoFile()]));
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(basico().expectedDivergencias);
+    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+  });
+});
+
+describe('S3 storage with nobody to run the job', () => {
+  it('a request past JOB_TIMEOUT_MS gets 504 and its objects are deleted', async () => {
+    const prefix = `timeout-${randomUUID()}/`;
+    const queuePrefix = uniqueQueuePrefix();
+    const config = loadConfig({
+      API_KEY,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      REDIS_URL: redis.url,
+      QUEUE_PREFIX: queuePrefix,
+      JOB_TIMEOUT_MS: '1500',
+      ...s3.env(prefix),
+    });
+    // Role api: the queue has no worker.
+    const api = await startServer(config, 'api');
+    cleanups.push(() => api.close());
+    cleanups.push(() => deleteKeys(redis.url, queuePrefix));
+    const fixture = fixtureCases()[0]!;
+    const res = await post(
+      api,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'retorno', path: fixture.retorno.xlsx, filename: 'r.xlsx' }]),
+    );
+    expect(res.status).toBe(504);
+    expect(res.body).toEqual({ erro: 'Tempo esgotado ao processar o arquivo.' });
+    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+  });
+});
+
+describe('S3 storage in the embedded mode (no REDIS_URL)', () => {
+  it('answers the fixtures and leaves the bucket empty', async () => {
+    const prefix = `embedded-${randomUUID()}/`;
+    const server = await startTestServer(s3.env(prefix));
+    cleanups.push(() => server.dispose());
+    for (const fixture of fixtureCases()) {
+      const files: UploadFile[] = [
+        { field: 'retorno', path: fixture.retorno.xlsx, filename: 'retorno.xlsx' },
+        { field: 'txt', path: fixture.txt, filename: 'censo.txt' },
+      ];
+      const res = await post(server, '/api/retorno-rf', await formWith(files));
+      expect(res.status, fixture.name).toBe(200);
+      expect(res.body, fixture.name).toEqual(fixture.expectedPessoas);
+    }
+    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    expect(await readdir(server.uploadDir)).toEqual([]);
+  });
+});
