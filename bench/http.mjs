@@ -11,6 +11,7 @@ const autocannon = require('autocannon');
 
 export const API_KEY = 'bench-key';
 const BOUNDARY = '----censobenchboundary7MA4YWxkTrZu0gW';
+export const MULTIPART_TYPE = `multipart/form-data; boundary=${BOUNDARY}`;
 const API_MAIN = path.join(ROOT, 'services/api/dist/main.js');
 const WORKER_MAIN = path.join(ROOT, 'services/worker/dist/main.js');
 
@@ -34,7 +35,7 @@ function cannon(opts) {
       {
         ...opts,
         method: 'POST',
-        headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'x-api-key': API_KEY, ...opts.headers },
+        headers: { 'content-type': MULTIPART_TYPE, 'x-api-key': API_KEY, ...opts.headers },
       },
       (err, result) => (err ? reject(err) : resolve(result)),
     );
@@ -63,8 +64,8 @@ function summarize(r) {
 
 let portSeq = 0;
 
-/** Starts one deployment; returns its URL, processes and a stop function. */
-async function deploy(mode, workers, redisUrl) {
+/** Starts one deployment; returns its URL, processes and a stop function. `env`: extra settings. */
+export async function deploy(mode, workers, redisUrl, extraEnv = {}) {
   const port = 38_100 + portSeq++;
   const uploadDir = path.join(DATA, `uploads-${mode}`);
   rmSync(uploadDir, { recursive: true, force: true });
@@ -78,6 +79,7 @@ async function deploy(mode, workers, redisUrl) {
     LOG_LEVEL: 'warn',
     REDIS_URL: '',
     DATABASE_URL: '',
+    ...extraEnv,
   };
   const procs = [];
   if (workers === 0) {
