@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LineSplitter, parseRecord30, selectRecords30, visitCensoLines, type LineScan } from '@censo/shared';
+import { detached, LineSplitter, parseRecord30, selectRecords30, visitCensoLines, type LineScan } from '@censo/shared';
 
 let dir: string;
 beforeAll(async () => {
@@ -140,6 +140,28 @@ describe('record 30', () => {
     expect(parseRecord30('300|a|b|c|d|e|f|g|h|i')).toBeNull();
     expect(parseRecord30('40|a|b|c|d|e|f|g|h|i')).toBeNull();
     expect(parseRecord30('30')).toBeNull();
+  });
+
+  it('a selected record gives the same fields, all at once or one by one, from lines of any length', async () => {
+    const lines = [
+      '30|s|A1|123|11122233344|JOSÉ DA SILVA|01/02/2010|1|MARIA|JOÃO',
+      `30|s|B2||||||||${'|extra'.repeat(300)}`,
+      '30|s|C3|4|5|6|7|8|9|10',
+    ];
+    const selected = await selectRecords30(await file(lines.join('\r\n')), { lines: new Set([1, 2, 3]) });
+    for (const [linha, text] of lines.entries()) {
+      const record = selected.byLine.get(linha + 1)!;
+      const expected = parseRecord30(text)!;
+      expect(record.fields).toEqual(expected);
+      for (let position = 1; position <= 10; position++)
+        expect(record.field(position), `${linha} ${position}`).toBe(expected[position - 1]);
+    }
+  });
+
+  it('detached() keeps the text exactly, whatever its length or characters', () => {
+    for (const text of ['', 'abc', 'x'.repeat(13), 'JOSÉ DA SILVA -- JOSE DA SILVA', '\u{1F600}\ud800 fim'.repeat(5)]) {
+      expect(detached(text)).toBe(text);
+    }
   });
 
   it('keeps only the wanted lines and the first record for each wanted code', async () => {

@@ -6,6 +6,7 @@ export * from './types.js';
 export * from './retorno/index.js';
 export * from './censo/decode.js';
 export * from './censo/txt.js';
+export * from './strings.js';
 export * from './dates.js';
 export * from './divergencias.js';
 export * from './vocabulary.js';

@@ -6,13 +6,13 @@ import { rm } from 'node:fs/promises';
 import { writeCensoCorrigido } from './censo/corrigido.js';
 import { findDivergencias } from './divergencias.js';
 import { CensoError } from './errors.js';
-import { matchPersons, toPessoa } from './merge.js';
+import { matchPersons, toPessoa, type MatchedPerson } from './merge.js';
 import { csvChunks } from './output/csv.js';
 import { jsonListChunks, writeChunks } from './output/json.js';
 import { DIVERGENCIAS_TABLE, PESSOAS_TABLE, tableRows, type TableShape } from './output/table.js';
 import { writeXlsx } from './output/xlsx.js';
 import { readRetorno } from './retorno/index.js';
-import type { JobData, JobResult, OutputFormat } from './types.js';
+import type { JobData, JobResult, OutputFormat, Pessoa } from './types.js';
 import type { Vocabulary } from './vocabulary.js';
 
 export interface RunJobOptions {
@@ -37,7 +37,8 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
     if (data.kind === 'retorno-rf') {
       return {
         ok: true,
-        ...(await writeTable(data.resultPath, data.format ?? 'json', PESSOAS_TABLE, matched.persons.map(toPessoa), signal)),
+        // One Pessoa at a time as the writer asks: 100k of them at once would double the merge's heap.
+        ...(await writeTable(data.resultPath, data.format ?? 'json', PESSOAS_TABLE, pessoas(matched.persons), signal)),
       };
     }
     const { bytes, pessoasCorrigidas, naoAplicadas } = await writeCensoCorrigido(data.txt.path, matched, data.resultPath, {
@@ -51,6 +52,10 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
     }
     throw err;
   }
+}
+
+function* pessoas(persons: Iterable<MatchedPerson>): Generator<Pessoa> {
+  for (const person of persons) yield toPessoa(person);
 }
 
 /** Writes a list answer in `format`; returns how many items it holds and the file's size. */

@@ -5,6 +5,7 @@
 import { selectRecords30, CENSO_FIELD, censoField, type Record30 } from './censo/txt.js';
 import type { CensoEncoding, DecodeOptions } from './censo/decode.js';
 import { toDataBr } from './dates.js';
+import { detached } from './strings.js';
 import { TxtMismatchError } from './errors.js';
 import type { Divergencia, Pessoa } from './types.js';
 
@@ -66,15 +67,16 @@ export async function mergePessoas(
 
 /** The person `/api/retorno-rf` answers for a matched record (SPEC §3.2). */
 export function toPessoa({ record, changes }: MatchedPerson): Pessoa {
+  const fields = record.fields;
   return {
-    codigo_na_escola: censoField(record, CENSO_FIELD.codigo),
+    codigo_na_escola: censoField(fields, CENSO_FIELD.codigo),
     linha: String(record.linha),
-    cpf: changes.cpf ?? censoField(record, CENSO_FIELD.cpf),
-    nome: changes.nome ?? censoField(record, CENSO_FIELD.nome),
-    data_nascimento: toDataBr(changes.data_nascimento ?? censoField(record, CENSO_FIELD.dataNascimento)),
-    inep: changes.inep ?? censoField(record, CENSO_FIELD.inep),
+    cpf: changes.cpf ?? censoField(fields, CENSO_FIELD.cpf),
+    nome: changes.nome ?? censoField(fields, CENSO_FIELD.nome),
+    data_nascimento: toDataBr(changes.data_nascimento ?? censoField(fields, CENSO_FIELD.dataNascimento)),
+    inep: changes.inep ?? censoField(fields, CENSO_FIELD.inep),
     // Never the tax authority's value: the answer reports the mother as the school has her.
-    nome_mae: censoField(record, CENSO_FIELD.filiacao1),
+    nome_mae: censoField(fields, CENSO_FIELD.filiacao1),
   };
 }
 
@@ -90,10 +92,10 @@ export async function matchPersons(
   for await (const d of divergencias) {
     const linha = d.linha.trim();
     pending.push({
-      linha,
-      codigo: d.codigo_na_escola.trim(),
+      linha: detached(linha),
+      codigo: detached(d.codigo_na_escola.trim()),
       chave: d.chave !== null && APPLIED.has(d.chave) ? (d.chave as AppliedChave) : null,
-      correto: d.correto,
+      correto: detached(d.correto),
     });
     if (linha) {
       const n = lineNumber(linha);
@@ -132,7 +134,7 @@ function locate(p: Pending, byLine: ReadonlyMap<number, Record30>, byCode: Reado
   if (p.linha) {
     const n = lineNumber(p.linha);
     const record = n === null ? undefined : byLine.get(n);
-    if (!record || (p.codigo && codigoKey(p.codigo) !== codigoKey(censoField(record, CENSO_FIELD.codigo)))) {
+    if (!record || (p.codigo && codigoKey(p.codigo) !== codigoKey(record.field(CENSO_FIELD.codigo)))) {
       throw new TxtMismatchError({ linha: p.linha });
     }
     return record;

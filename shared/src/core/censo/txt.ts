@@ -2,21 +2,45 @@
 // record 30 = natural person. The merge needs only the few lines the divergences point at, so the
 // reader hands every line to a visitor and keeps nothing itself; `selectRecords30` keeps only the
 // requested records, which bounds memory by the return, not by the text file.
+import { detached } from '../strings.js';
 import { decodeCensoFile, type CensoEncoding, type DecodeOptions } from './decode.js';
 
 /** Fields 1–10 of a record 30; index 0 is field 1 (`30`). */
 export type Record30Fields = readonly [string, string, string, string, string, string, string, string, string, string];
 
-export interface Record30 {
-  readonly linha: number;
-  readonly fields: Record30Fields;
+/**
+ * A usable record 30. It keeps the text of its first 10 fields and parses them when asked: a
+ * return near the upload limit matches ~100k persons, and the whole line (hundreds of characters)
+ * or ten field strings and an array each would cost several times that for the whole merge.
+ */
+export class Record30 {
+  constructor(
+    readonly linha: number,
+    private readonly text: string,
+  ) {}
+
+  /** Fields 1–10; index 0 is field 1. A new array on every call: read it once per use. */
+  get fields(): Record30Fields {
+    return parseRecord30(this.text)!;
+  }
+
+  /** One field (1-based, as in INEP's layout), without splitting the others. */
+  field(position: number): string {
+    let start = 0;
+    for (let k = 1; k < position; k++) {
+      start = this.text.indexOf('|', start) + 1;
+      if (start === 0) return '';
+    }
+    const end = this.text.indexOf('|', start);
+    return this.text.slice(start, end === -1 ? undefined : end);
+  }
 }
 
 /** Field positions (1-based, as in INEP's layout) used by the merge. */
 export const CENSO_FIELD = { codigo: 3, inep: 4, cpf: 5, nome: 6, dataNascimento: 7, filiacao1: 9, filiacao2: 10 } as const;
 
-export function censoField(record: Record30, position: number): string {
-  return record.fields[position - 1] ?? '';
+export function censoField(fields: Record30Fields, position: number): string {
+  return fields[position - 1] ?? '';
 }
 
 /**
@@ -31,6 +55,16 @@ export function parseRecord30(text: string): Record30Fields | null {
   const parts = text.split('|', 11);
   if (parts.length < 10) return null;
   return parts.slice(0, 10) as unknown as Record30Fields;
+}
+
+/** The line up to its 10th field: all a Record30 needs (a layout's record 30 has many more). */
+function firstFields(text: string): string {
+  let at = -1;
+  for (let k = 0; k < 10; k++) {
+    at = text.indexOf('|', at + 1);
+    if (at === -1) return text;
+  }
+  return text.slice(0, at);
 }
 
 export interface LineVisitor {
@@ -160,7 +194,7 @@ export async function selectRecords30(
         if (!wantedLine && !codes) return;
         const fields = parseRecord30(text);
         if (!fields) return;
-        const record: Record30 = { linha, fields };
+        const record = new Record30(linha, detached(firstFields(text)));
         if (wantedLine) byLine.set(linha, record);
         if (codes) {
           const key = codeKey(fields[2]);
