@@ -26,6 +26,15 @@ export interface JobPoolOptions {
  */
 export const JOB_HEAP_LIMIT_MB = 512;
 
+/**
+ * A job thread's young generation. A job's garbage is short-lived (one chunk's rows, one row's
+ * strings), so V8's default (three 16 MiB semi-spaces) mostly holds garbage that a smaller one
+ * collects as well: in 3 alternating pairs on the t25 retorno-rf job in a one-thread pool, the
+ * process peaked at 167–169 MiB with 8 MiB against 196 MiB with the default, in the same time
+ * within the machine's noise.
+ */
+export const JOB_YOUNG_GENERATION_MB = 8;
+
 const OUT_OF_MEMORY: JobResult = {
   ok: false,
   status: 400,
@@ -55,7 +64,7 @@ export function createJobPool(options: JobPoolOptions): JobPool {
     maxThreads: threads,
     idleTimeout: options.idleTimeoutMs ?? 30_000,
     closeTimeout: options.closeTimeoutMs ?? 5_000,
-    resourceLimits: { maxOldGenerationSizeMb: options.heapLimitMb ?? JOB_HEAP_LIMIT_MB },
+    resourceLimits: { maxOldGenerationSizeMb: options.heapLimitMb ?? JOB_HEAP_LIMIT_MB, maxYoungGenerationSizeMb: JOB_YOUNG_GENERATION_MB },
     workerData: { vocabulary: options.vocabulary ?? {} },
   });
   // Piscina reports a close timeout as an 'error' event; unhandled, it would crash the process.
