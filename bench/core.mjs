@@ -67,6 +67,14 @@ export function coreCases(data) {
       expect: data.t25.pessoas,
     },
     {
+      id: 'merge-t25-pool',
+      group: 'merge',
+      label: 'the same job on a one-thread job pool, as the service runs it',
+      args: ['pool-rf', data.t25.files.xlsx, data.t25.files.txt],
+      rows: data.t25.rows,
+      expect: data.t25.pessoas,
+    },
+    {
       id: 'merge-p100k',
       group: 'merge',
       label: 'runJob retorno-rf (read + extract + merge + write)',

@@ -4,7 +4,7 @@
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { DATA, ROOT, deleteRedisPrefix, memoryOf, sleep, startProcess, waitFor } from './lib.mjs';
+import { DATA, ROOT, deleteRedisPrefix, median, memoryOf, sleep, startProcess, waitFor } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const autocannon = require('autocannon');
@@ -138,6 +138,7 @@ export async function runHttp(data, { quick, redisUrl, log = console.log }) {
     { field: 'retorno', filename: 'retorno.xlsx', content: readFileSync(data.p100k.files.xlsx) },
     { field: 'txt', filename: 'censo.txt', content: readFileSync(data.p100k.files.txt) },
   ]);
+  const json25 = multipartBody([{ field: 'retorno', filename: 'retorno.json', content: readFileSync(data.j25.files.json) }]);
   const smallSeconds = quick ? 4 : 10;
   const largeAmount = quick ? 4 : 12;
   const modes = [{ mode: 'embedded', workers: 0 }];
@@ -164,13 +165,29 @@ export async function runHttp(data, { quick, redisUrl, log = console.log }) {
         await cannon({ url: `${d.url}/api/divergencias-rf`, body: small, connections: 1, duration: quick ? 2 : 5, timeout: 30 }),
       );
       log(`  http ${mode}: small c=1 p50 ${c1.p50} ms`);
+      // The largest json return end to end, one request at a time (compared with a bare
+      // JSON.parse of the same file in the core section of the same run).
+      const jsonMs = [];
+      if (workers === 0) {
+        for (let i = 0; i < (quick ? 3 : 5); i++) jsonMs.push(await timedPost(`${d.url}/api/divergencias-rf`, json25));
+        log(`  http ${mode}: j25 divergencias ${median(jsonMs).toFixed(0)} ms`);
+      }
       await sleep(1500);
       const big = summarize(
         await cannon({ url: `${d.url}/api/retorno-rf`, body: large, connections: 2, amount: largeAmount, timeout: 120 }),
       );
       log(`  http ${mode}: large c=2 ${big.reqPerSec.toFixed(2)} req/s p50 ${big.p50} ms`);
       const mem = memoryOf(d.api.pid);
-      results.push({ mode, workers, small50: c50, small1: c1, large: big, apiRssBaseMB: base.rss, apiPeakRssMB: mem.hwm });
+      results.push({
+        mode,
+        workers,
+        small50: c50,
+        small1: c1,
+        large: big,
+        apiRssBaseMB: base.rss,
+        apiPeakRssMB: mem.hwm,
+        json25Ms: jsonMs.length > 0 ? median(jsonMs) : null,
+      });
     } finally {
       await d.stop();
     }
@@ -182,4 +199,13 @@ export async function runHttp(data, { quick, redisUrl, log = console.log }) {
     r.overheadMeanAt1 = r.small1.mean - embedded.small1.mean;
   }
   return { results, smallBytes: small.length, largeBytes: large.length, largeRows: data.p100k.rows, smallSeconds, largeAmount };
+}
+
+/** Milliseconds for one POST of a prebuilt multipart body, its answer read to the end (200 only). */
+async function timedPost(url, body) {
+  const t0 = performance.now();
+  const res = await fetch(url, { method: 'POST', body, headers: { 'x-api-key': API_KEY, 'content-type': MULTIPART_TYPE } });
+  await res.arrayBuffer();
+  if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
+  return performance.now() - t0;
 }

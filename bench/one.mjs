@@ -11,6 +11,8 @@
 //   job-rf      runJob retorno-rf: read + extract + merge with the txt + write the result file
 //   job-corrigido  runJob censo-corrigido: the same merge, then the corrected census file
 //   job-div-json|csv|xlsx  runJob divergencias writing that format
+//   pool-rf     the retorno-rf job as the service runs it: on a one-thread job pool (the whole
+//               process's peak: main thread, pool and the job thread)
 // Peak RSS is VmHWM from /proc/self/status: resourceUsage().maxRSS is inherited from the parent
 // at fork, so a large parent (bench/run.mjs) would be reported for every case.
 import { readFileSync, rmSync, mkdtempSync } from 'node:fs';
@@ -119,6 +121,30 @@ function job(kind, output = 'json') {
   };
 }
 
+function pooled(kind) {
+  return async () => {
+    const { createJobPool } = await import('@censo/shared');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'censo-bench-'));
+    const pool = createJobPool({ threads: 1 });
+    return async () => {
+      try {
+        const result = await pool.run({
+          kind,
+          retorno: { path: file, format },
+          txt: { path: txt },
+          format: 'json',
+          resultPath: path.join(dir, 'r'),
+        });
+        if (!result.ok) throw new Error(`job failed: ${JSON.stringify(result)}`);
+        return { out: result.count, bytes: result.bytes };
+      } finally {
+        await pool.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    };
+  };
+}
+
 const CASES = {
   core,
   exceljs,
@@ -129,6 +155,7 @@ const CASES = {
   'job-div-json': job('divergencias', 'json'),
   'job-div-csv': job('divergencias', 'csv'),
   'job-div-xlsx': job('divergencias', 'xlsx'),
+  'pool-rf': pooled('retorno-rf'),
 };
 if (!CASES[kind]) {
   console.error(`unknown case ${kind}`);

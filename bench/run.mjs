@@ -105,6 +105,7 @@ section(
           'merge-t25',
           `t25: txt ${(data.t25.sizes.txt / MiB).toFixed(1)} MiB (${fmt(data.t25.persons)} persons) + xlsx ${(data.t25.sizes.xlsx / MiB).toFixed(1)} MiB`,
         ),
+        mergeRow('merge-t25-pool', 't25 on a one-thread job pool (whole process: main thread, pool, job thread)'),
         mergeRow(
           'merge-p100k',
           `p100k: txt ${(data.p100k.sizes.txt / MiB).toFixed(1)} MiB + xlsx ${(data.p100k.sizes.xlsx / MiB).toFixed(1)} MiB`,
@@ -122,6 +123,16 @@ target(
   'xlsx peak RSS ≤ 150 MB at 25 MB',
   `${fmt(core['xlsx25-core'].maxRssMB)} MiB (max of runs ${fmt(core['xlsx25-core'].maxRssMax)})`,
   core['xlsx25-core'].maxRssMax * 1.048576 <= 150,
+);
+target(
+  'xlsx core ≤ 2.5× the inflate-and-scan floor (300k-row / 600k-row return)',
+  `${(core['xlsx100-core'].ms / core['xlsx100-floor'].ms).toFixed(2)}× / ${(core['xlsx25-core'].ms / core['xlsx25-floor'].ms).toFixed(2)}×`,
+  core['xlsx100-core'].ms <= 2.5 * core['xlsx100-floor'].ms && core['xlsx25-core'].ms <= 2.5 * core['xlsx25-floor'].ms,
+);
+target(
+  'retorno-rf job peak RSS ≤ 150 MiB (t25; in one process / on a job pool)',
+  `${fmt(core['merge-t25'].maxRssMB)} / ${fmt(core['merge-t25-pool'].maxRssMB)} MiB`,
+  core['merge-t25'].maxRssMB <= 150,
 );
 target('json ≤ 2× a bare JSON.parse of the same file', `${core.ratios.json25CoreVsParse.toFixed(2)}×`, core.ratios.json25CoreVsParse <= 2);
 target(
@@ -238,6 +249,22 @@ if (http) {
     ]);
   }
   const mem = http.results.map((r) => `${r.mode} ${fmt(r.apiPeakRssMB)} MiB`).join(', ');
+  const embeddedRun = http.results.find((r) => r.workers === 0);
+  if (embeddedRun?.json25Ms) {
+    const ratio = embeddedRun.json25Ms / core['json25-parse'].ms;
+    target(
+      'json end to end (POST /api/divergencias-rf, j25, embedded) ≤ 3× a bare JSON.parse',
+      `${fmt(embeddedRun.json25Ms)} ms = ${ratio.toFixed(2)}× (JSON.parse ${fmt(core['json25-parse'].ms)} ms)`,
+      ratio <= 3,
+    );
+  }
+  if (embeddedRun) {
+    target(
+      'embedded process peak during the large-upload phase ≤ 600 MiB',
+      `${fmt(embeddedRun.apiPeakRssMB)} MiB`,
+      embeddedRun.apiPeakRssMB <= 600,
+    );
+  }
   section(
     '3. End to end over HTTP',
     [
