@@ -76,7 +76,7 @@ export async function deploy(mode, workers, redisUrl, extraEnv = {}) {
     HOST: '127.0.0.1',
     PORT: String(port),
     UPLOAD_DIR: uploadDir,
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     REDIS_URL: '',
     DATABASE_URL: '',
     ...extraEnv,
