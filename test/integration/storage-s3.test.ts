@@ -46,6 +46,30 @@ async function tempDir(name: string): Promise<string> {
   return dir;
 }
 
+/** A service on this test's bucket and a queue of its own; closed, and its keys removed, after the file. */
+async function startS3Service(role: 'all' | 'api', prefix: string, env: Record<string, string> = {}): Promise<RunningServer> {
+  const queuePrefix = uniqueQueuePrefix();
+  const config = loadConfig({
+    API_KEY,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    REDIS_URL: redis.url,
+    QUEUE_PREFIX: queuePrefix,
+    ...s3.env(prefix),
+    ...env,
+  });
+  const server = await startServer(config, role);
+  cleanups.push(() => server.close());
+  cleanups.push(() => deleteKeys(redis.url, queuePrefix));
+  return server;
+}
+
+/** The request's objects are deleted just after its response closes: wait for that. */
+async function expectBucketEmpty(prefix: string): Promise<void> {
+  await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+}
+
 /** Status, content type and exact bytes of an answer. */
 async function answer(server: { url: string }, route: string, files: UploadFile[]) {
   const response = await fetch(`${server.url}${route}`, { method: 'POST', body: await formWith(files), headers: { 'x-api-key': API_KEY } });
@@ -107,7 +131,7 @@ describe('API and worker on two "hosts": separate processes, different UPLOAD_DI
   });
 
   it('leaves the bucket empty, never creates the API host folder, and cleans the worker scratch folder', async () => {
-    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    await expectBucketEmpty(prefix);
     expect(existsSync(apiDir)).toBe(false);
     expect(await readdir(workerDir)).toEqual([]);
   });
@@ -122,24 +146,9 @@ describe('API and worker on two "hosts": separate processes, different UPLOAD_DI
 describe('S3 storage, API and worker in one process', () => {
   let server: RunningServer;
   const prefix = `one-${randomUUID()}/`;
-  const queuePrefix = uniqueQueuePrefix();
 
   beforeAll(async () => {
-    const config = loadConfig({
-      API_KEY,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOG_LEVEL: 'silent',
-      REDIS_URL: redis.url,
-      QUEUE_PREFIX: queuePrefix,
-      UPLOAD_DIR: await tempDir('one'),
-      JOB_TIMEOUT_MS: '20000',
-      UPLOAD_IDLE_MS: '1500',
-      ...s3.env(prefix),
-    });
-    server = await startServer(config, 'all');
-    cleanups.push(() => server.close());
-    cleanups.push(() => deleteKeys(redis.url, queuePrefix));
+    server = await startS3Service('all', prefix, { UPLOAD_DIR: await tempDir('one'), JOB_TIMEOUT_MS: '20000', UPLOAD_IDLE_MS: '1500' });
   });
 
   const basico = () => fixtureCases().find((f) => f.name === 'basico') ?? fixtureCases()[0]!;
@@ -151,7 +160,7 @@ describe('S3 storage, API and worker in one process', () => {
     const res = await post(server, '/api/divergencias-rf', await formWith([{ field: 'retorno', content: big, filename: 'retorno.json' }]));
     expect(res.status).toBe(413);
     expect(res.body).toEqual({ erro: 'Arquivo excede o limite de 25 MB.' });
-    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    await expectBucketEmpty(prefix);
     await expectMultipartAborted(before);
   });
 
@@ -172,11 +181,11 @@ describe('S3 storage, API and worker in one process', () => {
     for (let i = 0; i < 7; i++) await upload.write(Buffer.alloc(1024 * 1024, 0x20));
     await waitFor(() => s3.requests.slice(before).some((r) => r.url.includes('partNumber=1&')), { what: 'a first part' });
     upload.request.destroy();
-    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    await expectBucketEmpty(prefix);
     await expectMultipartAborted(before);
     // The service goes on answering.
     expect((await post(server, '/api/divergencias-rf', await formWith([retornoFile()]))).status).toBe(200);
-    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    await expectBucketEmpty(prefix);
   });
 
   it('an upload that stalls past UPLOAD_IDLE_MS: 408, its multipart upload aborted, nothing in the bucket', async () => {
@@ -188,7 +197,7 @@ describe('S3 storage, API and worker in one process', () => {
     expect(res.status).toBe(408);
     expect(res.body).toEqual({ erro: 'Tempo esgotado ao receber o arquivo.' });
     upload.request.destroy();
-    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    await expectBucketEmpty(prefix);
     await expectMultipartAborted(before);
   });
 
@@ -209,28 +218,15 @@ describe('S3 storage, API and worker in one process', () => {
     const again = await post(server, '/api/divergencias-rf', await formWith([retornoFile()]));
     expect(again.status).toBe(200);
     expect(again.body).toEqual(basico().expectedDivergencias);
-    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    await expectBucketEmpty(prefix);
   });
 });
 
 describe('S3 storage with nobody to run the job', () => {
   it('a request past JOB_TIMEOUT_MS gets 504 and its objects are deleted', async () => {
     const prefix = `timeout-${randomUUID()}/`;
-    const queuePrefix = uniqueQueuePrefix();
-    const config = loadConfig({
-      API_KEY,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOG_LEVEL: 'silent',
-      REDIS_URL: redis.url,
-      QUEUE_PREFIX: queuePrefix,
-      JOB_TIMEOUT_MS: '1500',
-      ...s3.env(prefix),
-    });
     // Role api: the queue has no worker.
-    const api = await startServer(config, 'api');
-    cleanups.push(() => api.close());
-    cleanups.push(() => deleteKeys(redis.url, queuePrefix));
+    const api = await startS3Service('api', prefix, { JOB_TIMEOUT_MS: '1500' });
     const fixture = fixtureCases()[0]!;
     const res = await post(
       api,
@@ -239,7 +235,7 @@ describe('S3 storage with nobody to run the job', () => {
     );
     expect(res.status).toBe(504);
     expect(res.body).toEqual({ erro: 'Tempo esgotado ao processar o arquivo.' });
-    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    await expectBucketEmpty(prefix);
   });
 });
 
@@ -257,7 +253,7 @@ describe('S3 storage in the embedded mode (no REDIS_URL)', () => {
       expect(res.status, fixture.name).toBe(200);
       expect(res.body, fixture.name).toEqual(fixture.expectedPessoas);
     }
-    await waitFor(async () => (await s3.keys(prefix)).length === 0, { what: 'the bucket to be empty' });
+    await expectBucketEmpty(prefix);
     expect(await readdir(server.uploadDir)).toEqual([]);
   });
 });

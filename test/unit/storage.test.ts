@@ -104,43 +104,30 @@ describe("the worker's processor and the storage's failures", () => {
     };
   }
   const executor = { run: async () => ok };
+  const processorWith = (overrides: Partial<Storage>) => createProcessor(executor, { storage: storage(overrides), log });
+  const failing = (err: Error) => async () => {
+    throw err;
+  };
 
   it('invalid job data fails for good, without running', async () => {
-    const process = createProcessor(executor, {
-      storage: storage({
-        checkJobData: () => {
-          throw new InvalidJobDataError('keys of more than one request');
-        },
-      }),
-      log,
+    const process = processorWith({
+      checkJobData: () => {
+        throw new InvalidJobDataError('keys of more than one request');
+      },
     });
     await expect(process(fakeJob)).rejects.toThrow(UnrecoverableError);
     await expect(process(fakeJob)).rejects.toThrow('invalid job data: keys of more than one request');
   });
 
   it('inputs already gone (the request ended): dropped quietly, for good', async () => {
-    const before = createProcessor(executor, { storage: storage({ inputsExist: async () => false }), log });
+    const before = processorWith({ inputsExist: async () => false });
     await expect(before(fakeJob)).rejects.toMatchObject({ name: 'UnrecoverableError', message: UPLOAD_GONE });
-    const during = createProcessor(executor, {
-      storage: storage({
-        runWithLocalFiles: async () => {
-          throw new InputsGoneError();
-        },
-      }),
-      log,
-    });
+    const during = processorWith({ runWithLocalFiles: failing(new InputsGoneError()) });
     await expect(during(fakeJob)).rejects.toMatchObject({ name: 'UnrecoverableError', message: UPLOAD_GONE });
   });
 
   it('storage unreachable: a 503 result for the waiting request, not a retry', async () => {
-    const process = createProcessor(executor, {
-      storage: storage({
-        runWithLocalFiles: async () => {
-          throw new StorageUnavailableError();
-        },
-      }),
-      log,
-    });
+    const process = processorWith({ runWithLocalFiles: failing(new StorageUnavailableError()) });
     await expect(process(fakeJob)).resolves.toEqual({
       ok: false,
       status: 503,
@@ -150,14 +137,7 @@ describe("the worker's processor and the storage's failures", () => {
   });
 
   it('an unknown answer to "are the inputs there?" runs the job, which reports for itself', async () => {
-    const process = createProcessor(executor, {
-      storage: storage({
-        inputsExist: async () => {
-          throw new StorageUnavailableError();
-        },
-      }),
-      log,
-    });
+    const process = processorWith({ inputsExist: failing(new StorageUnavailableError()) });
     await expect(process(fakeJob)).resolves.toEqual(ok);
   });
 });
