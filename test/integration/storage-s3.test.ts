@@ -222,6 +222,25 @@ describe('S3 storage, API and worker in one process', () => {
   });
 });
 
+describe('S3 storage misconfigured', () => {
+  it('a bucket that does not exist: 503 with Retry-After for uploads, and /readyz says storage: falha', async () => {
+    const config = loadConfig({ API_KEY, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'silent', ...s3.env('x/'), S3_BUCKET: 'nao-existe' });
+    const server = await startServer(config, 'all');
+    cleanups.push(() => server.close());
+    const res = await post(
+      server,
+      '/api/divergencias-rf',
+      await formWith([{ field: 'retorno', path: fixtureCases()[0]!.retorno.json, filename: 'r.json' }]),
+    );
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ erro: STORAGE_DOWN });
+    expect(res.headers.get('retry-after')).toBe('5');
+    const ready = await fetch(`${server.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toEqual({ status: 'indisponível', checks: { storage: 'falha' } });
+  });
+});
+
 describe('S3 storage with nobody to run the job', () => {
   it('a request past JOB_TIMEOUT_MS gets 504 and its objects are deleted', async () => {
     const prefix = `timeout-${randomUUID()}/`;
