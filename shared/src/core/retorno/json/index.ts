@@ -8,14 +8,24 @@ import { BUILTIN_COLUMN_NAMES, type ColumnNames } from '../columns.js';
 import { toUnreadable } from '../failure.js';
 import { INVALID_JSON } from './errors.js';
 import { JsonRowsScanner } from './scanner.js';
+import { rowsOf } from '../row-stream.js';
 
 const CHUNK_BYTES = 256 * 1024;
 
-export async function* readJsonRetorno(
+export function readJsonRetorno(
   path: string,
   signal?: AbortSignal,
   names: ColumnNames = BUILTIN_COLUMN_NAMES,
 ): AsyncGenerator<RetornoRow, void, undefined> {
+  return rowsOf(readBatches(path, signal, names));
+}
+
+/** The rows, a chunk's worth at a time. */
+async function* readBatches(
+  path: string,
+  signal: AbortSignal | undefined,
+  names: ColumnNames,
+): AsyncGenerator<RetornoRow[], void, undefined> {
   signal?.throwIfAborted();
   const stream = createReadStream(path, { highWaterMark: CHUNK_BYTES });
   const scanner = new JsonRowsScanner(names);
@@ -23,10 +33,10 @@ export async function* readJsonRetorno(
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       signal?.throwIfAborted();
       scanner.push(chunk);
-      for (const row of scanner.take()) yield row;
+      yield scanner.take();
     }
     scanner.end();
-    for (const row of scanner.take()) yield row;
+    yield scanner.take();
   } catch (err) {
     throw toUnreadable(err, INVALID_JSON, signal);
   } finally {
