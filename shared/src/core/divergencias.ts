@@ -141,6 +141,24 @@ export function toDivergencia(row: RetornoRow, labels: FieldLabels = BUILTIN_FIE
   };
 }
 
+/**
+ * The divergences of each batch of rows, a batch at a time (a job's pipeline): no promise per row,
+ * and batches without a divergence are not handed on.
+ */
+export async function* divergenciaBatches(
+  batches: AsyncIterable<readonly RetornoRow[]>,
+  labels: FieldLabels = BUILTIN_FIELD_LABELS,
+): AsyncGenerator<Divergencia[], void, undefined> {
+  for await (const rows of batches) {
+    const found: Divergencia[] = [];
+    for (const row of rows) {
+      const divergencia = toDivergencia(row, labels);
+      if (divergencia) found.push(divergencia);
+    }
+    if (found.length > 0) yield found;
+  }
+}
+
 /** The divergences of a return, in the return's row order. */
 export async function* findDivergencias(
   rows: AsyncIterable<RetornoRow> | Iterable<RetornoRow>,

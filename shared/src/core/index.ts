@@ -11,6 +11,7 @@ export * from './dates.js';
 export * from './divergencias.js';
 export * from './vocabulary.js';
 export * from './merge.js';
+export * from './item-stream.js';
 export * from './output/csv.js';
 export * from './output/json.js';
 export * from './output/table.js';

@@ -4,14 +4,15 @@
 // thrown is a bug or infrastructure.
 import { rm } from 'node:fs/promises';
 import { writeCensoCorrigido } from './censo/corrigido.js';
-import { findDivergencias } from './divergencias.js';
+import { divergenciaBatches } from './divergencias.js';
+import { itemsOf } from './item-stream.js';
 import { CensoError } from './errors.js';
 import { matchPersons, toPessoa, type MatchedPerson } from './merge.js';
 import { csvChunks } from './output/csv.js';
 import { jsonListChunks, writeChunks } from './output/json.js';
 import { DIVERGENCIAS_TABLE, PESSOAS_TABLE, tableRows, type TableShape } from './output/table.js';
 import { writeXlsx } from './output/xlsx.js';
-import { readRetorno } from './retorno/index.js';
+import { readRetornoBatches } from './retorno/index.js';
 import type { JobData, JobResult, OutputFormat, Pessoa } from './types.js';
 import type { Vocabulary } from './vocabulary.js';
 
@@ -27,8 +28,9 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
   const { signal, vocabulary } = options;
   try {
     signal?.throwIfAborted();
-    const rows = readRetorno(data.retorno, { ...(signal ? { signal } : {}), ...(vocabulary ? { names: vocabulary.columns } : {}) });
-    const divergencias = findDivergencias(rows, vocabulary?.labels);
+    const rows = readRetornoBatches(data.retorno, { ...(signal ? { signal } : {}), ...(vocabulary ? { names: vocabulary.columns } : {}) });
+    // Batches from the reader to the writer or the merge: one promise per divergence, none per row.
+    const divergencias = itemsOf(divergenciaBatches(rows, vocabulary?.labels));
     if (data.kind === 'divergencias') {
       return { ok: true, ...(await writeTable(data.resultPath, data.format ?? 'json', DIVERGENCIAS_TABLE, divergencias, signal)) };
     }
@@ -67,15 +69,38 @@ export async function writeTable(
   signal?: AbortSignal,
 ): Promise<{ count: number; bytes: number }> {
   let count = 0;
-  async function* counted(): AsyncGenerator<object> {
-    for await (const item of items) {
-      count++;
-      yield item;
-    }
-  }
+  const counted = countedItems(items, () => count++);
   let bytes: number;
-  if (format === 'json') bytes = await writeChunks(path, jsonListChunks(table.key, counted()), signal);
-  else if (format === 'csv') bytes = await writeChunks(path, csvChunks(table.columns, tableRows(counted(), table.columns)), signal);
-  else bytes = (await writeXlsx(path, table.key, table.columns, tableRows(counted(), table.columns), signal)).bytes;
+  if (format === 'json') bytes = await writeChunks(path, jsonListChunks(table.key, counted), signal);
+  else if (format === 'csv') bytes = await writeChunks(path, csvChunks(table.columns, tableRows(counted, table.columns)), signal);
+  else bytes = (await writeXlsx(path, table.key, table.columns, tableRows(counted, table.columns), signal)).bytes;
   return { count, bytes };
+}
+
+/**
+ * The same items, calling `seen` for each as it is taken: a sync source stays sync, and an async
+ * one gets one `then` per item instead of an async generator's several promise hops.
+ */
+function countedItems<T>(items: AsyncIterable<T> | Iterable<T>, seen: () => void): AsyncIterable<T> | Iterable<T> {
+  if (Symbol.iterator in items) {
+    return (function* () {
+      for (const item of items) {
+        seen();
+        yield item;
+      }
+    })();
+  }
+  return {
+    [Symbol.asyncIterator]() {
+      const source = items[Symbol.asyncIterator]();
+      return {
+        next: () =>
+          source.next().then((result) => {
+            if (!result.done) seen();
+            return result;
+          }),
+        return: async (value?: unknown) => (await source.return?.(value)) ?? { value: undefined, done: true },
+      };
+    },
+  };
 }

@@ -1,9 +1,9 @@
 // Return-file readers (SPEC §1.2): one row stream whatever the format, in sheet/array order.
 import type { RetornoRow, StoredRetorno } from '../types.js';
-import { readJsonRetorno } from './json/index.js';
-import { readXlsxRetorno } from './xlsx/index.js';
+import { readJsonBatches, readJsonRetorno } from './json/index.js';
+import { readXlsxBatches, readXlsxRetorno } from './xlsx/index.js';
 
-import type { ColumnNames } from './columns.js';
+import { BUILTIN_COLUMN_NAMES, type ColumnNames } from './columns.js';
 
 export { roleOf, ROLES, ColumnNames, type Role, type RoleSynonyms } from './columns.js';
 
@@ -22,4 +22,10 @@ export function readRetorno(file: StoredRetorno, options: ReadRetornoOptions = {
   return file.format === 'json'
     ? readJsonRetorno(file.path, options.signal, options.names)
     : readXlsxRetorno(file.path, options.signal, options.names);
+}
+
+/** The same rows, a chunk's worth at a time (a job's pipeline, which needs no promise per row). */
+export function readRetornoBatches(file: StoredRetorno, options: ReadRetornoOptions = {}): AsyncGenerator<RetornoRow[], void, undefined> {
+  const names = options.names ?? BUILTIN_COLUMN_NAMES;
+  return file.format === 'json' ? readJsonBatches(file.path, options.signal, names) : readXlsxBatches(file.path, options.signal, names);
 }

@@ -8,7 +8,7 @@ import { BUILTIN_COLUMN_NAMES, type ColumnNames } from '../columns.js';
 import { toUnreadable } from '../failure.js';
 import { INVALID_JSON } from './errors.js';
 import { JsonRowsScanner } from './scanner.js';
-import { rowsOf } from '../row-stream.js';
+import { itemsOf } from '../../item-stream.js';
 
 const CHUNK_BYTES = 256 * 1024;
 
@@ -17,11 +17,11 @@ export function readJsonRetorno(
   signal?: AbortSignal,
   names: ColumnNames = BUILTIN_COLUMN_NAMES,
 ): AsyncGenerator<RetornoRow, void, undefined> {
-  return rowsOf(readBatches(path, signal, names));
+  return itemsOf(readJsonBatches(path, signal, names));
 }
 
 /** The rows, a chunk's worth at a time. */
-async function* readBatches(
+export async function* readJsonBatches(
   path: string,
   signal: AbortSignal | undefined,
   names: ColumnNames,

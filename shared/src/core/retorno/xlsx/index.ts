@@ -6,12 +6,22 @@ import { toUnreadable } from '../failure.js';
 import { SheetScanner } from './sheet.js';
 import { readWorkbook } from './workbook.js';
 import { NOT_A_ZIP, ZipArchive } from './zip.js';
+import { itemsOf } from '../../item-stream.js';
 
-export async function* readXlsxRetorno(
+export function readXlsxRetorno(
   path: string,
   signal?: AbortSignal,
   names: ColumnNames = BUILTIN_COLUMN_NAMES,
 ): AsyncGenerator<RetornoRow, void, undefined> {
+  return itemsOf(readXlsxBatches(path, signal, names));
+}
+
+/** The rows, a chunk's worth at a time. */
+export async function* readXlsxBatches(
+  path: string,
+  signal: AbortSignal | undefined,
+  names: ColumnNames,
+): AsyncGenerator<RetornoRow[], void, undefined> {
   signal?.throwIfAborted();
   let zip: ZipArchive;
   try {
@@ -28,11 +38,11 @@ export async function* readXlsxRetorno(
       const sheet = new SheetScanner(book, names);
       for await (const chunk of zip.text(part, signal)) {
         sheet.feed(chunk);
-        for (const row of sheet.take()) yield row;
+        yield sheet.take();
         if (sheet.done) break;
       }
       sheet.end();
-      for (const row of sheet.take()) yield row;
+      yield sheet.take();
       usable ||= sheet.hasHeader;
       content ||= sheet.hasContent;
       if (sheet.candidate && betterCandidate(best?.candidate ?? null, sheet.candidate) !== best?.candidate) {
