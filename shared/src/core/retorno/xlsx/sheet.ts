@@ -13,8 +13,9 @@ import {
   type HeaderCandidate,
   type Role,
 } from '../columns.js';
-import { cellText, type CellContext } from './cells.js';
-import { appendCapped, decodeEntities, TagScanner, type TagHandler } from './xml.js';
+import { badInput } from '../../errors.js';
+import { BAD_SHARED_STRING, cellText, type CellContext } from './cells.js';
+import { appendCapped, decodeEntities, TagScanner, type FastPath, type TagHandler } from './xml.js';
 
 /** SPEC §1.2: the header is looked for among sheet rows 1–20. */
 const HEADER_ROWS = 20;
@@ -32,10 +33,15 @@ const CELL_ATTRS = ['r', 't', 's'] as const;
 const ROW_ATTRS = ['r'] as const;
 
 const NOT_KEPT = -1;
+/**
+ * Longest `<v>` text the fast path takes: far below the raw-value cap, so it never has to
+ * raise CELL_TOO_LONG itself (the tag-by-tag path does, for the rare longer values).
+ */
+const FAST_VALUE_CHARS = 4096;
 // While looking for the header every cell is read, to test its name.
 const PROBE = -2;
 
-export class SheetScanner implements TagHandler {
+export class SheetScanner implements TagHandler, FastPath {
   private readonly xml = new TagScanner(this);
   /** Rows ready for the caller; drained with take(). */
   private out: RetornoRow[] = [];
@@ -197,6 +203,8 @@ export class SheetScanner implements TagHandler {
 
   private useHeader(roles: Map<Role, number>): void {
     this.hasHeader = true;
+    // Data rows: cells and row ends go through scan() from here on.
+    this.xml.fast = this;
     ROLES.forEach((role, slot) => {
       const column = roles.get(role);
       if (column === undefined) return;
@@ -218,6 +226,170 @@ export class SheetScanner implements TagHandler {
       mensagem: v[Slot.Mensagem] ?? '',
       conteudo: v[Slot.Conteudo] ?? '',
     });
+  }
+
+  /**
+   * Data rows' cells in their usual form, `<c r="C7" t="s" s="3"><v>42</v></c>` (any other
+   * attributes, in any order, single spaces between them, no entities, no prefixes) or
+   * self-closing, and `</row>`, each with the same effect as the tag-by-tag path: a shared
+   * string index is read from the characters without building the value's string. Anything
+   * else (and a cell cut by the chunk's end) is left to the scanner.
+   */
+  scan(buf: string, pos: number): number {
+    if (this.inCell) return pos;
+    const n = buf.length;
+    for (;;) {
+      // Cells usually follow each other directly: look before searching.
+      const lt = buf.charCodeAt(pos) === 60 ? pos : buf.indexOf('<', pos);
+      // Text between tags outside a value is ignored, as the scanner would.
+      if (lt === -1) return n;
+      const c1 = buf.charCodeAt(lt + 1);
+      if (c1 === 99 /* c */) {
+        const next = this.fastCell(buf, lt, n);
+        if (next < 0) return lt;
+        pos = next;
+      } else if (
+        c1 === 47 /* / */ &&
+        buf.charCodeAt(lt + 2) === 114 /* r */ &&
+        buf.charCodeAt(lt + 3) === 111 /* o */ &&
+        buf.charCodeAt(lt + 4) === 119 /* w */ &&
+        buf.charCodeAt(lt + 5) === 62 /* > */
+      ) {
+        if (this.inSheetData) this.closeRow();
+        pos = lt + 6;
+      } else {
+        return lt;
+      }
+      if (pos >= n) return n;
+    }
+  }
+
+  /** One cell from `<c` at `lt`; its end, or -1 (nothing changed) when it is not in the usual form. */
+  private fastCell(buf: string, lt: number, n: number): number {
+    // Every read below is bounds-checked by hand (charCodeAt past the end would be NaN, and
+    // each such read deoptimises): a cell cut by the chunk's end goes to the scanner.
+    let i = lt + 2;
+    if (i >= n || buf.charCodeAt(i) !== 32) return -1;
+    // Attribute value bounds of r, t and s; the last occurrence wins, as in attrSpans().
+    let rStart = -1;
+    let rEnd = -1;
+    let tStart = -1;
+    let tEnd = -1;
+    let sStart = -1;
+    let sEnd = -1;
+    let selfClosing = false;
+    for (;;) {
+      if (i >= n) return -1;
+      let c = buf.charCodeAt(i);
+      if (c === 62 /* > */) {
+        i++;
+        break;
+      }
+      if (c === 47 /* / */) {
+        if (i + 1 >= n || buf.charCodeAt(i + 1) !== 62) return -1;
+        selfClosing = true;
+        i += 2;
+        break;
+      }
+      if (c !== 32) return -1;
+      do {
+        if (++i >= n) return -1;
+        c = buf.charCodeAt(i);
+      } while (c === 32);
+      if (c === 62 || c === 47) continue;
+      const nameStart = i;
+      while (c !== 61 /* = */) {
+        // Whitespace before '=', a prefix, quotes: the scanner decides.
+        if (c === 32 || c === 9 || c === 10 || c === 13 || c === 58 || c === 34 || c === 39 || c === 62 || c === 47) return -1;
+        if (++i >= n) return -1;
+        c = buf.charCodeAt(i);
+      }
+      const nameLength = i - nameStart;
+      if (nameLength === 0 || i + 1 >= n) return -1;
+      const quote = buf.charCodeAt(i + 1);
+      if (quote !== 34 && quote !== 39) return -1;
+      const start = i + 2;
+      // Values are a few characters: a loop costs less than indexOf's call. An entity sends
+      // the cell to the scanner (its values are then decoded there).
+      let close = start;
+      for (; close < n; close++) {
+        const v = buf.charCodeAt(close);
+        if (v === quote) break;
+        if (v === 38 /* & */) return -1;
+      }
+      if (close >= n) return -1;
+      if (nameLength === 1) {
+        const name = buf.charCodeAt(nameStart);
+        if (name === 114 /* r */) {
+          rStart = start;
+          rEnd = close;
+        } else if (name === 116 /* t */) {
+          tStart = start;
+          tEnd = close;
+        } else if (name === 115 /* s */) {
+          sStart = start;
+          sEnd = close;
+        }
+      }
+      i = close + 1;
+    }
+    let valueStart = -1;
+    let valueEnd = -1;
+    // The value's digits, read on the way (a shared string index needs no string); -1 if not.
+    let digits = -1;
+    if (!selfClosing) {
+      // `<v>text</v></c>`: the form plainValue() takes, checked whole before anything changes.
+      if (i + 2 >= n || buf.charCodeAt(i) !== 60 || buf.charCodeAt(i + 1) !== 118 || buf.charCodeAt(i + 2) !== 62) return -1;
+      valueStart = i + 3;
+      let k = valueStart;
+      let d = 0;
+      for (; k < n && k - valueStart <= 9; k++) {
+        const c = buf.charCodeAt(k) - 48;
+        if (c < 0 || c > 9) break;
+        d = d * 10 + c;
+      }
+      if (k > valueStart && k - valueStart <= 9) digits = d;
+      valueEnd = k < n && buf.charCodeAt(k) === 60 ? k : buf.indexOf('<', k);
+      if (valueEnd === -1 || valueEnd !== k) digits = -1;
+      if (
+        valueEnd === -1 ||
+        valueEnd - valueStart > FAST_VALUE_CHARS ||
+        valueEnd + 7 >= n ||
+        buf.charCodeAt(valueEnd + 1) !== 47 /* / */ ||
+        buf.charCodeAt(valueEnd + 2) !== 118 /* v */ ||
+        buf.charCodeAt(valueEnd + 3) !== 62 /* > */ ||
+        buf.charCodeAt(valueEnd + 4) !== 60 /* < */ ||
+        buf.charCodeAt(valueEnd + 5) !== 47 /* / */ ||
+        buf.charCodeAt(valueEnd + 6) !== 99 /* c */ ||
+        buf.charCodeAt(valueEnd + 7) !== 62 /* > */
+      ) {
+        return -1;
+      }
+      i = valueEnd + 8;
+    }
+    const column = rStart < 0 ? -1 : letterColumn(buf, rStart, rEnd);
+    this.column = column >= 0 ? column : this.column + 1;
+    if (selfClosing) return i;
+    const mapped = this.mappedColumns;
+    let slot = NOT_KEPT;
+    for (let k = 0; k < mapped.length; k++) {
+      if (mapped[k] === this.column) {
+        slot = this.mappedSlots[k]!;
+        break;
+      }
+    }
+    if (slot === NOT_KEPT) return i;
+    const type = typeOf(buf, tStart, tEnd);
+    if (type === 's' && digits >= 0) {
+      const text = this.ctx.sharedStrings.get(digits);
+      if (text === undefined) throw badInput.unreadableRetorno(BAD_SHARED_STRING);
+      this.rowValues[slot] = text;
+      return i;
+    }
+    const style = sStart < 0 ? 0 : digitsNumber(buf, sStart, sEnd) | 0;
+    const raw = buf.slice(valueStart, valueEnd);
+    this.rowValues[slot] = cellText(type, style, raw.indexOf('&') === -1 ? raw : decodeEntities(raw), null, this.ctx);
+    return i;
   }
 
   private openCell(selfClosing: boolean): void {
@@ -279,6 +451,63 @@ function columnIndex(ref: string): number {
     if (column > 1 << 20) return -1;
   }
   return i === 0 ? -1 : column - 1;
+}
+
+// The fast path's attribute readers: values known to hold no entity, so the raw characters are
+// the value, read without building strings.
+
+/** `columnAttr` of a value without entities. */
+function letterColumn(buf: string, start: number, end: number): number {
+  let column = 0;
+  let i = start;
+  for (; i < end; i++) {
+    const lower = buf.charCodeAt(i) | 0x20;
+    if (lower < 97 || lower > 122) break;
+    column = column * 26 + (lower - 96);
+    if (column > 1 << 20) return -1;
+  }
+  return i === start ? -1 : column - 1;
+}
+
+/** The value of 1–9 plain digits; -1 for anything else (no sign, space, or more digits). */
+function plainDigits(buf: string, start: number, end: number): number {
+  if (end <= start || end - start > 9) return -1;
+  let n = 0;
+  for (let i = start; i < end; i++) {
+    const d = buf.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    n = n * 10 + d;
+  }
+  return n;
+}
+
+/** `numberAttr` of a value without entities. */
+function digitsNumber(buf: string, start: number, end: number): number {
+  const n = plainDigits(buf, start, end);
+  return n >= 0 ? n : Number(buf.slice(start, end));
+}
+
+/** `typeAttr` of a value without entities. */
+function typeOf(buf: string, start: number, end: number): string | undefined {
+  if (start < 0) return undefined;
+  const len = end - start;
+  if (len === 1) {
+    switch (buf.charCodeAt(start)) {
+      case 115:
+        return 's';
+      case 110:
+        return 'n';
+      case 98:
+        return 'b';
+      case 101:
+        return 'e';
+      case 100:
+        return 'd';
+    }
+  } else if (len === 3 && buf.charCodeAt(start) === 115 && buf.charCodeAt(start + 1) === 116 && buf.charCodeAt(start + 2) === 114) {
+    return 'str';
+  }
+  return buf.slice(start, end);
 }
 
 // Attribute values read straight from the tag's characters (bounds from attrSpans(); -1 when

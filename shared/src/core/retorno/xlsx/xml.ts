@@ -69,6 +69,17 @@ export interface TagHandler {
   text(text: string, xml: TagScanner): void;
 }
 
+/**
+ * A handler's shortcut for the tags that make up most of a part (a sheet's cells). Called
+ * between tags while no text is being collected, with the position the scanner reached:
+ * it handles what it recognises, with exactly the effect the tag-by-tag calls would have had,
+ * and returns the position of the first `<` it left to the scanner (or the buffer's length).
+ * It must change no state for a tag it leaves, so the scanner can take that tag as usual.
+ */
+export interface FastPath {
+  scan(buf: string, pos: number): number;
+}
+
 // One concrete scanner class driving small handler objects, rather than a base class with
 // subclasses: the hot loop then only ever sees one object shape and stays monomorphic.
 export class TagScanner {
@@ -78,6 +89,8 @@ export class TagScanner {
   done = false;
   /** Set by the handler on opening a cell (`<c>`): its `<v>` may take the shortcut. */
   valueNext = false;
+  /** Set by the handler once it can take the common tags itself. */
+  fast: FastPath | null = null;
   private rest = '';
   private pendingText = '';
   // The tag being dispatched, for attr(): the buffer and the tag's bounds in it.
@@ -99,6 +112,10 @@ export class TagScanner {
     const n = buf.length;
     let pos = 0;
     while (pos < n && !this.done) {
+      if (this.fast !== null && !this.collecting) {
+        pos = this.fast.scan(buf, pos);
+        if (pos >= n || this.done) break;
+      }
       const lt = buf.indexOf('<', pos);
       if (lt === -1) {
         if (this.collecting) {
