@@ -21,7 +21,21 @@ const value = fc.oneof(
   fc.constantFrom('45000', '45000.75', '60', 'TRUE', '#N/A', '2024-01-31T00:00:00', 'a&amp;b', '&#x41;', '&lt;&gt;', 'x_x0041_'),
   fc.string({ unit: fc.constantFrom('a', '1', ' ', 'é', '>', '"', "'"), maxLength: 6 }),
 );
-const extra = fc.constantFrom('', ' cm="1"', " vm='2'", ' x:r="B2"', ' t="s"', ' r="D2"', ' s="1"', '  ', ' ph="1" ');
+const extra = fc.constantFrom(
+  '',
+  ' cm="1"',
+  " vm='2'",
+  ' x:r="B2"',
+  ' :r="C2"',
+  ' a:="1"',
+  ' x14ac:s="2"',
+  ' x:t="s"',
+  ' t="s"',
+  ' r="D2"',
+  ' s="1"',
+  '  ',
+  ' ph="1" ',
+);
 
 const cell = fc
   .record({ ref, type, style, value, extra, before: extra, form: fc.constantFrom('v', 'v', 'v', 'self', 'empty', 'formula', 'vself') })

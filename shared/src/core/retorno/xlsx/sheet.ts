@@ -76,6 +76,8 @@ export class SheetScanner implements TagHandler, FastPath {
   private readonly ends = new Int32Array(3);
   private readonly rowStarts = new Int32Array(1);
   private readonly rowEnds = new Int32Array(1);
+  /** fastAttrs() bounds of r, t and s. */
+  private readonly spans = new Int32Array(6);
 
   /** The best header candidate seen in rows 1–20, for the error when none qualifies. */
   candidate: HeaderCandidate | null = null;
@@ -171,7 +173,11 @@ export class SheetScanner implements TagHandler, FastPath {
   private openRow(selfClosing: boolean): void {
     const xml = this.xml;
     xml.attrSpans(ROW_ATTRS, this.rowStarts, this.rowEnds);
-    const n = numberAttr(xml, this.rowStarts[0]!, this.rowEnds[0]!);
+    this.startRow(numberAttr(xml, this.rowStarts[0]!, this.rowEnds[0]!), selfClosing);
+  }
+
+  /** A row opens, with its `r` attribute as a number (NaN when absent). */
+  private startRow(n: number, selfClosing: boolean): void {
     this.rowNumber = Number.isInteger(n) && n > 0 ? n : this.rowNumber + 1;
     this.column = -1;
     this.rowHasContent = false;
@@ -231,9 +237,9 @@ export class SheetScanner implements TagHandler, FastPath {
   /**
    * Data rows' cells in their usual form, `<c r="C7" t="s" s="3"><v>42</v></c>` (any other
    * attributes, in any order, single spaces between them, no entities, no prefixes) or
-   * self-closing, and `</row>`, each with the same effect as the tag-by-tag path: a shared
-   * string index is read from the characters without building the value's string. Anything
-   * else (and a cell cut by the chunk's end) is left to the scanner.
+   * self-closing, and row tags in the same form, each with the same effect as the tag-by-tag
+   * path: a shared string index is read from the characters without building the value's
+   * string. Anything else (and a tag cut by the chunk's end) is left to the scanner.
    */
   scan(buf: string, pos: number): number {
     if (this.inCell) return pos;
@@ -248,15 +254,27 @@ export class SheetScanner implements TagHandler, FastPath {
         const next = this.fastCell(buf, lt, n);
         if (next < 0) return lt;
         pos = next;
-      } else if (
-        c1 === 47 /* / */ &&
-        buf.charCodeAt(lt + 2) === 114 /* r */ &&
-        buf.charCodeAt(lt + 3) === 111 /* o */ &&
-        buf.charCodeAt(lt + 4) === 119 /* w */ &&
-        buf.charCodeAt(lt + 5) === 62 /* > */
-      ) {
+      } else if (c1 === 47 /* / */) {
+        if (
+          buf.charCodeAt(lt + 2) !== 114 /* r */ ||
+          buf.charCodeAt(lt + 3) !== 111 /* o */ ||
+          buf.charCodeAt(lt + 4) !== 119 /* w */ ||
+          buf.charCodeAt(lt + 5) !== 62 /* > */
+        ) {
+          return lt;
+        }
         if (this.inSheetData) this.closeRow();
         pos = lt + 6;
+      } else if (c1 === 114 /* r */) {
+        if (buf.charCodeAt(lt + 2) !== 111 /* o */ || buf.charCodeAt(lt + 3) !== 119 /* w */) return lt;
+        const spans = this.spans;
+        const end = fastAttrs(buf, lt + 4, n, spans);
+        if (end < 0) return lt;
+        if (this.inSheetData) {
+          const r = spans[0]!;
+          this.startRow(r < 0 ? NaN : digitsNumber(buf, r, spans[1]!), buf.charCodeAt(end - 2) === 47);
+        }
+        pos = end;
       } else {
         return lt;
       }
@@ -266,73 +284,10 @@ export class SheetScanner implements TagHandler, FastPath {
 
   /** One cell from `<c` at `lt`; its end, or -1 (nothing changed) when it is not in the usual form. */
   private fastCell(buf: string, lt: number, n: number): number {
-    // Every read below is bounds-checked by hand (charCodeAt past the end would be NaN, and
-    // each such read deoptimises): a cell cut by the chunk's end goes to the scanner.
-    let i = lt + 2;
-    if (i >= n || buf.charCodeAt(i) !== 32) return -1;
-    // Attribute value bounds of r, t and s; the last occurrence wins, as in attrSpans().
-    let rStart = -1;
-    let rEnd = -1;
-    let tStart = -1;
-    let tEnd = -1;
-    let sStart = -1;
-    let sEnd = -1;
-    let selfClosing = false;
-    for (;;) {
-      if (i >= n) return -1;
-      let c = buf.charCodeAt(i);
-      if (c === 62 /* > */) {
-        i++;
-        break;
-      }
-      if (c === 47 /* / */) {
-        if (i + 1 >= n || buf.charCodeAt(i + 1) !== 62) return -1;
-        selfClosing = true;
-        i += 2;
-        break;
-      }
-      if (c !== 32) return -1;
-      do {
-        if (++i >= n) return -1;
-        c = buf.charCodeAt(i);
-      } while (c === 32);
-      if (c === 62 || c === 47) continue;
-      const nameStart = i;
-      while (c !== 61 /* = */) {
-        // Whitespace before '=', a prefix, quotes: the scanner decides.
-        if (c === 32 || c === 9 || c === 10 || c === 13 || c === 58 || c === 34 || c === 39 || c === 62 || c === 47) return -1;
-        if (++i >= n) return -1;
-        c = buf.charCodeAt(i);
-      }
-      const nameLength = i - nameStart;
-      if (nameLength === 0 || i + 1 >= n) return -1;
-      const quote = buf.charCodeAt(i + 1);
-      if (quote !== 34 && quote !== 39) return -1;
-      const start = i + 2;
-      // Values are a few characters: a loop costs less than indexOf's call. An entity sends
-      // the cell to the scanner (its values are then decoded there).
-      let close = start;
-      for (; close < n; close++) {
-        const v = buf.charCodeAt(close);
-        if (v === quote) break;
-        if (v === 38 /* & */) return -1;
-      }
-      if (close >= n) return -1;
-      if (nameLength === 1) {
-        const name = buf.charCodeAt(nameStart);
-        if (name === 114 /* r */) {
-          rStart = start;
-          rEnd = close;
-        } else if (name === 116 /* t */) {
-          tStart = start;
-          tEnd = close;
-        } else if (name === 115 /* s */) {
-          sStart = start;
-          sEnd = close;
-        }
-      }
-      i = close + 1;
-    }
+    const spans = this.spans;
+    let i = fastAttrs(buf, lt + 2, n, spans);
+    if (i < 0) return -1;
+    const selfClosing = buf.charCodeAt(i - 2) === 47;
     let valueStart = -1;
     let valueEnd = -1;
     // The value's digits, read on the way (a shared string index needs no string); -1 if not.
@@ -367,7 +322,7 @@ export class SheetScanner implements TagHandler, FastPath {
       }
       i = valueEnd + 8;
     }
-    const column = rStart < 0 ? -1 : letterColumn(buf, rStart, rEnd);
+    const column = spans[0]! < 0 ? -1 : letterColumn(buf, spans[0]!, spans[1]!);
     this.column = column >= 0 ? column : this.column + 1;
     if (selfClosing) return i;
     const mapped = this.mappedColumns;
@@ -379,14 +334,14 @@ export class SheetScanner implements TagHandler, FastPath {
       }
     }
     if (slot === NOT_KEPT) return i;
-    const type = typeOf(buf, tStart, tEnd);
+    const type = typeOf(buf, spans[2]!, spans[3]!);
     if (type === 's' && digits >= 0) {
       const text = this.ctx.sharedStrings.get(digits);
       if (text === undefined) throw badInput.unreadableRetorno(BAD_SHARED_STRING);
       this.rowValues[slot] = text;
       return i;
     }
-    const style = sStart < 0 ? 0 : digitsNumber(buf, sStart, sEnd) | 0;
+    const style = spans[4]! < 0 ? 0 : digitsNumber(buf, spans[4]!, spans[5]!) | 0;
     const raw = buf.slice(valueStart, valueEnd);
     this.rowValues[slot] = cellText(type, style, raw.indexOf('&') === -1 ? raw : decodeEntities(raw), null, this.ctx);
     return i;
@@ -451,6 +406,64 @@ function columnIndex(ref: string): number {
     if (column > 1 << 20) return -1;
   }
   return i === 0 ? -1 : column - 1;
+}
+
+/**
+ * The attributes of a tag in the fast path's form, from just after its name (`at`): bounds of
+ * the values of r, t and s (matched by local name) in `spans` (start, end pairs; -1 when
+ * absent; the last occurrence wins, as in attrSpans()). Returns the position after the tag's
+ * `>` (the character before it is `/` exactly when the tag is self-closing), or -1 when the tag
+ * is in any other form: no space after the name, tabs or line breaks, whitespace around `=`, an
+ * entity in r/t/s, or the chunk's end. Every read is bounds-checked (charCodeAt past the end would be
+ * NaN, and each such read deoptimises).
+ */
+function fastAttrs(buf: string, at: number, n: number, spans: Int32Array): number {
+  let i = at;
+  if (i >= n || buf.charCodeAt(i) !== 32) return -1;
+  for (let k = 0; k < 6; k++) spans[k] = -1;
+  for (;;) {
+    if (i >= n) return -1;
+    let c = buf.charCodeAt(i);
+    if (c === 62 /* > */) return i + 1;
+    if (c === 47 /* / */) return i + 1 < n && buf.charCodeAt(i + 1) === 62 ? i + 2 : -1;
+    if (c !== 32) return -1;
+    do {
+      if (++i >= n) return -1;
+      c = buf.charCodeAt(i);
+    } while (c === 32);
+    if (c === 62 || c === 47) continue;
+    // The local name starts after the name's last ':' (`x14ac:dyDescent`, `x:r`).
+    let localStart = c === 58 ? i + 1 : i;
+    while (c !== 61 /* = */) {
+      if (c === 32 || c === 9 || c === 10 || c === 13 || c === 34 || c === 39 || c === 62 || c === 47) return -1;
+      if (++i >= n) return -1;
+      c = buf.charCodeAt(i);
+      if (c === 58 /* : */) localStart = i + 1;
+    }
+    if (i === localStart && buf.charCodeAt(i - 1) !== 58) return -1; // no name at all
+    let slot = -1;
+    if (i - localStart === 1) {
+      const name = buf.charCodeAt(localStart);
+      slot = name === 114 /* r */ ? 0 : name === 116 /* t */ ? 2 : name === 115 /* s */ ? 4 : -1;
+    }
+    if (i + 1 >= n) return -1;
+    const quote = buf.charCodeAt(i + 1);
+    if (quote !== 34 && quote !== 39) return -1;
+    const start = i + 2;
+    // Values are a few characters: a loop costs less than indexOf's call.
+    let close = start;
+    for (; close < n; close++) {
+      const v = buf.charCodeAt(close);
+      if (v === quote) break;
+      if (v === 38 /* & */ && slot >= 0) return -1;
+    }
+    if (close >= n) return -1;
+    if (slot >= 0) {
+      spans[slot] = start;
+      spans[slot + 1] = close;
+    }
+    i = close + 1;
+  }
 }
 
 // The fast path's attribute readers: values known to hold no entity, so the raw characters are
