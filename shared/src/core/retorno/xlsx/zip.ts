@@ -92,7 +92,10 @@ export class ZipArchive {
     this.open.add(stream);
     const decoder = new StringDecoder('utf8');
     let bytes = 0;
-    let carry: Buffer | null = null;
+    // The bytes after the last '>' wait at the start of `spare`, one buffer reused for the whole
+    // part: concatenating a fresh buffer per chunk doubled the off-heap churn of inflating.
+    let spare: Buffer | null = null;
+    let carried = 0;
     try {
       for await (const chunk of stream as AsyncIterable<Buffer>) {
         signal?.throwIfAborted();
@@ -101,19 +104,30 @@ export class ZipArchive {
         if (this.inflated > MAX_INFLATED_BYTES) throw badInput.unreadableRetorno(TOO_BIG);
         // The central directory's size is what the budget check trusted: hold the data to it.
         if (bytes > entry.uncompressedSize) throw badInput.unreadableRetorno(NOT_A_ZIP);
-        let data: Buffer = carry === null ? chunk : Buffer.concat([carry, chunk]);
-        carry = null;
-        const cut = data.lastIndexOf(62 /* > */) + 1;
-        if (cut > 0 && cut < data.length) {
-          carry = data.subarray(cut);
-          data = data.subarray(0, cut);
+        let data = chunk;
+        if (carried > 0) {
+          // spare holds the carried bytes; it grows only for a part's rare chunk larger than usual.
+          if (spare!.length < carried + chunk.length) {
+            const grown = Buffer.allocUnsafe(carried + chunk.length);
+            spare!.copy(grown, 0, 0, carried);
+            spare = grown;
+          }
+          chunk.copy(spare!, carried);
+          data = spare!.subarray(0, carried + chunk.length);
         }
-        const text = decoder.write(data);
+        const cut = data.lastIndexOf(62 /* > */) + 1;
+        const text = decoder.write(cut > 0 ? data.subarray(0, cut) : data);
+        carried = cut > 0 ? data.length - cut : 0;
+        if (carried > 0) {
+          if (spare === null || spare.length < carried) spare = Buffer.allocUnsafe(Math.max(2 * INFLATE_CHUNK, carried));
+          // Overlapping copies are safe (moving the tail to the front of spare itself).
+          data.copy(spare, 0, cut);
+        }
         if (text.length > 0) yield text;
       }
       if (bytes !== entry.uncompressedSize) throw badInput.unreadableRetorno(NOT_A_ZIP);
-      if (carry !== null) {
-        const text = decoder.write(carry);
+      if (carried > 0) {
+        const text = decoder.write(spare!.subarray(0, carried));
         if (text.length > 0) yield text;
       }
       const tail = decoder.end();
