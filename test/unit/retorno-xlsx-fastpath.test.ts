@@ -1,4 +1,4 @@
-// The xlsx reader takes the usual forms of cells (and of shared string items) through a shortcut
+// The xlsx reader takes the usual forms of cells, rows and shared string items through a shortcut
 // that must have exactly the effect of the tag-by-tag scanner. The shortcut only takes a tag
 // written with single spaces, so the same workbook with a tab after every tag name is read
 // entirely tag by tag: random workbooks read both ways must give the same rows, or the same error.
@@ -6,7 +6,32 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { buildXlsx, HEADER, readRows, stylesXml, textRow, xmlEscape } from '../helpers/xlsx-builders.js';
 
-const SHARED = ['30', 'P1', 'Número do CPF', 'Diverge da base da Receita Federal.', '1 -- 2', ' ', 'a_x000D_b', 'x'];
+const itemText = fc.constantFrom(
+  '30',
+  'P1',
+  'Número do CPF',
+  'Diverge da base da Receita Federal.',
+  '1 -- 2',
+  ' ',
+  'a_x000D_b',
+  '',
+  'a&amp;b',
+  '&#x1F600;',
+  '&#xD800;',
+  'x>y',
+);
+// Shared string items in the forms writers use: plain, space-preserving, rich text runs,
+// phonetic runs, empty, CDATA.
+const item = fc.oneof(
+  itemText.map((t) => `<si><t>${t}</t></si>`),
+  itemText.map((t) => `<si><t xml:space="preserve">${t}</t></si>`),
+  fc.tuple(itemText, itemText).map(([a, b]) => `<si><r><rPr><b/></rPr><t>${a}</t></r><r><t xml:space="preserve">${b}</t></r></si>`),
+  fc.tuple(itemText, itemText).map(([a, b]) => `<si><t>${a}</t><rPh sb="0" eb="1"><t>${b}</t></rPh></si>`),
+  fc.constantFrom('<si/>', '<si></si>', '<si><t/></si>', '<si><t><![CDATA[a<b]]></t></si>', '<si><t>a</t> </si>', '<si> <t>b</t></si>'),
+);
+const sst = fc
+  .array(item, { minLength: 1, maxLength: 12 })
+  .map((items) => `<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${items.join('')}</sst>`);
 
 const ref = fc.oneof(
   fc
@@ -64,10 +89,10 @@ const dataRow = fc
   .tuple(fc.array(cell, { maxLength: 9 }), fc.constantFrom('', ' spans="1:6"', ' r="2"'))
   .map(([cells, attrs]) => `<row${attrs}>${cells.join('')}</row>`);
 
-async function read(rows: string): Promise<unknown> {
+async function read(rows: string, sharedStrings: string): Promise<unknown> {
   const path = await buildXlsx({
     sheets: [{ rows: textRow(1, [...HEADER]) + rows }],
-    sharedStrings: SHARED,
+    sharedStrings,
     styles: stylesXml([0, 14, 0, 22], {}),
   });
   try {
@@ -77,13 +102,13 @@ async function read(rows: string): Promise<unknown> {
   }
 }
 
-describe('xlsx shortcut for usual cells', () => {
-  it('reads random cells exactly as the tag-by-tag scanner does', async () => {
+describe('xlsx shortcut for usual cells and shared strings', () => {
+  it('reads random cells and shared strings exactly as the tag-by-tag scanner does', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(dataRow, { minLength: 1, maxLength: 6 }), async (rows) => {
+      fc.asyncProperty(fc.array(dataRow, { minLength: 1, maxLength: 6 }), sst, async (rows, strings) => {
+        const slow = (xml: string): string => xml.replace(/<(c|row|si|t|v)([ />])/g, '<$1\t$2').replace(/\t /g, '\t');
         const xml = rows.join('');
-        const slow = xml.replace(/<(c|row|si|t|v)([ />])/g, '<$1\t$2').replace(/\t /g, '\t');
-        expect(await read(xml)).toEqual(await read(slow));
+        expect(await read(xml, strings)).toEqual(await read(slow(xml), slow(strings)));
       }),
       { numRuns: 300 },
     );
