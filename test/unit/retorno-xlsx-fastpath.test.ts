@@ -4,7 +4,10 @@
 // entirely tag by tag: random workbooks read both ways must give the same rows, or the same error.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildXlsx, HEADER, readRows, stylesXml, textRow, xmlEscape } from '../helpers/xlsx-builders.js';
+import { buildXlsx, readRows, stylesXml, textRow, xmlEscape } from '../helpers/xlsx-builders.js';
+
+// The header's names without accents, so that most drawn sheets are all ASCII.
+const ASCII_HEADER = ['Registro', 'Linha', 'Codigo na Escola', 'Campo', 'Mensagem', 'Conteudo'];
 
 const itemText = fc.constantFrom(
   '30',
@@ -30,7 +33,7 @@ const item = fc.oneof(
   fc.constantFrom('<si/>', '<si></si>', '<si><t/></si>', '<si><t><![CDATA[a<b]]></t></si>', '<si><t>a</t> </si>', '<si> <t>b</t></si>'),
 );
 const sst = fc
-  .array(item, { minLength: 1, maxLength: 12 })
+  .array(item, { minLength: 8, maxLength: 12 })
   .map((items) => `<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${items.join('')}</sst>`);
 
 const ref = fc.oneof(
@@ -44,7 +47,9 @@ const style = fc.constantFrom(undefined, '0', '1', '2', '3', '9', 'x', '-1', '1e
 const value = fc.oneof(
   fc.constantFrom('0', '1', '2', '7', '8', '9', '007', '123456789', '1234567890', '', ' 1', '1.5', '-0', '0x1', '1e1'),
   fc.constantFrom('45000', '45000.75', '60', 'TRUE', '#N/A', '2024-01-31T00:00:00', 'a&amp;b', '&#x41;', '&lt;&gt;', 'x_x0041_'),
-  fc.string({ unit: fc.constantFrom('a', '1', ' ', 'é', '>', '"', "'"), maxLength: 6 }),
+  fc.string({ unit: fc.constantFrom('a', '1', ' ', '>', '"', "'"), maxLength: 6 }),
+  // Rarely non-ASCII: the shortcut reads only all-ASCII chunks, the others go tag by tag.
+  fc.constantFrom('é', 'ção 😀'),
 );
 const extra = fc.constantFrom(
   '',
@@ -91,7 +96,7 @@ const dataRow = fc
 
 async function read(rows: string, sharedStrings: string): Promise<unknown> {
   const path = await buildXlsx({
-    sheets: [{ rows: textRow(1, [...HEADER]) + rows }],
+    sheets: [{ rows: textRow(1, ASCII_HEADER) + rows }],
     sharedStrings,
     styles: stylesXml([0, 14, 0, 22], {}),
   });
@@ -110,7 +115,7 @@ describe('xlsx shortcut for usual cells and shared strings', () => {
         const xml = rows.join('');
         expect(await read(xml, strings)).toEqual(await read(slow(xml), slow(strings)));
       }),
-      { numRuns: 300 },
+      { numRuns: 500 },
     );
   });
 });

@@ -93,8 +93,8 @@ export class SheetScanner implements TagHandler, FastPath {
     return this.xml.done;
   }
 
-  feed(chunk: string): void {
-    this.xml.feed(chunk);
+  feed(chunk: string, ascii: Uint8Array | null = null): void {
+    this.xml.feed(chunk, ascii);
   }
 
   end(): void {
@@ -236,43 +236,39 @@ export class SheetScanner implements TagHandler, FastPath {
 
   /**
    * Data rows' cells in their usual form, `<c r="C7" t="s" s="3"><v>42</v></c>` (any other
-   * attributes, in any order, single spaces between them, no entities, no prefixes) or
-   * self-closing, and row tags in the same form, each with the same effect as the tag-by-tag
-   * path: a shared string index is read from the characters without building the value's
-   * string. Anything else (and a tag cut by the chunk's end) is left to the scanner.
+   * attributes, in any order, single spaces between them, no entities) or self-closing, and
+   * row tags in the same form, each with the same effect as the tag-by-tag path: a shared
+   * string index is read without building the value's string. It reads the chunk's bytes,
+   * about twice as fast as characters, so it only runs on ASCII chunks (a sheet of shared
+   * strings is all ASCII); elsewhere, and for anything else (and a tag cut by the chunk's end),
+   * the scanner goes on tag by tag.
    */
-  scan(buf: string, pos: number): number {
-    if (this.inCell) return pos;
-    const n = buf.length;
+  scan(buf: string, pos: number, b: Uint8Array | null): number {
+    if (b === null || this.inCell) return pos;
+    const n = b.length;
     for (;;) {
       // Cells usually follow each other directly: look before searching.
-      const lt = buf.charCodeAt(pos) === 60 ? pos : buf.indexOf('<', pos);
+      const lt = b[pos] === 60 ? pos : buf.indexOf('<', pos);
       // Text between tags outside a value is ignored, as the scanner would.
       if (lt === -1) return n;
-      const c1 = buf.charCodeAt(lt + 1);
+      if (lt + 5 >= n) return lt;
+      const c1 = b[lt + 1]!;
       if (c1 === 99 /* c */) {
-        const next = this.fastCell(buf, lt, n);
+        const next = this.fastCell(buf, b, lt, n);
         if (next < 0) return lt;
         pos = next;
       } else if (c1 === 47 /* / */) {
-        if (
-          buf.charCodeAt(lt + 2) !== 114 /* r */ ||
-          buf.charCodeAt(lt + 3) !== 111 /* o */ ||
-          buf.charCodeAt(lt + 4) !== 119 /* w */ ||
-          buf.charCodeAt(lt + 5) !== 62 /* > */
-        ) {
-          return lt;
-        }
+        if (b[lt + 2] !== 114 /* r */ || b[lt + 3] !== 111 /* o */ || b[lt + 4] !== 119 /* w */ || b[lt + 5] !== 62 /* > */) return lt;
         if (this.inSheetData) this.closeRow();
         pos = lt + 6;
       } else if (c1 === 114 /* r */) {
-        if (buf.charCodeAt(lt + 2) !== 111 /* o */ || buf.charCodeAt(lt + 3) !== 119 /* w */) return lt;
+        if (b[lt + 2] !== 111 /* o */ || b[lt + 3] !== 119 /* w */) return lt;
         const spans = this.spans;
-        const end = fastAttrs(buf, lt + 4, n, spans);
+        const end = fastAttrs(b, lt + 4, n, spans);
         if (end < 0) return lt;
         if (this.inSheetData) {
           const r = spans[0]!;
-          this.startRow(r < 0 ? NaN : digitsNumber(buf, r, spans[1]!), buf.charCodeAt(end - 2) === 47);
+          this.startRow(r < 0 ? NaN : digitsNumber(buf, b, r, spans[1]!), b[end - 2] === 47);
         }
         pos = end;
       } else {
@@ -283,46 +279,47 @@ export class SheetScanner implements TagHandler, FastPath {
   }
 
   /** One cell from `<c` at `lt`; its end, or -1 (nothing changed) when it is not in the usual form. */
-  private fastCell(buf: string, lt: number, n: number): number {
+  private fastCell(buf: string, b: Uint8Array, lt: number, n: number): number {
     const spans = this.spans;
-    let i = fastAttrs(buf, lt + 2, n, spans);
+    let i = fastAttrs(b, lt + 2, n, spans);
     if (i < 0) return -1;
-    const selfClosing = buf.charCodeAt(i - 2) === 47;
+    const selfClosing = b[i - 2] === 47;
     let valueStart = -1;
     let valueEnd = -1;
     // The value's digits, read on the way (a shared string index needs no string); -1 if not.
     let digits = -1;
     if (!selfClosing) {
       // `<v>text</v></c>`: the form plainValue() takes, checked whole before anything changes.
-      if (i + 2 >= n || buf.charCodeAt(i) !== 60 || buf.charCodeAt(i + 1) !== 118 || buf.charCodeAt(i + 2) !== 62) return -1;
+      if (i + 2 >= n || b[i] !== 60 || b[i + 1] !== 118 || b[i + 2] !== 62) return -1;
       valueStart = i + 3;
       let k = valueStart;
       let d = 0;
       for (; k < n && k - valueStart <= 9; k++) {
-        const c = buf.charCodeAt(k) - 48;
+        const c = b[k]! - 48;
         if (c < 0 || c > 9) break;
         d = d * 10 + c;
       }
-      if (k > valueStart && k - valueStart <= 9) digits = d;
-      valueEnd = k < n && buf.charCodeAt(k) === 60 ? k : buf.indexOf('<', k);
-      if (valueEnd === -1 || valueEnd !== k) digits = -1;
+      const digitsEnd = k;
+      while (k < n && b[k] !== 60 && k - valueStart <= FAST_VALUE_CHARS) k++;
+      valueEnd = k;
+      // A shared string index: 1–9 digits and nothing else.
+      if (digitsEnd === valueEnd && valueEnd > valueStart && valueEnd - valueStart <= 9) digits = d;
       if (
-        valueEnd === -1 ||
         valueEnd - valueStart > FAST_VALUE_CHARS ||
         valueEnd + 7 >= n ||
-        buf.charCodeAt(valueEnd + 1) !== 47 /* / */ ||
-        buf.charCodeAt(valueEnd + 2) !== 118 /* v */ ||
-        buf.charCodeAt(valueEnd + 3) !== 62 /* > */ ||
-        buf.charCodeAt(valueEnd + 4) !== 60 /* < */ ||
-        buf.charCodeAt(valueEnd + 5) !== 47 /* / */ ||
-        buf.charCodeAt(valueEnd + 6) !== 99 /* c */ ||
-        buf.charCodeAt(valueEnd + 7) !== 62 /* > */
+        b[valueEnd + 1] !== 47 /* / */ ||
+        b[valueEnd + 2] !== 118 /* v */ ||
+        b[valueEnd + 3] !== 62 /* > */ ||
+        b[valueEnd + 4] !== 60 /* < */ ||
+        b[valueEnd + 5] !== 47 /* / */ ||
+        b[valueEnd + 6] !== 99 /* c */ ||
+        b[valueEnd + 7] !== 62 /* > */
       ) {
         return -1;
       }
       i = valueEnd + 8;
     }
-    const column = spans[0]! < 0 ? -1 : letterColumn(buf, spans[0]!, spans[1]!);
+    const column = spans[0]! < 0 ? -1 : letterColumn(b, spans[0]!, spans[1]!);
     this.column = column >= 0 ? column : this.column + 1;
     if (selfClosing) return i;
     const mapped = this.mappedColumns;
@@ -334,14 +331,14 @@ export class SheetScanner implements TagHandler, FastPath {
       }
     }
     if (slot === NOT_KEPT) return i;
-    const type = typeOf(buf, spans[2]!, spans[3]!);
+    const type = typeOf(buf, b, spans[2]!, spans[3]!);
     if (type === 's' && digits >= 0) {
       const text = this.ctx.sharedStrings.get(digits);
       if (text === undefined) throw badInput.unreadableRetorno(BAD_SHARED_STRING);
       this.rowValues[slot] = text;
       return i;
     }
-    const style = spans[4]! < 0 ? 0 : digitsNumber(buf, spans[4]!, spans[5]!) | 0;
+    const style = spans[4]! < 0 ? 0 : digitsNumber(buf, b, spans[4]!, spans[5]!) | 0;
     const raw = buf.slice(valueStart, valueEnd);
     this.rowValues[slot] = cellText(type, style, raw.indexOf('&') === -1 ? raw : decodeEntities(raw), null, this.ctx);
     return i;
@@ -414,22 +411,22 @@ function columnIndex(ref: string): number {
  * absent; the last occurrence wins, as in attrSpans()). Returns the position after the tag's
  * `>` (the character before it is `/` exactly when the tag is self-closing), or -1 when the tag
  * is in any other form: no space after the name, tabs or line breaks, whitespace around `=`, an
- * entity in r/t/s, or the chunk's end. Every read is bounds-checked (charCodeAt past the end would be
- * NaN, and each such read deoptimises).
+ * entity in r/t/s, or the chunk's end. Every read is bounds-checked (a read past the end would
+ * be undefined, and each such read deoptimises).
  */
-function fastAttrs(buf: string, at: number, n: number, spans: Int32Array): number {
+function fastAttrs(b: Uint8Array, at: number, n: number, spans: Int32Array): number {
   let i = at;
-  if (i >= n || buf.charCodeAt(i) !== 32) return -1;
+  if (i >= n || b[i]! !== 32) return -1;
   for (let k = 0; k < 6; k++) spans[k] = -1;
   for (;;) {
     if (i >= n) return -1;
-    let c = buf.charCodeAt(i);
+    let c = b[i]!;
     if (c === 62 /* > */) return i + 1;
-    if (c === 47 /* / */) return i + 1 < n && buf.charCodeAt(i + 1) === 62 ? i + 2 : -1;
+    if (c === 47 /* / */) return i + 1 < n && b[i + 1]! === 62 ? i + 2 : -1;
     if (c !== 32) return -1;
     do {
       if (++i >= n) return -1;
-      c = buf.charCodeAt(i);
+      c = b[i]!;
     } while (c === 32);
     if (c === 62 || c === 47) continue;
     // The local name starts after the name's last ':' (`x14ac:dyDescent`, `x:r`).
@@ -437,23 +434,23 @@ function fastAttrs(buf: string, at: number, n: number, spans: Int32Array): numbe
     while (c !== 61 /* = */) {
       if (c === 32 || c === 9 || c === 10 || c === 13 || c === 34 || c === 39 || c === 62 || c === 47) return -1;
       if (++i >= n) return -1;
-      c = buf.charCodeAt(i);
+      c = b[i]!;
       if (c === 58 /* : */) localStart = i + 1;
     }
-    if (i === localStart && buf.charCodeAt(i - 1) !== 58) return -1; // no name at all
+    if (i === localStart && b[i - 1]! !== 58) return -1; // no name at all
     let slot = -1;
     if (i - localStart === 1) {
-      const name = buf.charCodeAt(localStart);
+      const name = b[localStart]!;
       slot = name === 114 /* r */ ? 0 : name === 116 /* t */ ? 2 : name === 115 /* s */ ? 4 : -1;
     }
     if (i + 1 >= n) return -1;
-    const quote = buf.charCodeAt(i + 1);
+    const quote = b[i + 1]!;
     if (quote !== 34 && quote !== 39) return -1;
     const start = i + 2;
     // Values are a few characters: a loop costs less than indexOf's call.
     let close = start;
     for (; close < n; close++) {
-      const v = buf.charCodeAt(close);
+      const v = b[close]!;
       if (v === quote) break;
       if (v === 38 /* & */ && slot >= 0) return -1;
     }
@@ -466,15 +463,15 @@ function fastAttrs(buf: string, at: number, n: number, spans: Int32Array): numbe
   }
 }
 
-// The fast path's attribute readers: values known to hold no entity, so the raw characters are
-// the value, read without building strings.
+// The fast path's attribute readers: values known to hold no entity, so the raw bytes are the
+// value, read without building strings (`buf` is the same text, for the rare string needed).
 
 /** `columnAttr` of a value without entities. */
-function letterColumn(buf: string, start: number, end: number): number {
+function letterColumn(b: Uint8Array, start: number, end: number): number {
   let column = 0;
   let i = start;
   for (; i < end; i++) {
-    const lower = buf.charCodeAt(i) | 0x20;
+    const lower = b[i]! | 0x20;
     if (lower < 97 || lower > 122) break;
     column = column * 26 + (lower - 96);
     if (column > 1 << 20) return -1;
@@ -482,30 +479,27 @@ function letterColumn(buf: string, start: number, end: number): number {
   return i === start ? -1 : column - 1;
 }
 
-/** The value of 1–9 plain digits; -1 for anything else (no sign, space, or more digits). */
-function plainDigits(buf: string, start: number, end: number): number {
-  if (end <= start || end - start > 9) return -1;
-  let n = 0;
-  for (let i = start; i < end; i++) {
-    const d = buf.charCodeAt(i) - 48;
-    if (d < 0 || d > 9) return -1;
-    n = n * 10 + d;
-  }
-  return n;
-}
-
 /** `numberAttr` of a value without entities. */
-function digitsNumber(buf: string, start: number, end: number): number {
-  const n = plainDigits(buf, start, end);
-  return n >= 0 ? n : Number(buf.slice(start, end));
+function digitsNumber(buf: string, b: Uint8Array, start: number, end: number): number {
+  if (end > start && end - start <= 9) {
+    let n = 0;
+    let i = start;
+    for (; i < end; i++) {
+      const d = b[i]! - 48;
+      if (d < 0 || d > 9) break;
+      n = n * 10 + d;
+    }
+    if (i === end) return n;
+  }
+  return Number(buf.slice(start, end));
 }
 
 /** `typeAttr` of a value without entities. */
-function typeOf(buf: string, start: number, end: number): string | undefined {
+function typeOf(buf: string, b: Uint8Array, start: number, end: number): string | undefined {
   if (start < 0) return undefined;
   const len = end - start;
   if (len === 1) {
-    switch (buf.charCodeAt(start)) {
+    switch (b[start]) {
       case 115:
         return 's';
       case 110:
@@ -517,7 +511,7 @@ function typeOf(buf: string, start: number, end: number): string | undefined {
       case 100:
         return 'd';
     }
-  } else if (len === 3 && buf.charCodeAt(start) === 115 && buf.charCodeAt(start + 1) === 116 && buf.charCodeAt(start + 2) === 114) {
+  } else if (len === 3 && b[start] === 115 && b[start + 1] === 116 && b[start + 2] === 114) {
     return 'str';
   }
   return buf.slice(start, end);

@@ -75,9 +75,10 @@ export interface TagHandler {
  * it handles what it recognises, with exactly the effect the tag-by-tag calls would have had,
  * and returns the position of the first `<` it left to the scanner (or the buffer's length).
  * It must change no state for a tag it leaves, so the scanner can take that tag as usual.
+ * `ascii` is the buffer's bytes when the chunk was all ASCII (byte i is character i), or null.
  */
 export interface FastPath {
-  scan(buf: string, pos: number): number;
+  scan(buf: string, pos: number, ascii: Uint8Array | null): number;
 }
 
 // One concrete scanner class driving small handler objects, rather than a base class with
@@ -105,7 +106,10 @@ export class TagScanner {
 
   constructor(private readonly handler: TagHandler) {}
 
-  feed(chunk: string): void {
+  /** `ascii`: the chunk's bytes when all ASCII (see TextChunk), for the fast path. */
+  feed(chunk: string, ascii: Uint8Array | null = null): void {
+    // Bytes line up with the buffer only when no unfinished tag is carried in front of them.
+    const bytes = this.rest.length > 0 ? null : ascii;
     const buf = this.rest.length > 0 ? this.rest + chunk : chunk;
     this.rest = '';
     this.buf = buf;
@@ -113,7 +117,7 @@ export class TagScanner {
     let pos = 0;
     while (pos < n && !this.done) {
       if (this.fast !== null && !this.collecting) {
-        pos = this.fast.scan(buf, pos);
+        pos = this.fast.scan(buf, pos, bytes);
         if (pos >= n || this.done) break;
       }
       const lt = buf.indexOf('<', pos);

@@ -16,6 +16,16 @@ const INFLATE_CHUNK = 64 * 1024;
 export const NOT_A_ZIP = 'não é um arquivo xlsx (zip) válido.';
 export const TOO_BIG = 'conteúdo descompactado excede 400 MB.';
 
+/** A chunk of a part's text. */
+export interface TextChunk {
+  readonly text: string;
+  /**
+   * The chunk's bytes when they are all ASCII (byte i is then character i), for scanners that
+   * read bytes faster than characters; null otherwise. Valid until the next chunk is asked for.
+   */
+  readonly ascii: Uint8Array | null;
+}
+
 export class ZipArchive {
   private inflated = 0;
   private readonly open = new Set<Readable>();
@@ -59,6 +69,11 @@ export class ZipArchive {
     if (total > MAX_INFLATED_BYTES) throw badInput.unreadableRetorno(TOO_BIG);
   }
 
+  /** The part's text, chunk by chunk: see chunks(). */
+  async *text(name: string, signal?: AbortSignal): AsyncGenerator<string, void, undefined> {
+    for await (const chunk of this.chunks(name, signal)) yield chunk.text;
+  }
+
   /**
    * The part's text, chunk by chunk (UTF-8 decoded across chunk boundaries). Breaking out of
    * the loop destroys the inflate stream.
@@ -69,7 +84,7 @@ export class ZipArchive {
    * costs more (a sheet reads tens of millions of them). `>` is ASCII, so the cut never splits a
    * UTF-8 sequence.
    */
-  async *text(name: string, signal?: AbortSignal): AsyncGenerator<string, void, undefined> {
+  async *chunks(name: string, signal?: AbortSignal): AsyncGenerator<TextChunk, void, undefined> {
     const entry = this.entries.get(name.toLowerCase());
     if (!entry) return;
     if (entry.isEncrypted() || (entry.compressionMethod !== 0 && entry.compressionMethod !== 8)) {
@@ -96,6 +111,8 @@ export class ZipArchive {
     // part: concatenating a fresh buffer per chunk doubled the off-heap churn of inflating.
     let spare: Buffer | null = null;
     let carried = 0;
+    // Whether the decoder holds no bytes of an unfinished character (true after every cut).
+    let clean = true;
     try {
       for await (const chunk of stream as AsyncIterable<Buffer>) {
         signal?.throwIfAborted();
@@ -116,22 +133,26 @@ export class ZipArchive {
           data = spare!.subarray(0, carried + chunk.length);
         }
         const cut = data.lastIndexOf(62 /* > */) + 1;
-        const text = decoder.write(cut > 0 ? data.subarray(0, cut) : data);
+        const head = cut > 0 ? data.subarray(0, cut) : data;
+        const text = decoder.write(head);
+        // As many characters as bytes, from a clean start: all ASCII, byte i is character i.
+        if (text.length > 0) yield { text, ascii: clean && text.length === head.length ? head : null };
+        clean = cut > 0;
+        // Moved only now: head may be a view of spare, which the consumer has finished with.
         carried = cut > 0 ? data.length - cut : 0;
         if (carried > 0) {
           if (spare === null || spare.length < carried) spare = Buffer.allocUnsafe(Math.max(2 * INFLATE_CHUNK, carried));
           // Overlapping copies are safe (moving the tail to the front of spare itself).
           data.copy(spare, 0, cut);
         }
-        if (text.length > 0) yield text;
       }
       if (bytes !== entry.uncompressedSize) throw badInput.unreadableRetorno(NOT_A_ZIP);
       if (carried > 0) {
         const text = decoder.write(spare!.subarray(0, carried));
-        if (text.length > 0) yield text;
+        if (text.length > 0) yield { text, ascii: null };
       }
       const tail = decoder.end();
-      if (tail.length > 0) yield tail;
+      if (tail.length > 0) yield { text: tail, ascii: null };
     } finally {
       this.open.delete(raw);
       this.open.delete(stream);
