@@ -36,8 +36,8 @@ export async function* readXlsxBatches(
     let best: { candidate: HeaderCandidate; sheet: string } | null = null;
     for (const [index, part] of book.sheets.entries()) {
       const sheet = new SheetScanner(book, names);
-      for await (const chunk of zip.text(part, signal)) {
-        sheet.feed(chunk);
+      for await (const chunk of zip.chunks(part, signal)) {
+        sheet.feed(chunk.text, chunk.ascii);
         yield sheet.take();
         if (sheet.done) break;
       }

@@ -13,8 +13,9 @@ import {
   type HeaderCandidate,
   type Role,
 } from '../columns.js';
-import { cellText, type CellContext } from './cells.js';
-import { appendCapped, decodeEntities, TagScanner, type TagHandler } from './xml.js';
+import { badInput } from '../../errors.js';
+import { BAD_SHARED_STRING, cellText, type CellContext } from './cells.js';
+import { appendCapped, decodeEntities, TagScanner, type FastPath, type TagHandler } from './xml.js';
 
 /** SPEC §1.2: the header is looked for among sheet rows 1–20. */
 const HEADER_ROWS = 20;
@@ -32,10 +33,15 @@ const CELL_ATTRS = ['r', 't', 's'] as const;
 const ROW_ATTRS = ['r'] as const;
 
 const NOT_KEPT = -1;
+/**
+ * Longest `<v>` text the fast path takes: far below the raw-value cap, so it never has to
+ * raise CELL_TOO_LONG itself (the tag-by-tag path does, for the rare longer values).
+ */
+const FAST_VALUE_CHARS = 4096;
 // While looking for the header every cell is read, to test its name.
 const PROBE = -2;
 
-export class SheetScanner implements TagHandler {
+export class SheetScanner implements TagHandler, FastPath {
   private readonly xml = new TagScanner(this);
   /** Rows ready for the caller; drained with take(). */
   private out: RetornoRow[] = [];
@@ -70,6 +76,8 @@ export class SheetScanner implements TagHandler {
   private readonly ends = new Int32Array(3);
   private readonly rowStarts = new Int32Array(1);
   private readonly rowEnds = new Int32Array(1);
+  /** fastAttrs() bounds of r, t and s. */
+  private readonly spans = new Int32Array(6);
 
   /** The best header candidate seen in rows 1–20, for the error when none qualifies. */
   candidate: HeaderCandidate | null = null;
@@ -85,8 +93,8 @@ export class SheetScanner implements TagHandler {
     return this.xml.done;
   }
 
-  feed(chunk: string): void {
-    this.xml.feed(chunk);
+  feed(chunk: string, ascii: Uint8Array | null = null): void {
+    this.xml.feed(chunk, ascii);
   }
 
   end(): void {
@@ -165,7 +173,11 @@ export class SheetScanner implements TagHandler {
   private openRow(selfClosing: boolean): void {
     const xml = this.xml;
     xml.attrSpans(ROW_ATTRS, this.rowStarts, this.rowEnds);
-    const n = numberAttr(xml, this.rowStarts[0]!, this.rowEnds[0]!);
+    this.startRow(numberAttr(xml, this.rowStarts[0]!, this.rowEnds[0]!), selfClosing);
+  }
+
+  /** A row opens, with its `r` attribute as a number (NaN when absent). */
+  private startRow(n: number, selfClosing: boolean): void {
     this.rowNumber = Number.isInteger(n) && n > 0 ? n : this.rowNumber + 1;
     this.column = -1;
     this.rowHasContent = false;
@@ -197,6 +209,8 @@ export class SheetScanner implements TagHandler {
 
   private useHeader(roles: Map<Role, number>): void {
     this.hasHeader = true;
+    // Data rows: cells and row ends go through scan() from here on.
+    this.xml.fast = this;
     ROLES.forEach((role, slot) => {
       const column = roles.get(role);
       if (column === undefined) return;
@@ -218,6 +232,116 @@ export class SheetScanner implements TagHandler {
       mensagem: v[Slot.Mensagem] ?? '',
       conteudo: v[Slot.Conteudo] ?? '',
     });
+  }
+
+  /**
+   * Data rows' cells in their usual form, `<c r="C7" t="s" s="3"><v>42</v></c>` (any other
+   * attributes, in any order, single spaces between them, no entities) or self-closing, and
+   * row tags in the same form, each with the same effect as the tag-by-tag path: a shared
+   * string index is read without building the value's string. It reads the chunk's bytes,
+   * about twice as fast as characters, so it only runs on ASCII chunks (a sheet of shared
+   * strings is all ASCII); elsewhere, and for anything else (and a tag cut by the chunk's end),
+   * the scanner goes on tag by tag.
+   */
+  scan(buf: string, pos: number, b: Uint8Array | null): number {
+    if (b === null || this.inCell) return pos;
+    const n = b.length;
+    for (;;) {
+      // Cells usually follow each other directly: look before searching.
+      const lt = b[pos] === 60 ? pos : buf.indexOf('<', pos);
+      // Text between tags outside a value is ignored, as the scanner would.
+      if (lt === -1) return n;
+      if (lt + 5 >= n) return lt;
+      const c1 = b[lt + 1]!;
+      if (c1 === 99 /* c */) {
+        const next = this.fastCell(buf, b, lt, n);
+        if (next < 0) return lt;
+        pos = next;
+      } else if (c1 === 47 /* / */) {
+        if (b[lt + 2] !== 114 /* r */ || b[lt + 3] !== 111 /* o */ || b[lt + 4] !== 119 /* w */ || b[lt + 5] !== 62 /* > */) return lt;
+        if (this.inSheetData) this.closeRow();
+        pos = lt + 6;
+      } else if (c1 === 114 /* r */) {
+        if (b[lt + 2] !== 111 /* o */ || b[lt + 3] !== 119 /* w */) return lt;
+        const spans = this.spans;
+        const end = fastAttrs(b, lt + 4, n, spans);
+        if (end < 0) return lt;
+        if (this.inSheetData) {
+          const r = spans[0]!;
+          this.startRow(r < 0 ? NaN : digitsNumber(buf, b, r, spans[1]!), b[end - 2] === 47);
+        }
+        pos = end;
+      } else {
+        return lt;
+      }
+      if (pos >= n) return n;
+    }
+  }
+
+  /** One cell from `<c` at `lt`; its end, or -1 (nothing changed) when it is not in the usual form. */
+  private fastCell(buf: string, b: Uint8Array, lt: number, n: number): number {
+    const spans = this.spans;
+    let i = fastAttrs(b, lt + 2, n, spans);
+    if (i < 0) return -1;
+    const selfClosing = b[i - 2] === 47;
+    let valueStart = -1;
+    let valueEnd = -1;
+    // The value's digits, read on the way (a shared string index needs no string); -1 if not.
+    let digits = -1;
+    if (!selfClosing) {
+      // `<v>text</v></c>`: the form plainValue() takes, checked whole before anything changes.
+      if (i + 2 >= n || b[i] !== 60 || b[i + 1] !== 118 || b[i + 2] !== 62) return -1;
+      valueStart = i + 3;
+      let k = valueStart;
+      let d = 0;
+      for (; k < n && k - valueStart <= 9; k++) {
+        const c = b[k]! - 48;
+        if (c < 0 || c > 9) break;
+        d = d * 10 + c;
+      }
+      const digitsEnd = k;
+      while (k < n && b[k] !== 60 && k - valueStart <= FAST_VALUE_CHARS) k++;
+      valueEnd = k;
+      // A shared string index: 1–9 digits and nothing else.
+      if (digitsEnd === valueEnd && valueEnd > valueStart && valueEnd - valueStart <= 9) digits = d;
+      if (
+        valueEnd - valueStart > FAST_VALUE_CHARS ||
+        valueEnd + 7 >= n ||
+        b[valueEnd + 1] !== 47 /* / */ ||
+        b[valueEnd + 2] !== 118 /* v */ ||
+        b[valueEnd + 3] !== 62 /* > */ ||
+        b[valueEnd + 4] !== 60 /* < */ ||
+        b[valueEnd + 5] !== 47 /* / */ ||
+        b[valueEnd + 6] !== 99 /* c */ ||
+        b[valueEnd + 7] !== 62 /* > */
+      ) {
+        return -1;
+      }
+      i = valueEnd + 8;
+    }
+    const column = spans[0]! < 0 ? -1 : letterColumn(b, spans[0]!, spans[1]!);
+    this.column = column >= 0 ? column : this.column + 1;
+    if (selfClosing) return i;
+    const mapped = this.mappedColumns;
+    let slot = NOT_KEPT;
+    for (let k = 0; k < mapped.length; k++) {
+      if (mapped[k] === this.column) {
+        slot = this.mappedSlots[k]!;
+        break;
+      }
+    }
+    if (slot === NOT_KEPT) return i;
+    const type = typeOf(buf, b, spans[2]!, spans[3]!);
+    if (type === 's' && digits >= 0) {
+      const text = this.ctx.sharedStrings.get(digits);
+      if (text === undefined) throw badInput.unreadableRetorno(BAD_SHARED_STRING);
+      this.rowValues[slot] = text;
+      return i;
+    }
+    const style = spans[4]! < 0 ? 0 : digitsNumber(buf, b, spans[4]!, spans[5]!) | 0;
+    const raw = buf.slice(valueStart, valueEnd);
+    this.rowValues[slot] = cellText(type, style, raw.indexOf('&') === -1 ? raw : decodeEntities(raw), null, this.ctx);
+    return i;
   }
 
   private openCell(selfClosing: boolean): void {
@@ -279,6 +403,118 @@ function columnIndex(ref: string): number {
     if (column > 1 << 20) return -1;
   }
   return i === 0 ? -1 : column - 1;
+}
+
+/**
+ * The attributes of a tag in the fast path's form, from just after its name (`at`): bounds of
+ * the values of r, t and s (matched by local name) in `spans` (start, end pairs; -1 when
+ * absent; the last occurrence wins, as in attrSpans()). Returns the position after the tag's
+ * `>` (the character before it is `/` exactly when the tag is self-closing), or -1 when the tag
+ * is in any other form: no space after the name, tabs or line breaks, whitespace around `=`, an
+ * entity in r/t/s, or the chunk's end. Every read is bounds-checked (a read past the end would
+ * be undefined, and each such read deoptimises).
+ */
+function fastAttrs(b: Uint8Array, at: number, n: number, spans: Int32Array): number {
+  let i = at;
+  if (i >= n || b[i]! !== 32) return -1;
+  for (let k = 0; k < 6; k++) spans[k] = -1;
+  for (;;) {
+    if (i >= n) return -1;
+    let c = b[i]!;
+    if (c === 62 /* > */) return i + 1;
+    if (c === 47 /* / */) return i + 1 < n && b[i + 1]! === 62 ? i + 2 : -1;
+    if (c !== 32) return -1;
+    do {
+      if (++i >= n) return -1;
+      c = b[i]!;
+    } while (c === 32);
+    if (c === 62 || c === 47) continue;
+    // The local name starts after the name's last ':' (`x14ac:dyDescent`, `x:r`).
+    let localStart = c === 58 ? i + 1 : i;
+    while (c !== 61 /* = */) {
+      if (c === 32 || c === 9 || c === 10 || c === 13 || c === 34 || c === 39 || c === 62 || c === 47) return -1;
+      if (++i >= n) return -1;
+      c = b[i]!;
+      if (c === 58 /* : */) localStart = i + 1;
+    }
+    if (i === localStart && b[i - 1]! !== 58) return -1; // no name at all
+    let slot = -1;
+    if (i - localStart === 1) {
+      const name = b[localStart]!;
+      slot = name === 114 /* r */ ? 0 : name === 116 /* t */ ? 2 : name === 115 /* s */ ? 4 : -1;
+    }
+    if (i + 1 >= n) return -1;
+    const quote = b[i + 1]!;
+    if (quote !== 34 && quote !== 39) return -1;
+    const start = i + 2;
+    // Values are a few characters: a loop costs less than indexOf's call.
+    let close = start;
+    for (; close < n; close++) {
+      const v = b[close]!;
+      if (v === quote) break;
+      if (v === 38 /* & */ && slot >= 0) return -1;
+    }
+    if (close >= n) return -1;
+    if (slot >= 0) {
+      spans[slot] = start;
+      spans[slot + 1] = close;
+    }
+    i = close + 1;
+  }
+}
+
+// The fast path's attribute readers: values known to hold no entity, so the raw bytes are the
+// value, read without building strings (`buf` is the same text, for the rare string needed).
+
+/** `columnAttr` of a value without entities. */
+function letterColumn(b: Uint8Array, start: number, end: number): number {
+  let column = 0;
+  let i = start;
+  for (; i < end; i++) {
+    const lower = b[i]! | 0x20;
+    if (lower < 97 || lower > 122) break;
+    column = column * 26 + (lower - 96);
+    if (column > 1 << 20) return -1;
+  }
+  return i === start ? -1 : column - 1;
+}
+
+/** `numberAttr` of a value without entities. */
+function digitsNumber(buf: string, b: Uint8Array, start: number, end: number): number {
+  if (end > start && end - start <= 9) {
+    let n = 0;
+    let i = start;
+    for (; i < end; i++) {
+      const d = b[i]! - 48;
+      if (d < 0 || d > 9) break;
+      n = n * 10 + d;
+    }
+    if (i === end) return n;
+  }
+  return Number(buf.slice(start, end));
+}
+
+/** `typeAttr` of a value without entities. */
+function typeOf(buf: string, b: Uint8Array, start: number, end: number): string | undefined {
+  if (start < 0) return undefined;
+  const len = end - start;
+  if (len === 1) {
+    switch (b[start]) {
+      case 115:
+        return 's';
+      case 110:
+        return 'n';
+      case 98:
+        return 'b';
+      case 101:
+        return 'e';
+      case 100:
+        return 'd';
+    }
+  } else if (len === 3 && b[start] === 115 && b[start + 1] === 116 && b[start + 2] === 114) {
+    return 'str';
+  }
+  return buf.slice(start, end);
 }
 
 // Attribute values read straight from the tag's characters (bounds from attrSpans(); -1 when

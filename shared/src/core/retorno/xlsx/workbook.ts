@@ -5,7 +5,7 @@ import { posix } from 'node:path';
 import { badInput } from '../../errors.js';
 import { isBuiltinDateFormat, isDateFormatCode, type CellContext } from './cells.js';
 import { SharedStrings } from './strings.js';
-import { appendCapped, cellString, TagScanner, type TagHandler } from './xml.js';
+import { appendCapped, cellString, decodeEntities, TagScanner, type FastPath, type TagHandler } from './xml.js';
 import type { ZipArchive } from './zip.js';
 
 export const NOT_A_WORKBOOK = 'o zip não contém uma pasta de trabalho do Excel (xl/workbook.xml).';
@@ -186,15 +186,49 @@ class StylesHandler implements TagHandler {
   text(): void {}
 }
 
+const PLAIN_ITEM = '<si><t>';
+const PRESERVED_ITEM = '<si><t xml:space="preserve">';
+const ITEM_END = '</t></si>';
+/** Longest item text the fast path takes; longer ones go tag by tag (and their limit checks). */
+const FAST_ITEM_CHARS = 32_767;
+
 /** `<si>` items: plain `<t>` or rich-text runs `<r><t>` concatenated; phonetic `<rPh>` ignored. */
-class SharedStringsHandler implements TagHandler {
+class SharedStringsHandler implements TagHandler, FastPath {
   readonly strings = new SharedStrings();
   private current = '';
   private inItem = false;
   private inPhonetic = false;
 
+  /**
+   * Items of one plain text, `<si><t>text</t></si>` (or `<t xml:space="preserve">`), the form
+   * of nearly every item, pushed with the same effect as the tag-by-tag calls; anything else
+   * (rich text, phonetic runs, CDATA, prefixes, an item cut by the chunk's end) is left to the
+   * scanner.
+   */
+  scan(buf: string, pos: number): number {
+    if (this.inPhonetic) return pos;
+    const n = buf.length;
+    for (;;) {
+      const lt = buf.charCodeAt(pos) === 60 ? pos : buf.indexOf('<', pos);
+      if (lt === -1) return n;
+      let start: number;
+      if (buf.startsWith(PLAIN_ITEM, lt)) start = lt + PLAIN_ITEM.length;
+      else if (buf.startsWith(PRESERVED_ITEM, lt)) start = lt + PRESERVED_ITEM.length;
+      else return lt;
+      const end = buf.indexOf('<', start);
+      if (end === -1 || end - start > FAST_ITEM_CHARS || !buf.startsWith(ITEM_END, end)) return lt;
+      const raw = buf.slice(start, end);
+      this.strings.push(cellString(raw.indexOf('&') === -1 ? raw : decodeEntities(raw)));
+      this.inItem = false;
+      pos = end + ITEM_END.length;
+      if (pos >= n) return n;
+    }
+  }
+
   open(name: string, selfClosing: boolean, xml: TagScanner): void {
-    if (name === 'si') {
+    if (name === 'sst') {
+      xml.fast = this;
+    } else if (name === 'si') {
       if (selfClosing) this.strings.push('');
       else {
         this.inItem = true;

@@ -69,6 +69,18 @@ export interface TagHandler {
   text(text: string, xml: TagScanner): void;
 }
 
+/**
+ * A handler's shortcut for the tags that make up most of a part (a sheet's cells). Called
+ * between tags while no text is being collected, with the position the scanner reached:
+ * it handles what it recognises, with exactly the effect the tag-by-tag calls would have had,
+ * and returns the position of the first `<` it left to the scanner (or the buffer's length).
+ * It must change no state for a tag it leaves, so the scanner can take that tag as usual.
+ * `ascii` is the buffer's bytes when the chunk was all ASCII (byte i is character i), or null.
+ */
+export interface FastPath {
+  scan(buf: string, pos: number, ascii: Uint8Array | null): number;
+}
+
 // One concrete scanner class driving small handler objects, rather than a base class with
 // subclasses: the hot loop then only ever sees one object shape and stays monomorphic.
 export class TagScanner {
@@ -78,6 +90,8 @@ export class TagScanner {
   done = false;
   /** Set by the handler on opening a cell (`<c>`): its `<v>` may take the shortcut. */
   valueNext = false;
+  /** Set by the handler once it can take the common tags itself. */
+  fast: FastPath | null = null;
   private rest = '';
   private pendingText = '';
   // The tag being dispatched, for attr(): the buffer and the tag's bounds in it.
@@ -92,13 +106,20 @@ export class TagScanner {
 
   constructor(private readonly handler: TagHandler) {}
 
-  feed(chunk: string): void {
+  /** `ascii`: the chunk's bytes when all ASCII (see TextChunk), for the fast path. */
+  feed(chunk: string, ascii: Uint8Array | null = null): void {
+    // Bytes line up with the buffer only when no unfinished tag is carried in front of them.
+    const bytes = this.rest.length > 0 ? null : ascii;
     const buf = this.rest.length > 0 ? this.rest + chunk : chunk;
     this.rest = '';
     this.buf = buf;
     const n = buf.length;
     let pos = 0;
     while (pos < n && !this.done) {
+      if (this.fast !== null && !this.collecting) {
+        pos = this.fast.scan(buf, pos, bytes);
+        if (pos >= n || this.done) break;
+      }
       const lt = buf.indexOf('<', pos);
       if (lt === -1) {
         if (this.collecting) {
