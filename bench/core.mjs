@@ -14,7 +14,7 @@ export function coreCases(data) {
     {
       id: 'xlsx100-core',
       group: 'xlsx100',
-      label: 'censo-api core (readRetorno + findDivergencias)',
+      label: 'censo-api core (read + divergence rules, as a job runs them)',
       args: ['core', x100],
       rows: data.p100k.rows,
       expect: data.p100k.divergencias,
@@ -36,7 +36,7 @@ export function coreCases(data) {
     {
       id: 'xlsx25-core',
       group: 'xlsx25',
-      label: 'censo-api core (readRetorno + findDivergencias)',
+      label: 'censo-api core (read + divergence rules, as a job runs them)',
       args: ['core', x25],
       rows: data.x25.rows,
       expect: data.x25.divergencias,
@@ -52,7 +52,7 @@ export function coreCases(data) {
     {
       id: 'json25-core',
       group: 'json25',
-      label: 'censo-api core (readRetorno + findDivergencias)',
+      label: 'censo-api core (read + divergence rules, as a job runs them)',
       args: ['core', j25],
       rows: data.j25.rows,
       expect: data.j25.divergencias,

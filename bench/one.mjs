@@ -2,7 +2,7 @@
 // One measurement in a fresh process, so that its peak RSS is its own:
 //   node --expose-gc bench/one.mjs <case> <file> [<txt>]
 // Prints one JSON line: { case, ms, rows, out, maxRssMB }. Cases:
-//   core        readRetorno + findDivergencias (what a /api/divergencias-rf job does, minus the
+//   core        read the return + the divergence rules (what a /api/divergencias-rf job does, minus the
 //               result file): the project's streaming readers, xlsx or json by extension
 //   exceljs     exceljs's streaming WorkbookReader doing nothing but iterate rows
 //   floor-xlsx  the physical floor: inflate the sheet (and shared strings) and count rows
@@ -27,10 +27,11 @@ const require = createRequire(import.meta.url);
 const format = file.toLowerCase().endsWith('.xlsx') ? 'xlsx' : 'json';
 
 async function core() {
-  const { readRetorno, findDivergencias } = await import('@censo/shared');
+  // The job's own path (core/job.ts): rows in batches to the rules, the divergences one at a time.
+  const { readRetornoBatches, divergenciaBatches, itemsOf } = await import('@censo/shared');
   return async () => {
     let out = 0;
-    for await (const _divergencia of findDivergencias(readRetorno({ path: file, format }))) out++;
+    for await (const _divergencia of itemsOf(divergenciaBatches(readRetornoBatches({ path: file, format })))) out++;
     return { out };
   };
 }
