@@ -497,9 +497,16 @@ function digitsNumber(buf: string, b: Uint8Array, start: number, end: number): n
 /** `typeAttr` of a value without entities. */
 function typeOf(buf: string, b: Uint8Array, start: number, end: number): string | undefined {
   if (start < 0) return undefined;
-  const len = end - start;
+  return typeLiteral(end - start, b[start]!, b[start + 1]!, b[start + 2]!) ?? buf.slice(start, end);
+}
+
+/**
+ * The usual `t` values as literals instead of new strings, from the value's length and first
+ * three character codes (those past the value are not looked at); undefined for any other.
+ */
+function typeLiteral(len: number, c0: number, c1: number, c2: number): string | undefined {
   if (len === 1) {
-    switch (b[start]) {
+    switch (c0) {
       case 115:
         return 's';
       case 110:
@@ -511,10 +518,10 @@ function typeOf(buf: string, b: Uint8Array, start: number, end: number): string 
       case 100:
         return 'd';
     }
-  } else if (len === 3 && b[start] === 115 && b[start + 1] === 116 && b[start + 2] === 114) {
+  } else if (len === 3 && c0 === 115 && c1 === 116 && c2 === 114) {
     return 'str';
   }
-  return buf.slice(start, end);
+  return undefined;
 }
 
 // Attribute values read straight from the tag's characters (bounds from attrSpans(); -1 when
@@ -573,22 +580,6 @@ function numberAttr(xml: TagScanner, start: number, end: number): number {
 /** The `t` attribute; the usual values come back as literals instead of new strings. */
 function typeAttr(xml: TagScanner, start: number, end: number): string | undefined {
   if (start < 0) return undefined;
-  const len = end - start;
-  if (len === 1) {
-    switch (xml.charCodeAt(start)) {
-      case 115:
-        return 's';
-      case 110:
-        return 'n';
-      case 98:
-        return 'b';
-      case 101:
-        return 'e';
-      case 100:
-        return 'd';
-    }
-  } else if (len === 3 && xml.charCodeAt(start) === 115 && xml.charCodeAt(start + 1) === 116 && xml.charCodeAt(start + 2) === 114) {
-    return 'str';
-  }
-  return attrText(xml, start, end);
+  const literal = typeLiteral(end - start, xml.charCodeAt(start), xml.charCodeAt(start + 1), xml.charCodeAt(start + 2));
+  return literal ?? attrText(xml, start, end);
 }
