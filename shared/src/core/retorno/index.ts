@@ -1,7 +1,8 @@
 // Return-file readers (SPEC §1.2): one row stream whatever the format, in sheet/array order.
 import type { RetornoRow, StoredRetorno } from '../types.js';
-import { readJsonBatches, readJsonRetorno } from './json/index.js';
-import { readXlsxBatches, readXlsxRetorno } from './xlsx/index.js';
+import { itemsOf } from '../item-stream.js';
+import { readJsonBatches } from './json/index.js';
+import { readXlsxBatches } from './xlsx/index.js';
 
 import { BUILTIN_COLUMN_NAMES, type ColumnNames } from './columns.js';
 
@@ -19,9 +20,7 @@ export interface ReadRetornoOptions {
  * aborting closes the file.
  */
 export function readRetorno(file: StoredRetorno, options: ReadRetornoOptions = {}): AsyncGenerator<RetornoRow, void, undefined> {
-  return file.format === 'json'
-    ? readJsonRetorno(file.path, options.signal, options.names)
-    : readXlsxRetorno(file.path, options.signal, options.names);
+  return itemsOf(readRetornoBatches(file, options));
 }
 
 /** The same rows, a chunk's worth at a time (a job's pipeline, which needs no promise per row). */

@@ -4,21 +4,12 @@
 // validates the scalars outside the rows, values.ts gives a value's text.
 import { createReadStream } from 'node:fs';
 import type { RetornoRow } from '../../types.js';
-import { BUILTIN_COLUMN_NAMES, type ColumnNames } from '../columns.js';
+import type { ColumnNames } from '../columns.js';
 import { toUnreadable } from '../failure.js';
 import { INVALID_JSON } from './errors.js';
 import { JsonRowsScanner } from './scanner.js';
-import { itemsOf } from '../../item-stream.js';
 
 const CHUNK_BYTES = 256 * 1024;
-
-export function readJsonRetorno(
-  path: string,
-  signal?: AbortSignal,
-  names: ColumnNames = BUILTIN_COLUMN_NAMES,
-): AsyncGenerator<RetornoRow, void, undefined> {
-  return itemsOf(readJsonBatches(path, signal, names));
-}
 
 /** The rows, a chunk's worth at a time. */
 export async function* readJsonBatches(

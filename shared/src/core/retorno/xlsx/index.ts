@@ -1,20 +1,11 @@
 // The xlsx return reader: every worksheet in workbook order, streamed (SPEC §1.2, §5).
 import type { RetornoRow } from '../../types.js';
 import { badInput } from '../../errors.js';
-import { betterCandidate, BUILTIN_COLUMN_NAMES, unrecognisedHeader, type ColumnNames, type HeaderCandidate } from '../columns.js';
+import { betterCandidate, unrecognisedHeader, type ColumnNames, type HeaderCandidate } from '../columns.js';
 import { toUnreadable } from '../failure.js';
 import { SheetScanner } from './sheet.js';
 import { readWorkbook } from './workbook.js';
 import { NOT_A_ZIP, ZipArchive } from './zip.js';
-import { itemsOf } from '../../item-stream.js';
-
-export function readXlsxRetorno(
-  path: string,
-  signal?: AbortSignal,
-  names: ColumnNames = BUILTIN_COLUMN_NAMES,
-): AsyncGenerator<RetornoRow, void, undefined> {
-  return itemsOf(readXlsxBatches(path, signal, names));
-}
 
 /** The rows, a chunk's worth at a time. */
 export async function* readXlsxBatches(
