@@ -142,7 +142,7 @@ describe('record 30', () => {
     expect(parseRecord30('30')).toBeNull();
   });
 
-  it('a selected record gives the same fields, all at once or one by one, from lines of any length', async () => {
+  it('a selected record gives the same fields as its line, from lines of any length', async () => {
     const lines = [
       '30|s|A1|123|11122233344|JOSÉ DA SILVA|01/02/2010|1|MARIA|JOÃO',
       `30|s|B2||||||||${'|extra'.repeat(300)}`,
@@ -153,8 +153,6 @@ describe('record 30', () => {
       const record = selected.byLine.get(linha + 1)!;
       const expected = parseRecord30(text)!;
       expect(record.fields).toEqual(expected);
-      for (let position = 1; position <= 10; position++)
-        expect(record.field(position), `${linha} ${position}`).toBe(expected[position - 1]);
     }
   });
 

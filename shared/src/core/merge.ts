@@ -134,7 +134,7 @@ function locate(p: Pending, byLine: ReadonlyMap<number, Record30>, byCode: Reado
   if (p.linha) {
     const n = lineNumber(p.linha);
     const record = n === null ? undefined : byLine.get(n);
-    if (!record || (p.codigo && codigoKey(p.codigo) !== codigoKey(record.field(CENSO_FIELD.codigo)))) {
+    if (!record || (p.codigo && codigoKey(p.codigo) !== codigoKey(censoField(record.fields, CENSO_FIELD.codigo)))) {
       throw new TxtMismatchError({ linha: p.linha });
     }
     return record;

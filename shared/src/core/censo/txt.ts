@@ -2,7 +2,6 @@
 // record 30 = natural person. The merge needs only the few lines the divergences point at, so the
 // reader hands every line to a visitor and keeps nothing itself; `selectRecords30` keeps only the
 // requested records, which bounds memory by the return, not by the text file.
-import { detached } from '../strings.js';
 import { decodeCensoFile, type CensoEncoding, type DecodeOptions } from './decode.js';
 
 /** Fields 1–10 of a record 30; index 0 is field 1 (`30`). */
@@ -22,17 +21,6 @@ export class Record30 {
   /** Fields 1–10; index 0 is field 1. A new array on every call: read it once per use. */
   get fields(): Record30Fields {
     return parseRecord30(this.text)!;
-  }
-
-  /** One field (1-based, as in INEP's layout), without splitting the others. */
-  field(position: number): string {
-    let start = 0;
-    for (let k = 1; k < position; k++) {
-      start = this.text.indexOf('|', start) + 1;
-      if (start === 0) return '';
-    }
-    const end = this.text.indexOf('|', start);
-    return this.text.slice(start, end === -1 ? undefined : end);
   }
 }
 
@@ -55,16 +43,6 @@ export function parseRecord30(text: string): Record30Fields | null {
   const parts = text.split('|', 11);
   if (parts.length < 10) return null;
   return parts.slice(0, 10) as unknown as Record30Fields;
-}
-
-/** The line up to its 10th field: all a Record30 needs (a layout's record 30 has many more). */
-function firstFields(text: string): string {
-  let at = -1;
-  for (let k = 0; k < 10; k++) {
-    at = text.indexOf('|', at + 1);
-    if (at === -1) return text;
-  }
-  return text.slice(0, at);
 }
 
 export interface LineVisitor {
@@ -194,7 +172,8 @@ export async function selectRecords30(
         if (!wantedLine && !codes) return;
         const fields = parseRecord30(text);
         if (!fields) return;
-        const record = new Record30(linha, detached(firstFields(text)));
+        // Joined again, the fields are a string of their own: the line's 64 KiB chunk is not kept.
+        const record = new Record30(linha, fields.join('|'));
         if (wantedLine) byLine.set(linha, record);
         if (codes) {
           const key = codeKey(fields[2]);
