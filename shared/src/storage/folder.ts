@@ -70,9 +70,6 @@ function folderArea(root: string, id: string): RequestArea {
 
 /** The request folder a job's files are in; each of them must be inside it, and it inside the root. */
 function folderOf(data: JobData, root: string): string {
-  if (data?.kind !== 'divergencias' && data?.kind !== 'retorno-rf' && data?.kind !== 'censo-corrigido') {
-    throw new InvalidJobDataError('unknown kind');
-  }
   const paths = filesOf(data);
   const folder = typeof data.resultPath === 'string' ? path.dirname(path.resolve(data.resultPath)) : '';
   const valid = paths.every((p) => typeof p === 'string' && isInside(root, path.resolve(p))) && folder !== root && isInside(root, folder);

@@ -19,7 +19,7 @@ export interface Storage {
    * StorageUnavailableError when the storage cannot be reached.
    */
   runWithLocalFiles(data: JobData, work: (local: JobData) => Promise<JobResult>, signal?: AbortSignal): Promise<JobResult>;
-  /** For /readyz: the folder can be written, or the bucket answers. */
+  /** For /readyz (the bucket only): whether it answers. The folder says yes; a full disk is a 503 per request. */
   isReady(): Promise<boolean>;
   close(): void;
 }
@@ -63,16 +63,17 @@ export class InputsGoneError extends Error {
   }
 }
 
-/** The files every job data names, by role. */
-export function jobFiles(data: JobData): { retorno: string; txt: string | null; result: string } {
-  return { retorno: data.retorno.path, txt: data.kind === 'divergencias' ? null : data.txt.path, result: data.resultPath };
-}
-
-/** Every file reference of job data that came from Redis, whatever shape it has. */
+/**
+ * Every file reference of job data that came from Redis, whatever shape it has (the adapters
+ * check that they are theirs); InvalidJobDataError when it is not job data of a known kind.
+ */
 export function filesOf(data: JobData): unknown[] {
+  const kind = (data as { kind?: unknown } | null)?.kind;
+  if (kind !== 'divergencias' && kind !== 'retorno-rf' && kind !== 'censo-corrigido') throw new InvalidJobDataError('unknown kind');
   try {
-    const files = jobFiles(data);
-    return files.txt === null ? [files.retorno, files.result] : [files.retorno, files.txt, files.result];
+    const files: unknown[] = [data.retorno.path, data.resultPath];
+    if (data.kind !== 'divergencias') files.push(data.txt.path);
+    return files;
   } catch {
     throw new InvalidJobDataError('a file is missing');
   }

@@ -9,14 +9,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import {
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadBucketCommand,
-  HeadObjectCommand,
-  S3Client,
-  type S3ClientConfig,
-} from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { StorageUnavailableError } from '../core/errors.js';
 import type { JobData } from '../core/types.js';
@@ -29,21 +22,14 @@ type S3Settings = Extract<StorageConfig, { kind: 's3' }>;
  * S3's smallest multipart part. One part is buffered per file being uploaded (queueSize 1), so an
  * API process holds about this much per upload in flight: MAX_INFLIGHT_UPLOADS × 5 MiB at most.
  */
-export const PART_BYTES = 5 * 1024 * 1024;
+const PART_BYTES = 5 * 1024 * 1024;
 const READY_TIMEOUT_MS = 2_000;
 
 // A request's objects are `<prefix><id>/<name>`: ids are the server's UUIDs, names its own.
 const ID = '[A-Za-z0-9-]{1,64}';
 const NAME = '[A-Za-z0-9._-]{1,64}';
 
-export interface S3StorageOptions {
-  /** A worker's folder for its jobs' local copies (its own UPLOAD_DIR). */
-  readonly scratchDir: string;
-  /** Client settings for tests (credentials of a local server); merged over the defaults. */
-  readonly client?: S3ClientConfig;
-}
-
-export function createS3Client(settings: S3Settings, overrides: S3ClientConfig = {}): S3Client {
+function createS3Client(settings: S3Settings): S3Client {
   return new S3Client({
     region: settings.region,
     ...(settings.endpoint === null ? {} : { endpoint: settings.endpoint, forcePathStyle: true }),
@@ -54,12 +40,12 @@ export function createS3Client(settings: S3Settings, overrides: S3ClientConfig =
     // A storage outage must become a 503 within seconds, not after the SDK's long retry ladder.
     maxAttempts: 2,
     requestHandler: { connectionTimeout: 3_000, requestTimeout: 30_000 },
-    ...overrides,
   });
 }
 
-export function createS3Storage(settings: S3Settings, options: S3StorageOptions): Storage {
-  const client = createS3Client(settings, options.client);
+/** `scratchDir`: a worker's folder for its jobs' local copies (its own UPLOAD_DIR). */
+export function createS3Storage(settings: S3Settings, scratchDir: string): Storage {
+  const client = createS3Client(settings);
   const { bucket, prefix } = settings;
   const keyPattern = new RegExp(`^${escapeRegExp(prefix)}(${ID})/${NAME}$`);
 
@@ -187,19 +173,16 @@ export function createS3Storage(settings: S3Settings, options: S3StorageOptions)
     kind: 's3',
     area,
     checkJobData(data) {
-      if (data?.kind !== 'divergencias' && data?.kind !== 'retorno-rf' && data?.kind !== 'censo-corrigido') {
-        throw new InvalidJobDataError('unknown kind');
-      }
       areaOf(data);
     },
     async inputsExist(data) {
       return exists(data.retorno.path);
     },
     async runWithLocalFiles(data, work, signal) {
-      await mkdir(options.scratchDir, { recursive: true, mode: 0o700 }).catch((err: unknown) => {
+      await mkdir(scratchDir, { recursive: true, mode: 0o700 }).catch((err: unknown) => {
         throw storageError(err);
       });
-      const dir = await mkdtemp(path.join(options.scratchDir, `${areaOf(data)}-`));
+      const dir = await mkdtemp(path.join(scratchDir, `${areaOf(data)}-`));
       try {
         const local = mapJobFiles(data, (ref) => path.join(dir, path.posix.basename(ref)));
         const inputs = [[data.retorno.path, local.retorno.path]];
