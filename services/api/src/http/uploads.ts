@@ -147,7 +147,8 @@ async function receiveParts(request: FastifyRequest, area: RequestArea, accepted
       // Counted even when the file is then refused (413, storage): it still cost the bytes.
       annotateRequestLog(request, { bytes: { ...request.logFields?.bytes, [field]: counter.bytes } });
     }
-    // A size-limited busboy stream ends normally, just shorter: the flag is the only signal.
+    // The 'limit' event has normally cut the write already; a truncated stream that still ended
+    // normally (the flag is busboy's other signal) is refused all the same.
     if (part.file.truncated) throw new FileTooLargeError();
   }
 
