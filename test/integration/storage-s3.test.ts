@@ -4,11 +4,12 @@
 // storage outage are answered as with the folder and leave nothing behind.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '@censo/shared';
+import { createStorage, loadConfig, type JobData, type Storage } from '@censo/shared';
 import { startServer, type RunningServer } from '@censo/api';
 import { fixtureCases, type FixtureCase } from '../helpers/fixtures.js';
 import { API_KEY, formWith, post, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
@@ -274,5 +275,52 @@ describe('S3 storage in the embedded mode (no REDIS_URL)', () => {
     }
     await expectBucketEmpty(prefix);
     expect(await readdir(server.uploadDir)).toEqual([]);
+  });
+});
+
+describe('S3 storage, a worker whose request ends while its job runs', () => {
+  const prefix = `late-${randomUUID()}/`;
+  let storage: Storage;
+
+  beforeAll(async () => {
+    storage = await createStorage(loadConfig({ ...s3.env(prefix), UPLOAD_DIR: await tempDir('late') }));
+    cleanups.push(async () => storage.close());
+  });
+
+  /** A request's upload as the API stores it, and the job data that points at it. */
+  async function stored() {
+    const area = storage.area(randomUUID());
+    await area.write('retorno.json', Readable.from([Buffer.from('[]')]), { bytes: 0 }, new AbortController().signal);
+    const data: JobData = {
+      kind: 'divergencias',
+      retorno: { path: area.ref('retorno.json'), format: 'json' },
+      resultPath: area.ref('resultado'),
+    };
+    return { area, data };
+  }
+
+  const writesResult = async (local: JobData) => {
+    await writeFile(local.resultPath, '{"divergencias":[]}');
+    return { ok: true as const, count: 0, bytes: 19 };
+  };
+
+  it('the result stays when the request is still there (for the API to send)', async () => {
+    const { area, data } = await stored();
+    await storage.runWithLocalFiles(data, writesResult);
+    expect((await s3.keys(prefix)).sort()).toEqual([data.resultPath, data.retorno.path].sort());
+    await area.remove();
+    await expectBucketEmpty(prefix);
+  });
+
+  it('the result it stored after the API removed the request is removed too', async () => {
+    const { area, data } = await stored();
+    const before = s3.requests.length;
+    await storage.runWithLocalFiles(data, async (local) => {
+      await area.remove(); // the request ended: the API removed its objects
+      return writesResult(local);
+    });
+    const resultUrl = `/${s3.bucket}/${data.resultPath}`;
+    expect(s3.requests.slice(before).some((r) => r.method === 'PUT' && r.url.startsWith(resultUrl))).toBe(true);
+    expect(await s3.keys(prefix)).toEqual([]);
   });
 });
