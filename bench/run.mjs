@@ -2,7 +2,8 @@
 // `npm run bench [-- --quick]`: generates the data it needs in .bench/, runs every section,
 // prints the tables and writes BENCHMARKS.md. Needs nothing outside the repo except the local
 // Redis and PostgreSQL (REDIS_URL / DATABASE_URL, defaulting to 127.0.0.1); a section whose
-// server is not there is skipped and says so.
+// server is not there is skipped and says so. BENCH_REDIS_URL / BENCH_DATABASE_URL override those;
+// BENCH_LOG_LEVEL sets the deployments' LOG_LEVEL (default warn; their logs go to .bench/logs/).
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
