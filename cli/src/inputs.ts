@@ -1,14 +1,26 @@
 // The files a command is given, checked as the API checks an upload's fields: the extension
 // first (the same messages), then that the file is there.
-import { stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { badInput, type RetornoFormat, type StoredFile, type StoredRetorno } from '@censo/shared';
-import { InputError } from './failures.js';
+import { errnoCode, InputError, quote, reasonOf } from './failures.js';
 
+/** The file is there and readable, or one Portuguese line saying which of those it is not. */
 async function mustBeFile(file: string): Promise<string> {
   const resolved = path.resolve(file);
-  const info = await stat(resolved).catch(() => null);
-  if (!info?.isFile()) throw new InputError(`Arquivo não encontrado: ${file}.`);
+  const unreadable = (err: unknown) =>
+    new InputError(
+      errnoCode(err) === 'ENOENT' ? `Arquivo não encontrado: ${quote(file)}.` : `Não foi possível ler ${quote(file)}: ${reasonOf(err)}.`,
+    );
+  const info = await stat(resolved).catch((err: unknown) => {
+    throw unreadable(err);
+  });
+  if (info.isDirectory()) throw new InputError(`${quote(file)} é uma pasta, não um arquivo.`);
+  if (!info.isFile()) throw new InputError(`${quote(file)} não é um arquivo comum.`);
+  await access(resolved, constants.R_OK).catch((err: unknown) => {
+    throw unreadable(err);
+  });
   return resolved;
 }
 

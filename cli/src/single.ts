@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { createVocabulary, runJob, type JobData, type JobResult, type OutputFormat, type VocabularyAdditions } from '@censo/shared';
 import { InputError } from './failures.js';
 import { retornoInput, txtInput } from './inputs.js';
+import { writeFailure } from './output.js';
 
 type Ok = Extract<JobResult, { ok: true }>;
 
@@ -21,9 +22,16 @@ async function runToOutput(
     const resultPath = path.join(dir, 'resultado');
     const result = await runJob(await build(resultPath), { vocabulary: createVocabulary(vocabulary) });
     if (!result.ok) throw new InputError(result.erro);
-    // A stream, not a copy: -o may be /dev/null, a FIFO or another special file.
-    if (output !== undefined) await pipeline(createReadStream(resultPath), createWriteStream(output));
-    else await pipeline(createReadStream(resultPath), process.stdout, { end: false });
+    // A stream, not a copy: -o may be /dev/null, a FIFO or another special file. It is opened
+    // only now, after the job read its inputs: -o may name one of them.
+    if (output !== undefined) {
+      const target = createWriteStream(output);
+      let failed: unknown;
+      target.once('error', (err) => (failed = err));
+      await pipeline(createReadStream(resultPath), target).catch((err: unknown) => {
+        throw failed === undefined ? err : writeFailure(output, failed);
+      });
+    } else await pipeline(createReadStream(resultPath), process.stdout, { end: false });
     return result;
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -1,41 +1,18 @@
 // `censo` (SPEC §6): every command on the fixtures gives what the API answers for the same files
 // (byte for byte), exit codes 0/1/2, stdout carries data only, progress only on a terminal.
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
+import { censo, CLI, ROOT } from './censo-process.js';
 
-const CLI = fileURLToPath(new URL('../../cli/bin/censo.js', import.meta.url));
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const runFile = promisify(execFile);
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const utf8 = fixtureCases().find((c) => c.name === 'basico-utf8')!;
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: Buffer;
-  readonly stderr: string;
-}
-
-function censo(args: readonly string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out: Buffer[] = [];
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => out.push(c));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out), stderr }));
-  });
-}
 
 let server: TestServer;
 let dir: string;
@@ -129,7 +106,10 @@ describe('lote', () => {
     const run = await censo(['lote', folder, '--format', 'csv', '-o', out, '--concurrency', '2']);
     expect(run.code).toBe(1);
     expect(run.stdout.length).toBe(0);
-    expect(run.stderr).toBe('censo: quebrado.json: Arquivo retorno ilegível: não é um JSON válido.\n');
+    expect(run.stderr).toBe(
+      'censo: "quebrado.json": Arquivo retorno ilegível: não é um JSON válido.\n' +
+        'Arquivos lidos: 2; com falha: 1; divergências gravadas: 18.\n',
+    );
     expect(await readFile(out, 'utf8')).toBe(await expectedRows());
   });
 
@@ -139,7 +119,10 @@ describe('lote', () => {
     const body = JSON.parse(run.stdout.toString('utf8')) as { divergencias: Record<string, unknown>[] };
     expect(Object.keys(body.divergencias[0]!)[0]).toBe('arquivo');
     expect(new Set(body.divergencias.map((d) => d.arquivo))).toEqual(new Set(['escola-b/dentro/Retorno.XLSX', 'escola-a.json']));
-    expect(run.stderr).toBe('censo: quebrado.json: Arquivo retorno ilegível: não é um JSON válido.\n');
+    expect(run.stderr).toBe(
+      'censo: "quebrado.json": Arquivo retorno ilegível: não é um JSON válido.\n' +
+        'Arquivos lidos: 2; com falha: 1; divergências gravadas: 18.\n',
+    );
   });
 
   it('shows a progress bar with a rate when stderr is a terminal, and --quiet silences it', async () => {
@@ -156,10 +139,10 @@ describe('lote', () => {
 
 describe('exit codes', () => {
   it.each([
-    [['divergencias', 'nao-existe.json'], 'censo: Arquivo não encontrado: nao-existe.json.\n'],
+    [['divergencias', 'nao-existe.json'], 'censo: Arquivo não encontrado: "nao-existe.json".\n'],
     [['divergencias', 'retorno.pdf'], 'censo: Extensão inválida para retorno: envie .json ou .xlsx.\n'],
     [['retorno-rf', basico.retorno.json, 'censo.csv'], 'censo: Extensão inválida para txt: envie .txt.\n'],
-    [['lote', 'nao-existe'], 'censo: Pasta não encontrada: nao-existe.\n'],
+    [['lote', 'nao-existe'], 'censo: Pasta não encontrada: "nao-existe".\n'],
   ])("1 for bad input %j, with the API's message", async (args, stderr) => {
     const run = await censo(args);
     expect(run.code).toBe(1);
@@ -175,15 +158,23 @@ describe('exit codes', () => {
   });
 
   it.each([
-    [['bogus']],
-    [['divergencias']],
-    [['divergencias', 'a.json', '--format', 'pdf']],
-    [['corrigir', 'a.json', 'b.txt']],
-    [['lote', '.', '--concurrency', '0']],
-  ])('2 for wrong usage %j', async (args) => {
+    [['bogus'], 'comando desconhecido: "bogus".'],
+    [['lotte', 'retornos'], 'comando desconhecido: "lotte" (quis dizer lote?).'],
+    [['divergencias'], 'falta o argumento <retorno>.'],
+    [['divergencias', 'a.json', 'b.json'], 'argumentos demais para divergencias: espera 1, recebeu 2.'],
+    [
+      ['divergencias', 'a.json', '--format', 'pdf'],
+      'valor inválido para a opção -f, --format <formato>: "pdf"; use um destes: json, csv, xlsx.',
+    ],
+    [['divergencias', 'a.json', '-o'], 'falta o valor da opção -o, --output <arquivo>.'],
+    [['corrigir', 'a.json', 'b.txt'], 'a opção -o, --output <saida.txt> é obrigatória.'],
+    [['lote', '.', '--concurrency', '0'], 'valor inválido para a opção -c, --concurrency <n>: "0"; deve ser um número inteiro positivo.'],
+    [['lote', '.', '--formt', 'csv'], 'opção desconhecida: "--formt" (quis dizer --format?).'],
+    [['lote', '.', '--bogus\ncenso: falso'], 'opção desconhecida: "--bogus\\ncenso: falso".'],
+  ])('2 for wrong usage %j, said in Portuguese on one line', async (args, message) => {
     const run = await censo(args);
     expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/^error: /);
+    expect(run.stderr).toBe(`censo: ${message}\n(use --help para ver as opções)\n`);
     expect(run.stdout.length).toBe(0);
   });
 
@@ -210,7 +201,7 @@ describe('exit codes', () => {
     const columns = path.join(dir, 'columns.json');
     await writeFile(columns, JSON.stringify({ mensagem: ['Descrição_da_inconsistência'] }));
     expect((await censo(['divergencias', file])).code).toBe(1);
-    const run = await censo(['divergencias', file], { COLUMNS_FILE: columns });
+    const run = await censo(['divergencias', file], { env: { COLUMNS_FILE: columns } });
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout.toString())).toMatchObject({ divergencias: [{ chave: 'cpf', correto: '2' }] });
   });

@@ -1,0 +1,56 @@
+// Where a command's data goes (-o or stdout) and in which format. A file-system refusal on -o is
+// one Portuguese line (exit 1), never a stream's unhandled 'error' event.
+import { unlink, open } from 'node:fs/promises';
+import path from 'node:path';
+import type { Writable } from 'node:stream';
+import { errnoCode, InputError, quote, reasonOf } from './failures.js';
+
+/** `--format` when given; else -o's extension when it is one of `allowed` (`-o divergencias.csv`); else JSON. */
+export function formatFor<F extends string>(given: F | undefined, output: string | undefined, allowed: readonly F[]): F | 'json' {
+  if (given !== undefined) return given;
+  const extension = output === undefined ? '' : path.extname(output).slice(1).toLowerCase();
+  return (allowed as readonly string[]).includes(extension) ? (extension as F) : 'json';
+}
+
+/** `Não foi possível gravar em "x": disco cheio.` (`output` undefined: stdout). */
+export function writeFailure(output: string | undefined, err: unknown): InputError {
+  // -o in a folder that does not exist: the file is missing by definition, its folder is what is.
+  const reason = errnoCode(err) === 'ENOENT' ? 'a pasta não existe' : reasonOf(err);
+  return new InputError(`Não foi possível gravar ${output === undefined ? 'na saída padrão' : `em ${quote(output)}`}: ${reason}.`);
+}
+
+export interface Output {
+  readonly stream: Writable;
+  /** The stream's own 'error', if it failed (the write, not what fed it). */
+  failed(): unknown;
+  /** After a failure: closes -o and removes it when it is a regular file, so no partial result stays. */
+  discard(): Promise<void>;
+}
+
+/**
+ * -o opened (created or truncated) at once, so a folder, a missing folder or a file without
+ * permission fails before any work is done; stdout without -o.
+ */
+export async function openOutput(output: string | undefined): Promise<Output> {
+  if (output === undefined) {
+    let error: unknown;
+    process.stdout.on('error', (err) => (error ??= err));
+    return { stream: process.stdout, failed: () => error, discard: async () => {} };
+  }
+  const handle = await open(output, 'w').catch((err: unknown) => {
+    throw writeFailure(output, err);
+  });
+  const regular = (await handle.stat()).isFile();
+  const stream = handle.createWriteStream();
+  let error: unknown;
+  stream.on('error', (err) => (error ??= err));
+  return {
+    stream,
+    failed: () => error,
+    async discard() {
+      stream.destroy();
+      await handle.close().catch(() => {});
+      if (regular) await unlink(output).catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,61 @@
+// The `censo` command run as a user runs it: a real process, its exit code, stdout as bytes and
+// stderr as text. A permission error can only be seen by a user the file system refuses: when the
+// suite runs as root (CI containers), such runs drop to `nobody` and the folders they use are
+// handed to that user first.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { lchown, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const CLI = fileURLToPath(new URL('../../cli/bin/censo.js', import.meta.url));
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+const RUNS_AS_ROOT = process.getuid?.() === 0;
+const NOBODY = 65534;
+
+export interface Run {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: Buffer;
+  readonly stderr: string;
+}
+
+export interface RunOptions {
+  readonly env?: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+  /** Run as a user without root's right to read any file (chmod 000 means something). */
+  readonly unprivileged?: boolean;
+  /** The command run; default `node cli/bin/censo.js`. */
+  readonly command?: readonly string[];
+  /** The process, as soon as it is started (to signal it). */
+  readonly started?: (child: ChildProcess) => void;
+}
+
+export function censo(args: readonly string[], options: RunOptions = {}): Promise<Run> {
+  const [file, ...first] = options.command ?? [process.execPath, CLI];
+  return new Promise((resolve, reject) => {
+    const child = spawn(file!, [...first, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 60_000,
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+      ...(options.unprivileged && RUNS_AS_ROOT ? { uid: NOBODY, gid: NOBODY } : {}),
+    });
+    options.started?.(child);
+    const out: Buffer[] = [];
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout: Buffer.concat(out), stderr }));
+  });
+}
+
+/** Makes `dir` and everything below it the unprivileged user's (nothing to do when not root). */
+export async function handOver(dir: string): Promise<void> {
+  if (!RUNS_AS_ROOT) return;
+  await lchown(dir, NOBODY, NOBODY);
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    await lchown(path.join(entry.parentPath, entry.name), NOBODY, NOBODY);
+  }
+}

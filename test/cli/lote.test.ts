@@ -1,0 +1,367 @@
+// `censo lote` as a secretariat's IT staff run it on a share of school folders (issue 21): one bad
+// file, folder or name never loses the batch or forges a message; -o is never a stack trace and
+// never an input destroyed; the output's format follows -o; a summary ends the run. Every run
+// gets its own TMPDIR, checked empty afterwards (the batch's work folder must never stay behind).
+import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import ExcelJS from 'exceljs';
+import { csvLine } from '@censo/shared';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseCsv } from '../helpers/csv.js';
+import { fixtureCases } from '../helpers/fixtures.js';
+import { execFile, type ChildProcess } from 'node:child_process';
+import { censo, CLI, handOver, type Run } from './censo-process.js';
+
+const basico = fixtureCases().find((c) => c.name === 'basico')!;
+const utf8 = fixtureCases().find((c) => c.name === 'basico-utf8')!;
+const runFile = promisify(execFile);
+const HEADER = 'arquivo,codigo_na_escola,linha,campo,enviado,correto,is_filiacao,chave\r\n';
+
+let dir: string;
+/** Modes to give back before removing `dir` (a 000 folder cannot be emptied by its owner). */
+const locked: string[] = [];
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'censo-lote-test-'));
+});
+afterAll(async () => {
+  for (const file of locked) await chmod(file, 0o755);
+  await rm(dir, { recursive: true, force: true });
+});
+
+let serial = 0;
+/** A fresh folder under `dir` holding `files` (name → a fixture path to copy, or the content itself). */
+async function folderWith(files: Record<string, string | { readonly text: string }>): Promise<string> {
+  const folder = path.join(dir, `caso-${++serial}`, 'retornos');
+  await mkdir(folder, { recursive: true });
+  for (const [name, source] of Object.entries(files)) {
+    const file = path.join(folder, name);
+    await mkdir(path.dirname(file), { recursive: true });
+    if (typeof source === 'string') await cp(source, file);
+    else await writeFile(file, source.text);
+  }
+  return folder;
+}
+
+async function lock(file: string): Promise<void> {
+  await chmod(file, 0o000);
+  locked.push(file);
+}
+
+/** `censo lote` with its own TMPDIR, run as a user chmod 000 applies to; asserts TMPDIR is left empty. */
+async function lote(args: readonly string[], options: { cwd?: string } = {}): Promise<Run> {
+  const tmp = await mkdtemp(path.join(dir, 'tmp-'));
+  await handOver(path.dirname(tmp));
+  const run = await censo(['lote', ...args], { env: { TMPDIR: tmp }, unprivileged: true, ...options });
+  expect(await readdir(tmp), 'temporary files left behind').toEqual([]);
+  expect(run.signal).toBeNull();
+  return run;
+}
+
+const cache = new Map<string, string[]>();
+/** The CSV rows (no header) `censo divergencias` gives for one return: what lote writes for it. */
+async function rowsOf(file: string): Promise<string[]> {
+  if (!cache.has(file)) {
+    const run = await censo(['divergencias', file, '--format', 'csv']);
+    expect(run.code).toBe(0);
+    cache.set(file, run.stdout.toString('utf8').split('\r\n').slice(1, -1));
+  }
+  return cache.get(file)!;
+}
+
+/** The lote CSV for these files, in this order: header, then each file's rows with its name first. */
+async function expectedCsv(files: readonly (readonly [name: string, source: string])[]): Promise<{ csv: string; rows: number }> {
+  let csv = HEADER;
+  let rows = 0;
+  for (const [name, source] of files) {
+    for (const line of await rowsOf(source)) {
+      csv += `${csvLine([name]).slice(0, -2)},${line}\r\n`;
+      rows++;
+    }
+  }
+  return { csv, rows };
+}
+
+describe('one bad entry never loses the batch', () => {
+  it('an unreadable return: one Portuguese line, every other file written, exit 1, nothing left in TMPDIR (5 runs: it crashed at random)', async () => {
+    const good = [
+      ...[1, 2, 3, 4, 5, 6].map((n) => [`escola-${n}.json`, basico.retorno.json] as const),
+      ['escola-7.xlsx', utf8.retorno.xlsx] as const,
+    ];
+    // Sorted last, so it fails long before the in-order writer reaches it.
+    const folder = await folderWith({ ...Object.fromEntries(good), 'z-sem-permissao.json': basico.retorno.json });
+    await handOver(path.dirname(folder));
+    await lock(path.join(folder, 'z-sem-permissao.json'));
+    const expected = await expectedCsv(good);
+    const out = path.join(path.dirname(folder), 'divergencias.csv');
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      const run = await lote([folder, '-o', out]);
+      expect(run.stderr, `attempt ${attempt}`).toBe(
+        'censo: "z-sem-permissao.json": Não foi possível ler o arquivo: sem permissão.\n' +
+          `Arquivos lidos: 7; com falha: 1; divergências gravadas: ${expected.rows}.\n`,
+      );
+      expect(run.code).toBe(1);
+      expect(await readFile(out, 'utf8')).toBe(expected.csv);
+    }
+  });
+
+  it('an unreadable subfolder: one line, the rest of the tree still read', async () => {
+    const folder = await folderWith({
+      'escola-a.json': basico.retorno.json,
+      'bloqueada/escola-b.json': basico.retorno.json,
+      'rede/escola-c.xlsx': utf8.retorno.xlsx,
+    });
+    await handOver(path.dirname(folder));
+    await lock(path.join(folder, 'bloqueada'));
+    const expected = await expectedCsv([
+      ['escola-a.json', basico.retorno.json],
+      ['rede/escola-c.xlsx', utf8.retorno.xlsx],
+    ]);
+    const run = await lote([folder, '--format', 'csv']);
+    expect(run.stderr).toBe(
+      'censo: "bloqueada": Não foi possível ler a pasta: sem permissão.\n' +
+        `Arquivos lidos: 2; com falha: 1; divergências gravadas: ${expected.rows}.\n`,
+    );
+    expect(run.code).toBe(1);
+    expect(run.stdout.toString('utf8')).toBe(expected.csv);
+  });
+
+  it('a file name that looks like a formula becomes a text cell in the CSV (SPEC §3.5)', async () => {
+    const folder = await folderWith({ '=HYPERLINK("http:x";"y").json': basico.retorno.json, '@escola.json': basico.retorno.json });
+    const run = await lote([folder, '--format', 'csv']);
+    expect(run.code).toBe(0);
+    const names = parseCsv(run.stdout.toString('utf8'))
+      .slice(1)
+      .map((row) => row[0]);
+    expect(new Set(names)).toEqual(new Set([`'=HYPERLINK("http:x";"y").json`, `'@escola.json`]));
+  });
+
+  it('a name with a line break or an escape is quoted: it cannot forge a stderr line or drive the terminal', async () => {
+    const folder = await folderWith({
+      'a\ncenso: "b.json": Arquivo conferido.json': { text: '{ nada' },
+      '\u001b[2Jlimpa.json': { text: '{ nada' },
+      'escola.json': basico.retorno.json,
+    });
+    const run = await lote([folder, '--format', 'csv']);
+    expect(run.stderr).toBe(
+      'censo: "\\u001b[2Jlimpa.json": Arquivo retorno ilegível: não é um JSON válido.\n' +
+        'censo: "a\\ncenso: \\"b.json\\": Arquivo conferido.json": Arquivo retorno ilegível: não é um JSON válido.\n' +
+        `Arquivos lidos: 1; com falha: 2; divergências gravadas: ${(await rowsOf(basico.retorno.json)).length}.\n`,
+    );
+    expect(run.code).toBe(1);
+  });
+
+  it('links are followed (a return, a school folder on a share), a broken one is reported, a loop adds nothing', async () => {
+    const share = await folderWith({ 'escola-b.xlsx': utf8.retorno.xlsx, 'solto.json': basico.retorno.json });
+    const folder = await folderWith({ 'escola-a.json': basico.retorno.json });
+    await symlink(share, path.join(folder, 'compartilhada'));
+    await symlink(path.join(share, 'solto.json'), path.join(folder, 'ligado.json'));
+    await symlink(path.join(folder, 'nao-existe.json'), path.join(folder, 'quebrado.json'));
+    await symlink('.', path.join(folder, 'volta'));
+    const expected = await expectedCsv([
+      ['compartilhada/escola-b.xlsx', utf8.retorno.xlsx],
+      ['compartilhada/solto.json', basico.retorno.json],
+      ['escola-a.json', basico.retorno.json],
+      ['ligado.json', basico.retorno.json],
+    ]);
+    const run = await lote([folder, '-o', path.join(path.dirname(folder), 'saida.csv')]);
+    expect(run.stderr).toBe(
+      'censo: "quebrado.json": Não foi possível ler o arquivo: link simbólico para um arquivo que não existe.\n' +
+        `Arquivos lidos: 4; com falha: 1; divergências gravadas: ${expected.rows}.\n`,
+    );
+    expect(run.code).toBe(1);
+    expect(await readFile(path.join(path.dirname(folder), 'saida.csv'), 'utf8')).toBe(expected.csv);
+  });
+});
+
+describe('on a terminal', () => {
+  it('failure lines stay above the progress bar: nothing moves the cursor back over them, the summary comes last', async () => {
+    const folder = await folderWith({
+      'a-quebrado.json': { text: '{ nada' },
+      ...Object.fromEntries([1, 2, 3, 4].map((n) => [`escola-${n}.json`, basico.retorno.json])),
+    });
+    const out = path.join(path.dirname(folder), 'saida.csv');
+    const tmp = await mkdtemp(path.join(dir, 'tmp-'));
+    // `script` gives the command a terminal and copies what it writes there.
+    const command = `TMPDIR=${tmp} ${process.execPath} ${CLI} lote ${folder} -o ${out}`;
+    const tty = await runFile('script', ['-qfec', command, '/dev/null'], { encoding: 'utf8', timeout: 60_000 }).catch(
+      (err: { stdout: string }) => err,
+    );
+    const failure = tty.stdout.indexOf('censo: "a-quebrado.json": Arquivo retorno ilegível: não é um JSON válido.');
+    expect(failure).toBeGreaterThan(-1);
+    // ESC 8 restores a cursor position saved before the line was written (the old bar's stop).
+    expect(tty.stdout.slice(failure)).not.toContain('\u001b8');
+    expect(tty.stdout.slice(failure)).toMatch(
+      /Arquivos .* 5\/5 .*\r?\n.*Arquivos lidos: 4; com falha: 1; divergências gravadas: 36\.\r?\n$/s,
+    );
+    expect(await readdir(tmp)).toEqual([]);
+  });
+});
+
+describe('interrupted', () => {
+  it.each(['SIGINT', 'SIGTERM'] as const)('%s mid-batch: the scratch folder goes, and the exit says how it ended', async (signal) => {
+    // One return big enough to take a while (about 5 MB), read six times through links.
+    const rows = JSON.parse(await readFile(basico.retorno.json, 'utf8')) as unknown[];
+    const folder = await folderWith({ 'grande.json': { text: JSON.stringify(Array.from({ length: 3000 }, () => rows).flat()) } });
+    for (let n = 1; n <= 5; n++) await symlink('grande.json', path.join(folder, `grande-${n}.json`));
+    const tmp = await mkdtemp(path.join(dir, 'tmp-'));
+    let child: ChildProcess | undefined;
+    const running = censo(['lote', folder, '--concurrency', '1', '-o', path.join(path.dirname(folder), 'saida.csv')], {
+      env: { TMPDIR: tmp },
+      started: (started) => (child = started),
+    });
+    // The scratch folder appears once the folder is listed and -o opened (bounded wait).
+    for (let waited = 0; (await readdir(tmp)).length === 0; waited++) {
+      expect(waited, 'the batch never started').toBeLessThan(400);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    child!.kill(signal);
+    const run = await running;
+    expect(run.signal).toBe(signal);
+    expect(await readdir(tmp), 'temporary files left behind').toEqual([]);
+  });
+});
+
+describe('-o', () => {
+  it.each([
+    ['an existing folder', (base: string) => base, 'é uma pasta'],
+    ['a missing folder', (base: string) => path.join(base, 'nao-existe', 'divergencias.csv'), 'a pasta não existe'],
+    ['a folder without write permission', (base: string) => path.join(base, 'so-leitura', 'divergencias.csv'), 'sem permissão'],
+    ['a full disk', () => '/dev/full', 'disco cheio'],
+  ])('to %s: one Portuguese line, exit 1, no stack trace', async (_, target, reason) => {
+    const folder = await folderWith({ 'escola-a.json': basico.retorno.json, 'escola-b.xlsx': utf8.retorno.xlsx });
+    const base = path.dirname(folder);
+    await mkdir(path.join(base, 'so-leitura'));
+    await handOver(base);
+    await chmod(path.join(base, 'so-leitura'), 0o555);
+    const output = target(base);
+    for (const format of ['csv', 'xlsx']) {
+      const run = await lote([folder, '-o', output, '--format', format]);
+      expect(run.stderr, format).toBe(`censo: Não foi possível gravar em "${output}": ${reason}.\n`);
+      expect(run.code).toBe(1);
+      expect(run.stdout.length).toBe(0);
+    }
+  });
+
+  it('naming one of the returns (by any path) is refused before anything is read or written: exit 2, the file intact', async () => {
+    const folder = await folderWith({ 'escola-a.json': basico.retorno.json, 'rede/escola-b.xlsx': utf8.retorno.xlsx });
+    const link = path.join(path.dirname(folder), 'atalho.xlsx');
+    await symlink(path.join(folder, 'rede', 'escola-b.xlsx'), link);
+    const before = await readFile(utf8.retorno.xlsx);
+    for (const [output, name] of [
+      [path.join(folder, 'escola-a.json'), 'escola-a.json'],
+      [`${folder}/rede/../rede/escola-b.xlsx`, 'rede/escola-b.xlsx'],
+      [link, 'rede/escola-b.xlsx'],
+    ] as const) {
+      const run = await lote([folder, '-o', output, '--format', 'csv']);
+      expect(run.stderr).toBe(`censo: -o "${output}" é o retorno "${name}" da pasta: escolha outro arquivo de saída.\n`);
+      expect(run.code).toBe(2);
+    }
+    expect(await readFile(path.join(folder, 'escola-a.json'))).toEqual(await readFile(basico.retorno.json));
+    expect(await readFile(path.join(folder, 'rede', 'escola-b.xlsx'))).toEqual(before);
+  });
+});
+
+describe('as IT staff run it', () => {
+  let folder: string;
+  let expected: { csv: string; rows: number };
+  beforeAll(async () => {
+    folder = await folderWith({
+      'escola-a/retorno.json': basico.retorno.json,
+      'escola-b/Retorno.XLSX': utf8.retorno.xlsx,
+      // Excel's lock file while escola-b's workbook is open, LibreOffice's, macOS's resource
+      // fork and a hidden folder: none is a return, none is a failure.
+      'escola-b/~$Retorno.XLSX': { text: 'bloqueio do Excel' },
+      'escola-b/.~lock.Retorno.XLSX#': { text: 'bloqueio do LibreOffice' },
+      'escola-a/._retorno.json': { text: '\u0000\u0005\u0016\u0007' },
+      '.lixeira/antigo.json': { text: '{ nada' },
+    });
+    expected = await expectedCsv([
+      ['escola-a/retorno.json', basico.retorno.json],
+      ['escola-b/Retorno.XLSX', utf8.retorno.xlsx],
+    ]);
+  });
+  const summary = () => `Arquivos lidos: 2; com falha: 0; divergências gravadas: ${expected.rows}.\n`;
+
+  it('`censo lote retornos -o divergencias.csv` writes CSV (the format from -o); lock and hidden files are skipped; a summary ends the run', async () => {
+    const cwd = path.dirname(folder);
+    await handOver(cwd);
+    const run = await lote(['retornos', '-o', 'divergencias.csv'], { cwd });
+    expect(run.stderr).toBe(summary());
+    expect(run.code).toBe(0);
+    expect(await readFile(path.join(cwd, 'divergencias.csv'), 'utf8')).toBe(expected.csv);
+  });
+
+  it('-o divergencias.json writes JSON, and --format still wins over the extension', async () => {
+    const json = path.join(path.dirname(folder), 'divergencias.json');
+    expect((await lote([folder, '-o', json])).code).toBe(0);
+    const body = JSON.parse(await readFile(json, 'utf8')) as { divergencias: Record<string, unknown>[] };
+    expect(body.divergencias).toHaveLength(expected.rows);
+    expect(body.divergencias[0]).toMatchObject({ arquivo: 'escola-a/retorno.json' });
+    expect((await lote([folder, '-o', json, '--format', 'csv'])).code).toBe(0);
+    expect(await readFile(json, 'utf8')).toBe(expected.csv);
+  });
+
+  it('-o DIVERGENCIAS.XLSX writes a workbook: sheet divergencias, arquivo then the divergence columns, every cell text', async () => {
+    const xlsx = path.join(path.dirname(folder), 'DIVERGENCIAS.XLSX');
+    const run = await lote([folder, '-o', xlsx]);
+    expect(run.code).toBe(0);
+    const workbook = new ExcelJS.Workbook();
+    await workbook.xlsx.load((await readFile(xlsx)) as unknown as ExcelJS.Buffer);
+    expect(workbook.worksheets.map((s) => s.name)).toEqual(['divergencias']);
+    const lines: string[] = [];
+    workbook.worksheets[0]!.eachRow({ includeEmpty: true }, (row) => {
+      const cells = Array.from({ length: 8 }, (_, i) => row.getCell(i + 1).value);
+      for (const value of cells) if (value !== null) expect(typeof value).toBe('string');
+      lines.push(csvLine(cells.map((value) => (value === null ? '' : String(value)))));
+    });
+    expect(lines.join('')).toBe(expected.csv);
+  });
+
+  it('--quiet leaves only the failures on stderr', async () => {
+    const broken = await folderWith({ 'escola.json': basico.retorno.json, 'quebrado.json': { text: '{ nada' } });
+    const run = await lote(['--quiet', broken]);
+    expect(run.stderr).toBe('censo: "quebrado.json": Arquivo retorno ilegível: não é um JSON válido.\n');
+    expect(run.code).toBe(1);
+  });
+
+  it('--concurrency above twice the CPUs is lowered to that, with a notice; the batch runs', async () => {
+    const cap = os.availableParallelism() * 2;
+    const run = await lote([folder, '--concurrency', '1000', '--format', 'csv']);
+    expect(run.stderr).toBe(`censo: --concurrency 1000 reduzido para ${cap} (o dobro das CPUs desta máquina).\n${summary()}`);
+    expect(run.code).toBe(0);
+    expect(run.stdout.toString('utf8')).toBe(expected.csv);
+  });
+
+  it('a file given instead of a folder says so (not "Pasta não encontrada")', async () => {
+    const file = path.join(folder, 'escola-a', 'retorno.json');
+    const run = await lote([file]);
+    expect(run.stderr).toBe(
+      `censo: "${file}" é um arquivo, não uma pasta: lote lê uma pasta; para um só retorno use censo divergencias.\n`,
+    );
+    expect(run.code).toBe(1);
+    expect(run.stdout.length).toBe(0);
+  });
+});
+
+describe('single files: the same Portuguese refusals', () => {
+  it('an unreadable return, and -o to a folder', async () => {
+    const folder = await folderWith({ 'sem-permissao.json': basico.retorno.json });
+    await handOver(path.dirname(folder));
+    const file = path.join(folder, 'sem-permissao.json');
+    await lock(file);
+    const unreadable = await censo(['divergencias', file], { unprivileged: true });
+    expect(unreadable.stderr).toBe(`censo: Não foi possível ler "${file}": sem permissão.\n`);
+    expect(unreadable.code).toBe(1);
+    const toFolder = await censo(['divergencias', basico.retorno.json, '-o', folder]);
+    expect(toFolder.stderr).toBe(`censo: Não foi possível gravar em "${folder}": é uma pasta.\n`);
+    expect(toFolder.code).toBe(1);
+  });
+
+  it('-o divergencias.csv without --format writes CSV, as in lote', async () => {
+    const out = path.join(dir, 'uma.csv');
+    expect((await censo(['divergencias', basico.retorno.json, '-o', out])).code).toBe(0);
+    expect((await readFile(out, 'utf8')).split('\r\n').slice(1, -1)).toEqual(await rowsOf(basico.retorno.json));
+  });
+});
