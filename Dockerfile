@@ -3,7 +3,7 @@
 # (`node services/worker/dist/main.js`), so they always run the same job code; and the CLI:
 # `docker run --rm -v "$PWD:/work" -w /work <image> censo lote retornos -o divergencias.csv`.
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.base.json ./
 COPY shared/package.json shared/
@@ -17,7 +17,7 @@ COPY services services
 COPY cli cli
 RUN npx tsc -b
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     UPLOAD_DIR=/data/uploads \
     HOST=0.0.0.0 \

@@ -1,0 +1,56 @@
+// The cluster fault suite's short profile (issue 22 §2, CLUSTER.md): two API replicas, three
+// workers, Redis with Sentinel and an S3 bucket, each in a network namespace of its own, under
+// every fault once (workers isolated, paused and killed, an API killed, the Redis master killed,
+// all Redis unreachable for 30 s, the bucket unreachable). Fails when the checker finds an
+// answer that is not the embedded mode's nor a documented 503/504, an upload with two results,
+// a slow recovery, an idle worker or anything left behind. The suite removes every namespace,
+// link and process it made; afterAll runs its cleanup again in case the run was cut short.
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const RUN = path.join(ROOT, 'cluster/run.mjs');
+const LIMIT_MS = 280_000;
+let out: string | undefined;
+
+afterAll(async () => {
+  spawnSync(process.execPath, [RUN, '--cleanup'], { cwd: ROOT, timeout: 60_000, stdio: 'ignore' });
+  if (out) await rm(out, { recursive: true, force: true });
+});
+
+it(
+  'holds under the seeded fault schedule, and leaves nothing behind',
+  async () => {
+    out = await mkdtemp(path.join(os.tmpdir(), 'censo-cluster-test-'));
+    const report = path.join(out, 'CLUSTER.md');
+    const child = spawn(process.execPath, [RUN, '--profile', 'short', '--out', path.join(out, 'run'), '--report', report], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    // The run tears itself down on SIGTERM; past that, SIGKILL (afterAll still cleans up).
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 20_000).unref();
+    }, LIMIT_MS - 30_000);
+    const [code] = (await once(child, 'exit')) as [number | null];
+    clearTimeout(timer);
+
+    const verdict = JSON.parse(await readFile(path.join(out, 'run', 'verdict.json'), 'utf8').catch(() => '{}')) as {
+      checks?: { name: string; ok: boolean; detail: string }[];
+    };
+    const failed = (verdict.checks ?? []).filter((c) => !c.ok);
+    expect(failed, output.slice(-4000)).toEqual([]);
+    expect(verdict.checks?.length, output.slice(-4000)).toBe(7);
+    expect(code, output.slice(-4000)).toBe(0);
+  },
+  LIMIT_MS,
+);
