@@ -7,7 +7,6 @@
 // (job-waiters.ts), whose jobs' states are read back from Redis whenever the events connection
 // (re)connects and every few seconds while requests wait.
 import { Queue, QueueEvents, QueueEventsProducer } from 'bullmq';
-import { Redis } from 'ioredis';
 import {
   QueueUnavailableError,
   withTimeout,
@@ -15,17 +14,20 @@ import {
   type JobData,
   type JobResult,
   type Logger,
+  type RedisClient,
   CANCEL_EVENT,
   EVENTS_MAX_LEN,
   JOB_OPTIONS,
   JOB_QUEUE,
   closeQueueEvents,
-  failFastConnection,
+  closeRedisClient,
+  createRedisClient,
   throttledErrorLog,
-  workerConnection,
 } from '@censo/shared';
-import { JobWaiters } from './job-waiters.js';
+import { JobWaiters, type JobState } from './job-waiters.js';
 import type { JobRunner, RunOptions } from './runner.js';
+import { createBullmqTaskExecution } from './bullmq-tasks.js';
+import type { TaskExecution } from '../tarefas/execution.js';
 
 /** Redis must accept a job this fast, else the request gets 503 rather than a long wait. */
 const ENQUEUE_TIMEOUT_MS = 3_000;
@@ -37,22 +39,42 @@ const FIRST_CONNECT_WAIT_MS = 2_000;
 /** close() waits this long at most for the cancellations of abandoned jobs to reach Redis. */
 const CLOSE_CANCELS_MS = 2_000;
 
+/**
+ * What Redis says of a job, for the waits' reconcile. The state is read before the record: a
+ * record read first can predate the job's completion, and would give a completed job without
+ * its result (the request then failed with a 500).
+ */
+export async function readJobState(queue: Pick<Queue<JobData, JobResult>, 'getJob' | 'getJobState'>, jobId: string): Promise<JobState> {
+  const state = await queue.getJobState(jobId);
+  if (state === 'unknown') return { state: 'missing' };
+  if (state !== 'completed' && state !== 'failed') return { state: 'pending' };
+  const job = await queue.getJob(jobId);
+  if (!job) return { state: 'missing' };
+  if (state === 'failed') return { state, reason: job.failedReason };
+  // Still not there (a record half written): the next pass reads it again.
+  return job.returnvalue ? { state, result: job.returnvalue } : { state: 'pending' };
+}
+
 export interface BullmqRunner extends JobRunner {
   readonly mode: 'bullmq';
   /** Requests currently waiting for a job (metrics; tests check that nothing leaks). */
   pendingCount(): number;
+  /** The connection this runner enqueues on: the asynchronous tasks' records live beside the queue. */
+  readonly redis: RedisClient;
+  /** Asynchronous tasks' jobs, on the same queue below the synchronous ones (SPEC §7.5). */
+  readonly tasks: TaskExecution;
 }
 
 export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
-  const redisUrl = config.redisUrl;
-  if (!redisUrl) throw new Error('createBullmqRunner needs REDIS_URL');
+  const redis = config.redis;
+  if (!redis) throw new Error('createBullmqRunner needs REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES');
   const prefix = config.queuePrefix;
   const logRedisError = throttledErrorLog(log);
 
   // The producer connection fails fast instead of queueing commands while Redis is away (no
   // offline queue, short timeouts): the request gets a 503 at once. ioredis keeps reconnecting
   // in the background, so the API recovers by itself when Redis returns.
-  const producer = new Redis(redisUrl, failFastConnection({ commandTimeout: ENQUEUE_TIMEOUT_MS }));
+  const producer = createRedisClient(redis, 'fail-fast', { commandTimeout: ENQUEUE_TIMEOUT_MS });
   producer.on('error', (err) => logRedisError('producer', err));
   // One shared promise rather than a listener per request (200 waiting requests would mean 200
   // listeners on the connection).
@@ -86,19 +108,13 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
   cancels.on('error', (err) => logRedisError('cancel producer', err));
 
   // XREAD BLOCK needs its own connection that never gives up on a command (BullMQ requires
-  // maxRetriesPerRequest: null there).
-  const events = new QueueEvents(JOB_QUEUE, { connection: workerConnection(redisUrl), prefix });
+  // maxRetriesPerRequest: null there); QueueEvents opens it as a copy of this lazy client.
+  const eventsTemplate = createRedisClient(redis, 'worker');
+  const events = new QueueEvents(JOB_QUEUE, { connection: eventsTemplate, prefix });
   events.on('error', (err) => logRedisError('queue events', err));
 
   const waiters = new JobWaiters({
-    readState: async (jobId) => {
-      const job = await queue.getJob(jobId);
-      if (!job) return { state: 'missing' };
-      const state = await job.getState();
-      if (state === 'completed') return { state, result: job.returnvalue };
-      if (state === 'failed') return { state, reason: job.failedReason };
-      return { state: 'pending' };
-    },
+    readState: (jobId) => readJobState(queue, jobId),
     abandon: (jobId, why) => abandon(jobId, why),
     log,
     reconcileEveryMs: RECONCILE_EVERY_MS,
@@ -137,11 +153,14 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
   }
 
   let closed = false;
+  const tasks = createBullmqTaskExecution({ queue, cancels, events, log, connected });
 
   return {
     mode: 'bullmq',
 
     pendingCount: () => waiters.size,
+    redis: producer,
+    tasks,
 
     async run(data: JobData, { signal, deadline, id }: RunOptions): Promise<JobResult> {
       if (closed) throw new QueueUnavailableError();
@@ -182,10 +201,12 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
       // The app closes the runner after its in-flight requests have ended, so normally nothing
       // waits here; anything left is abandoned like a request that went away.
       waiters.failAll(() => new QueueUnavailableError());
+      await tasks.close();
       await withTimeout(Promise.allSettled([...cancelling]), CLOSE_CANCELS_MS).catch(() => undefined);
       await Promise.allSettled([closeQueueEvents(events), cancels.close(), queue.close()]);
       // Also ends the reconnection attempts of a producer that never reached Redis.
       producer.disconnect();
+      await closeRedisClient(eventsTemplate);
     },
   };
 }

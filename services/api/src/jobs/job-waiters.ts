@@ -3,7 +3,7 @@
 // jobs' states are read back (reconcile) whenever asked and every few seconds while anyone
 // waits, so an event missed across a reconnect, or a stream trimmed meanwhile, cannot leave a
 // request hanging.
-import { JobTimeoutError, type JobResult, type Logger } from '@censo/shared';
+import { JobTimeoutError, QueueUnavailableError, type JobResult, type Logger } from '@censo/shared';
 
 /** A job that failed for good (bug or infrastructure, after its attempts): a 500 for the client. */
 export class JobFailedError extends Error {
@@ -121,25 +121,34 @@ export class JobWaiters {
 
   /** Reads back the state of every enqueued job still waited for; one pass at a time. */
   reconcile(): Promise<void> {
-    this.#reconciling ??= (async () => {
-      try {
-        for (const [jobId, waiter] of this.#waiters) {
-          if (!waiter.enqueued) continue;
-          const read = await this.#options.readState(jobId);
-          if (this.#waiters.get(jobId) !== waiter) continue; // settled meanwhile
-          if (read.state === 'completed') waiter.succeed(read.result);
-          else if (read.state === 'failed') waiter.fail(new JobFailedError(jobId, read.reason));
-          // Removed although it was enqueued and nobody else removes it before it finishes: its
-          // record aged out or someone deleted it. Nothing will ever settle this wait.
-          else if (read.state === 'missing') waiter.fail(new JobFailedError(jobId, 'the job disappeared from the queue'));
-        }
-      } catch (err) {
-        this.#options.log.debug({ err }, 'could not read job states (redis unavailable?)');
-      } finally {
-        this.#reconciling = null;
-      }
-    })();
+    if (!this.#reconciling) {
+      const pass = this.#reconcilePass();
+      this.#reconciling = pass;
+      // Cleared once the pass has settled, never before it is stored: a pass with nothing to
+      // read settles at once, and clearing inside it would leave it stored for good.
+      void pass.finally(() => {
+        if (this.#reconciling === pass) this.#reconciling = null;
+      });
+    }
     return this.#reconciling;
+  }
+
+  async #reconcilePass(): Promise<void> {
+    try {
+      for (const [jobId, waiter] of this.#waiters) {
+        if (!waiter.enqueued) continue;
+        const read = await this.#options.readState(jobId);
+        if (this.#waiters.get(jobId) !== waiter) continue; // settled meanwhile
+        if (read.state === 'completed') waiter.succeed(read.result);
+        else if (read.state === 'failed') waiter.fail(new JobFailedError(jobId, read.reason));
+        // Removed although it was enqueued and nobody else removes it before it finishes: the
+        // queue lost it (a failover to a replica that had not received it yet) or its record
+        // was deleted. Nothing will ever settle this wait; like an unreachable queue, a 503.
+        else if (read.state === 'missing') waiter.fail(new QueueUnavailableError());
+      }
+    } catch (err) {
+      this.#options.log.debug({ err }, 'could not read job states (redis unavailable?)');
+    }
   }
 
   #track(jobId: string, waiter: Waiter): void {

@@ -1,0 +1,248 @@
+// The task and batch routes of SPEC §7 other than the uploads themselves (those are beside the
+// synchronous ones, in census-return.ts): monitors, results, batch lifecycle, deletion.
+// Parameters are checked here with SPEC's own messages; the route schemas document them (and
+// serialise the monitors) but do not validate.
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { BadInputError, JobRejectedError } from '@censo/shared';
+import { annotateRequestLog } from '../plugins/request-log.js';
+import { FORMAT_ERROR, requestedFormat } from './census-answers.js';
+import {
+  loteCreateSchema,
+  loteDeleteSchema,
+  loteDivergenciasSchema,
+  loteFecharSchema,
+  loteGetSchema,
+  loteTarefasSchema,
+  tarefaDeleteSchema,
+  tarefaGetSchema,
+  tarefaResultadoSchema,
+} from './tarefas-schemas.js';
+import { ConflictError, IdempotencyMismatchError, invalido, loteNaoEncontrado, mensagens, tarefaNaoEncontrada } from '../tarefas/errors.js';
+import { monitorOf, RETRY_AFTER_S } from '../tarefas/intake.js';
+import { ESTADOS_TAREFA, isId, loteMonitor, newId, type EstadoTarefa, type LoteRecord } from '../tarefas/model.js';
+import { sendLoteDivergencias, sendResultado } from '../tarefas/results.js';
+import { checkWebhookDestination, newWebhookSecret, parseWebhookUrl, WebhookRefused } from '../tarefas/webhooks.js';
+
+/** The schemas describe; the handlers check, with the SPEC's messages. */
+const describeOnly = { validatorCompiler: () => () => true };
+
+type WithId = { Params: { id: string } };
+
+function idOf(request: FastifyRequest<WithId>, notFound: () => Error): string {
+  const { id } = request.params;
+  if (!isId(id)) throw notFound();
+  return id;
+}
+
+/** `?format=` given explicitly, else null (the task's own). */
+function explicitFormat(query: unknown) {
+  if ((query as Record<string, unknown> | undefined)?.format === undefined) return null;
+  const format = requestedFormat(query);
+  if (format === null) throw new BadInputError(FORMAT_ERROR);
+  return format;
+}
+
+function listQuery(query: Record<string, unknown>): { estado: EstadoTarefa | null; after: number; limit: number } {
+  const { estado, cursor, limit } = query as Record<string, string | undefined>;
+  if (estado !== undefined && !(ESTADOS_TAREFA as readonly string[]).includes(estado)) throw invalido.estado();
+  if (limit !== undefined && !/^[1-9]\d{0,3}$/.test(limit)) throw invalido.limit();
+  const max = limit === undefined ? 100 : Number(limit);
+  if (max > 1000) throw invalido.limit();
+  let after = -Infinity;
+  if (cursor !== undefined) {
+    const decoded = /^[A-Za-z0-9_-]{1,20}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('latin1') : '';
+    if (!/^(0|[1-9]\d{0,14})$/.test(decoded)) throw invalido.cursor();
+    after = Number(decoded);
+  }
+  return { estado: (estado as EstadoTarefa | undefined) ?? null, after, limit: max };
+}
+
+const encodeCursor = (seq: number) => Buffer.from(String(seq), 'latin1').toString('base64url');
+
+async function routes(app: FastifyInstance): Promise<void> {
+  const { service, storage, config } = app.tarefas;
+
+  const loteAnswer = async (reply: FastifyReply, lote: LoteRecord) => {
+    if (lote.estado !== 'concluido') reply.header('retry-after', RETRY_AFTER_S);
+    return reply.send(loteMonitor(lote, await service.processando(lote.id)));
+  };
+
+  // ------------------------------------------------------------------ tasks (SPEC §7.1)
+
+  app.get<WithId>('/api/tarefas/:id', { schema: tarefaGetSchema, ...describeOnly }, async (request, reply) => {
+    const id = idOf(request, tarefaNaoEncontrada);
+    annotateRequestLog(request, { tarefa: id });
+    const agora = await service.agora(id);
+    if (agora === null) throw tarefaNaoEncontrada();
+    if (agora.record.lote) annotateRequestLog(request, { lote: agora.record.lote });
+    if (agora.estado === 'aguardando' || agora.estado === 'processando') reply.header('retry-after', RETRY_AFTER_S);
+    return reply.send(await monitorOf(service, agora));
+  });
+
+  app.get<WithId>('/api/tarefas/:id/resultado', { schema: tarefaResultadoSchema, ...describeOnly }, async (request, reply) => {
+    const id = idOf(request, tarefaNaoEncontrada);
+    annotateRequestLog(request, { tarefa: id });
+    const agora = await service.agora(id);
+    if (agora === null) throw tarefaNaoEncontrada();
+    const format = agora.record.rota === 'censo-corrigido' ? null : explicitFormat(request.query);
+    switch (agora.estado) {
+      case 'aguardando':
+      case 'processando':
+        reply.header('retry-after', RETRY_AFTER_S);
+        throw new ConflictError(mensagens.naoConcluida);
+      case 'cancelada':
+        throw new ConflictError(mensagens.cancelada);
+      case 'falhou': {
+        const erro = agora.record.erro!;
+        throw new JobRejectedError(erro.status, 'TAREFA_FALHOU', erro.erro);
+      }
+      case 'concluida':
+        return sendResultado(reply, storage, agora.record, format);
+    }
+  });
+
+  app.delete<WithId>('/api/tarefas/:id', { schema: tarefaDeleteSchema, ...describeOnly }, async (request, reply) => {
+    const id = idOf(request, tarefaNaoEncontrada);
+    annotateRequestLog(request, { tarefa: id });
+    if (!(await service.deleteTarefa(id))) throw tarefaNaoEncontrada();
+    return reply.code(204).send();
+  });
+
+  // ------------------------------------------------------------------ batches (SPEC §7.3)
+
+  await app.register(async (json) => {
+    // This route's body is small JSON; a malformed one gets a message about JSON (the app's
+    // default parser errors speak of multipart, which the upload routes need).
+    json.addContentTypeParser(['application/json', 'text/plain'], { parseAs: 'string', bodyLimit: 64 * 1024 }, (_request, body, done) => {
+      const text = String(body).trim();
+      try {
+        done(null, text === '' ? {} : JSON.parse(text));
+      } catch {
+        done(invalido.corpo(), undefined);
+      }
+    });
+    json.addContentTypeParser('*', (_request, _payload, done) => done(invalido.corpo(), undefined));
+
+    json.post('/api/lotes', { schema: loteCreateSchema, ...describeOnly }, async (request, reply) => {
+      const body = request.body ?? {};
+      if (typeof body !== 'object' || Array.isArray(body)) throw invalido.corpo();
+      const { nome = null, webhook = null } = body as { nome?: unknown; webhook?: unknown };
+      if (nome !== null && (typeof nome !== 'string' || nome.length > 200)) throw invalido.nome();
+      let url: string | null = null;
+      if (webhook !== null) {
+        try {
+          const parsed = parseWebhookUrl(webhook, config.webhookAllowPrivate);
+          await checkWebhookDestination(parsed, config.webhookAllowPrivate);
+          url = parsed.href;
+        } catch (err) {
+          if (err instanceof WebhookRefused) throw invalido.webhook(err.message);
+          throw err;
+        }
+      }
+
+      const header = request.headers['idempotency-key'];
+      if (header !== undefined && (typeof header !== 'string' || !/^[\x20-\x7e]{1,255}$/.test(header))) throw invalido.idempotencyKey();
+      const idemKey = header === undefined ? null : service.idempotencyKey('lotes', header);
+      const digest = createHash('sha256')
+        .update(JSON.stringify([nome, url]))
+        .digest('hex');
+
+      const answer = async (lote: LoteRecord, replayed: boolean) => {
+        annotateRequestLog(request, { lote: lote.id });
+        reply.code(201).header('location', `/api/lotes/${lote.id}`);
+        if (replayed) reply.header('idempotent-replayed', 'true');
+        const monitor = loteMonitor(lote, await service.processando(lote.id));
+        return reply.send(lote.webhook ? { ...monitor, webhook_segredo: lote.webhook.segredo } : monitor);
+      };
+      const replay = async (state: Awaited<ReturnType<typeof service.idempotency>>) => {
+        if (state.state !== 'done') return null;
+        if (state.digest !== digest) throw new IdempotencyMismatchError();
+        const lote = await service.lote(state.lote ?? '');
+        if (lote === null) throw loteNaoEncontrado();
+        return answer(lote, true);
+      };
+      if (idemKey !== null) {
+        const replayed = await replay(await service.idempotency(idemKey));
+        if (replayed) return replayed;
+      }
+
+      const now = service.now();
+      const lote: LoteRecord = {
+        id: newId(),
+        nome,
+        estado: 'aberto',
+        criadoEm: now,
+        fechadoEm: null,
+        concluidoEm: null,
+        expiraEm: null,
+        ultimoEnvioEm: now,
+        total: 0,
+        concluida: 0,
+        falhou: 0,
+        cancelada: 0,
+        seq: 0,
+        webhook: url === null ? null : { url, segredo: newWebhookSecret() },
+        idem: idemKey,
+      };
+      const created = await service.createLote(lote, idemKey === null ? null : { key: idemKey, digest });
+      if (created.ok) return answer(lote, false);
+      // Another request with this key created its batch meanwhile.
+      const replayed = await replay(created.existing);
+      if (replayed) return replayed;
+      throw new ConflictError(mensagens.idemEmAndamento);
+    });
+  });
+
+  app.get<WithId>('/api/lotes/:id', { schema: loteGetSchema, ...describeOnly }, async (request, reply) => {
+    const id = idOf(request, loteNaoEncontrado);
+    annotateRequestLog(request, { lote: id });
+    const lote = await service.lote(id);
+    if (lote === null) throw loteNaoEncontrado();
+    return loteAnswer(reply, lote);
+  });
+
+  app.post<WithId>('/api/lotes/:id/fechar', { schema: loteFecharSchema, ...describeOnly }, async (request, reply) => {
+    const id = idOf(request, loteNaoEncontrado);
+    annotateRequestLog(request, { lote: id });
+    const lote = await service.fecharLote(id);
+    if (lote === null) throw loteNaoEncontrado();
+    return loteAnswer(reply, lote);
+  });
+
+  app.get<WithId>('/api/lotes/:id/tarefas', { schema: loteTarefasSchema, ...describeOnly }, async (request, reply) => {
+    const id = idOf(request, loteNaoEncontrado);
+    annotateRequestLog(request, { lote: id });
+    const query = listQuery(request.query as Record<string, unknown>);
+    const lote = await service.lote(id);
+    if (lote === null) throw loteNaoEncontrado();
+    const page = await service.listLote(id, query);
+    const tarefas = await Promise.all(page.tarefas.map((agora) => monitorOf(service, agora)));
+    return reply.send({ tarefas, next_cursor: page.next === null ? null : encodeCursor(page.next) });
+  });
+
+  app.get<WithId>('/api/lotes/:id/divergencias', { schema: loteDivergenciasSchema, ...describeOnly }, async (request, reply) => {
+    const id = idOf(request, loteNaoEncontrado);
+    annotateRequestLog(request, { lote: id });
+    const format = requestedFormat(request.query);
+    if (format === null) throw new BadInputError(FORMAT_ERROR);
+    if ((await service.lote(id)) === null) throw loteNaoEncontrado();
+    return sendLoteDivergencias(reply, service, storage, id, format);
+  });
+
+  app.delete<WithId>('/api/lotes/:id', { schema: loteDeleteSchema, ...describeOnly }, async (request, reply) => {
+    const id = idOf(request, loteNaoEncontrado);
+    annotateRequestLog(request, { lote: id });
+    if (!(await service.deleteLote(id))) throw loteNaoEncontrado();
+    return reply.code(204).send();
+  });
+}
+
+export const tarefasRoutes = fp(routes, {
+  name: 'censo-tarefas-routes',
+  fastify: '5.x',
+  encapsulate: true,
+  dependencies: ['censo-tarefas'],
+  decorators: { fastify: ['tarefas'] },
+});

@@ -1,0 +1,47 @@
+// The answers of SPEC §7 that are not the upload routes' own, as CensoErrors: the one error
+// handler (plugins/errors.ts) turns them into `{"erro"}` bodies like every other.
+import { BadInputError, CensoError } from '@censo/shared';
+
+export const mensagens = {
+  tarefaNaoEncontrada: 'Tarefa não encontrada.',
+  loteNaoEncontrado: 'Lote não encontrado.',
+  naoConcluida: 'Tarefa ainda não concluída.',
+  cancelada: 'Tarefa cancelada.',
+  loteFechado: 'Lote fechado.',
+  idemOutra: 'Idempotency-Key já usada com outra requisição.',
+  idemEmAndamento: 'Requisição com esta Idempotency-Key em andamento.',
+} as const;
+
+export class NotFoundError extends CensoError {
+  readonly status = 404;
+  readonly code = 'NOT_FOUND';
+}
+
+export class ConflictError extends CensoError {
+  readonly status = 409;
+  readonly code = 'CONFLICT';
+}
+
+/** 422: an Idempotency-Key already used with another request (SPEC §7.2). */
+export class IdempotencyMismatchError extends CensoError {
+  readonly status = 422;
+  readonly code = 'IDEMPOTENCY_MISMATCH';
+  constructor() {
+    super(mensagens.idemOutra);
+  }
+}
+
+export const tarefaNaoEncontrada = () => new NotFoundError(mensagens.tarefaNaoEncontrada);
+export const loteNaoEncontrado = () => new NotFoundError(mensagens.loteNaoEncontrado);
+
+/** The 400s SPEC §7 leaves to the implementation (README lists them). */
+export const invalido = {
+  idempotencyKey: () => new BadInputError('Idempotency-Key inválida: use de 1 a 255 caracteres ASCII imprimíveis.'),
+  referencia: () => new BadInputError('Campo referencia deve ter até 255 caracteres.'),
+  estado: () => new BadInputError('Parâmetro estado deve ser aguardando, processando, concluida, falhou ou cancelada.'),
+  limit: () => new BadInputError('Parâmetro limit deve ser um número inteiro de 1 a 1000.'),
+  cursor: () => new BadInputError('Parâmetro cursor inválido.'),
+  corpo: () => new BadInputError('O corpo deve ser um objeto JSON (campos opcionais nome e webhook).'),
+  nome: () => new BadInputError('Campo nome deve ser um texto de até 200 caracteres.'),
+  webhook: (motivo: string) => new BadInputError(`Webhook inválido: ${motivo}.`),
+} as const;

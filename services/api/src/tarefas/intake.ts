@@ -1,0 +1,217 @@
+// An upload answered later (SPEC §7.1), on the upload routes with `Prefer: respond-async` and on a
+// batch's routes (§7.3): the same checks before the body, the same reception, then a task instead
+// of a wait. The upload stays in the storage for the task's job; the answer is 202 with the monitor.
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import { OverloadedError } from '@censo/shared';
+import { receiveFiles } from '../http/uploads.js';
+import { annotateRequestLog } from '../plugins/request-log.js';
+import { jobData, requestedFormat, RESULT_FILE, type RouteSpec } from '../routes/census-answers.js';
+import { ConflictError, IdempotencyMismatchError, invalido, loteNaoEncontrado, mensagens, tarefaNaoEncontrada } from './errors.js';
+import { isFinal, isId, newId, tarefaMonitor, type Formato, type TarefaAgora, type TarefaRecord } from './model.js';
+import type { IdempotencyReservation, IdempotencyState, TarefasService } from './service.js';
+
+/** Seconds a client is asked to wait before looking at an unfinished task again. */
+export const RETRY_AFTER_S = '2';
+
+/** RFC 7240: `Prefer: respond-async` among the request's preferences (any case, any order, any parameters). */
+export function wantsAsync(request: FastifyRequest): boolean {
+  const header = request.headers.prefer;
+  const values = Array.isArray(header) ? header : header === undefined ? [] : [header];
+  return values.some((value) =>
+    value.split(',').some((preference) => preference.split(';')[0]!.split('=')[0]!.trim().toLowerCase() === 'respond-async'),
+  );
+}
+
+/** SPEC §7.2: 1–255 printable ASCII characters. */
+function idempotencyKeyOf(request: FastifyRequest): string | null {
+  const header = request.headers['idempotency-key'];
+  if (header === undefined) return null;
+  if (typeof header !== 'string' || !/^[\x20-\x7e]{1,255}$/.test(header)) throw invalido.idempotencyKey();
+  return header;
+}
+
+/** Where an Idempotency-Key is remembered: per batch on its routes, else service-wide. */
+export function idempotencyScope(loteId: string | null): string {
+  return loteId === null ? 'tarefas' : `lote:${loteId}`;
+}
+
+/** What admission found out, for the handler. */
+interface Admission {
+  readonly idemKey: string | null;
+  readonly replay: Extract<IdempotencyState, { state: 'done' }> | null;
+  reservation: IdempotencyReservation | null;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    tarefaAdmission?: Admission;
+  }
+}
+
+declare module '../plugins/request-log.js' {
+  interface RequestLogFields {
+    /** The asynchronous task and batch a request created or read (SPEC §7). */
+    tarefa?: string;
+    lote?: string;
+  }
+}
+
+function inProgress(reply: FastifyReply): ConflictError {
+  reply.header('retry-after', RETRY_AFTER_S);
+  return new ConflictError(mensagens.idemEmAndamento);
+}
+
+/**
+ * onRequest, before the body: the batch exists and is open, the backlog has room
+ * (MAX_QUEUED_TAREFAS), and the Idempotency-Key is free (reserved now), in progress (409) or
+ * already used (compared once the files are in). Does nothing for a synchronous request.
+ */
+export function admitTarefa(app: FastifyInstance, route: RouteSpec, options: { lote: boolean }): onRequestHookHandler {
+  return async (request, reply) => {
+    if (!options.lote && !wantsAsync(request)) return;
+    const { service, config } = app.tarefas;
+    const idemKey = idempotencyKeyOf(request);
+    const loteId = options.lote ? (request.params as { id: string }).id : null;
+    if (loteId !== null) {
+      annotateRequestLog(request, { lote: loteId });
+      if (!isId(loteId)) throw loteNaoEncontrado();
+    }
+    const lote = loteId === null ? null : await service.lote(loteId);
+    if (loteId !== null && lote === null) throw loteNaoEncontrado();
+
+    let storeKey: string | null = null;
+    if (idemKey !== null) {
+      storeKey = service.idempotencyKey(idempotencyScope(loteId), idemKey);
+      const state = await service.idempotency(storeKey);
+      if (state.state === 'receiving') throw inProgress(reply);
+      if (state.state === 'done') {
+        // Decided once the files are in: the same request is a replay, another one a 422.
+        request.tarefaAdmission = { idemKey: storeKey, replay: state, reservation: null };
+        return;
+      }
+    }
+    if (lote !== null && lote.estado !== 'aberto') throw new ConflictError(mensagens.loteFechado);
+    if ((await service.execution.waiting()) >= config.maxQueuedTarefas) {
+      reply.header('retry-after', '30');
+      throw new OverloadedError();
+    }
+    const admission: Admission = { idemKey: storeKey, replay: null, reservation: null };
+    if (storeKey !== null) {
+      admission.reservation = await service.reserveIdempotency(storeKey);
+      if (admission.reservation === null) throw inProgress(reply);
+      // Given back if the request ends without a task (refused file, client gone...).
+      reply.raw.once('close', () => {
+        const held = admission.reservation;
+        if (held) void service.releaseIdempotency(held).catch(() => undefined);
+      });
+    }
+    request.tarefaAdmission = admission;
+  };
+}
+
+/** The digest an Idempotency-Key is bound to: route, format, reference and every file's SHA-256. */
+function requestDigest(parts: readonly (string | null)[]): string {
+  return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
+}
+
+/** The monitor with its batch's expiry (a batch's task lives as long as its batch). */
+export async function monitorOf(service: TarefasService, agora: TarefaAgora) {
+  const lote = agora.record.lote !== null && isFinal(agora.estado) ? await service.lote(agora.record.lote) : null;
+  return tarefaMonitor(agora, lote?.expiraEm ?? null);
+}
+
+/** 202 with the task's monitor (SPEC §7.1). */
+export async function replyAccepted(
+  service: TarefasService,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  agora: TarefaAgora,
+  replayed: boolean,
+): Promise<FastifyReply> {
+  annotateRequestLog(request, { tarefa: agora.record.id, ...(agora.record.lote ? { lote: agora.record.lote } : {}) });
+  reply.code(202).header('location', `/api/tarefas/${agora.record.id}`);
+  if (wantsAsync(request)) reply.header('preference-applied', 'respond-async');
+  if (!isFinal(agora.estado)) reply.header('retry-after', RETRY_AFTER_S);
+  if (replayed) reply.header('idempotent-replayed', 'true');
+  return reply.send(await monitorOf(service, agora));
+}
+
+/** The handler: receives the files into the task's own area, then records and queues the task. */
+export async function intakeTarefa(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  route: RouteSpec,
+  loteId: string | null,
+): Promise<FastifyReply> {
+  const { service, storage, config } = app.tarefas;
+  const admission = request.tarefaAdmission!;
+  const id = newId();
+  const area = storage.area(id);
+  annotateRequestLog(request, { jobId: id, kind: route.kind, tarefa: id });
+  // The area outlives the request only once its task exists.
+  let kept = false;
+  reply.raw.once('close', () => {
+    if (!kept) void area.remove().catch((err: unknown) => request.log.error({ err, uploadId: id }, 'could not remove upload files'));
+  });
+
+  await area.open();
+  const files = await receiveFiles(
+    request,
+    area,
+    route.fields,
+    { totalMs: Math.max(1, config.uploadTimeoutMs - reply.elapsedTime), idleMs: config.uploadIdleMs },
+    { textFields: loteId === null ? [] : ['referencia'] },
+  );
+  const referencia = loteId === null ? null : (files.fields.referencia ?? null);
+  if (referencia !== null && referencia.length > 255) throw invalido.referencia();
+  const formato: Formato = route.kind === 'censo-corrigido' ? 'txt' : (requestedFormat(request.query) ?? 'json');
+  const digest = requestDigest([route.rota, formato, referencia, files.sha256.retorno, files.sha256.txt]);
+
+  if (admission.replay) {
+    if (admission.replay.digest !== digest) throw new IdempotencyMismatchError();
+    const agora = await service.agora(admission.replay.tarefa ?? '');
+    if (agora === null) throw tarefaNaoEncontrada();
+    return replyAccepted(service, request, reply, agora, true);
+  }
+
+  const entradas = [`retorno.${files.retorno.format}`, ...(files.txt ? ['censo.txt'] : [])];
+  const record: TarefaRecord = {
+    id,
+    rota: route.rota,
+    formato,
+    estado: 'aguardando',
+    criadaEm: service.now(),
+    iniciadaEm: null,
+    concluidaEm: null,
+    expiraEm: null,
+    erro: null,
+    resultado: null,
+    referencia,
+    lote: loteId,
+    seq: 0,
+    arquivo: files.retornoName,
+    txtName: files.txtName,
+    entradas,
+    idem: admission.reservation?.key ?? null,
+  };
+  const created = await service.createTarefa(record, admission.reservation ? { reservation: admission.reservation, digest } : null);
+  if (!created.ok) {
+    if (created.why === 'lote-nao-encontrado') throw loteNaoEncontrado();
+    if (created.why === 'lote-fechado') throw new ConflictError(mensagens.loteFechado);
+    throw inProgress(reply);
+  }
+  // The reservation became the key's record with the task: nothing to give back any more.
+  admission.reservation = null;
+  kept = true;
+  // A list task always stores the JSON answer: every format is converted from it (results.ts).
+  const data = jobData(route.kind, files, 'json', area.ref(RESULT_FILE));
+  try {
+    await service.execution.submit(id, data);
+  } catch (err) {
+    await service.deleteTarefa(id);
+    throw err;
+  }
+  return replyAccepted(service, request, reply, { record: created.record, estado: 'aguardando', iniciadaEm: null }, false);
+}

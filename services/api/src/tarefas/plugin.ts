@@ -1,0 +1,123 @@
+// Asynchronous intake's wiring (SPEC §7): the store and executor of the mode (memory and the
+// in-process pool without Redis; Redis and the BullMQ queue with it), the service, its periodic
+// housekeeping and its metrics, as the `tarefas` decorator the routes use.
+import { readdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { Counter, Gauge } from 'prom-client';
+import type { Config, Logger, Storage } from '@censo/shared';
+import type { BullmqRunner } from '../jobs/bullmq.js';
+import type { JobRunner } from '../jobs/runner.js';
+import { createEmbeddedExecution } from './execution.js';
+import { defaultIntervals, startHousekeeping, type HousekeepingIntervals } from './housekeeping.js';
+import { TarefasService } from './service.js';
+import { createMemoryStore } from './store-memory.js';
+import { createRedisStore } from './store-redis.js';
+
+export interface TarefasContext {
+  readonly service: TarefasService;
+  readonly storage: Storage;
+  readonly config: Config;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    tarefas: TarefasContext;
+  }
+}
+
+/** For tests: a clock of their own, and faster housekeeping. */
+export interface TarefasTuning {
+  readonly now?: () => number;
+  readonly intervals?: Partial<HousekeepingIntervals>;
+}
+
+export interface TarefasPluginOptions {
+  readonly config: Config;
+  readonly runner: JobRunner;
+  readonly storage: Storage;
+  readonly logger: Logger;
+  readonly tuning?: TarefasTuning;
+}
+
+async function tarefas(app: FastifyInstance, { config, runner, storage, logger, tuning = {} }: TarefasPluginOptions): Promise<void> {
+  const log = logger.child({ component: 'tarefas' });
+  const bullmq = runner.mode === 'bullmq' ? (runner as BullmqRunner) : null;
+  const store = bullmq ? createRedisStore(bullmq.redis, config.queuePrefix) : createMemoryStore(tuning.now);
+  const execution = bullmq
+    ? bullmq.tasks
+    : createEmbeddedExecution(runner, { concurrency: config.workerConcurrency, jobTimeoutMs: config.jobTimeoutMs });
+
+  const tarefasTotal = new Counter({
+    name: 'censo_tarefas_total',
+    help: 'Asynchronous tasks by route and the state they reached (aguardando when created, then concluida, falhou or cancelada).',
+    labelNames: ['rota', 'estado'] as const,
+    registers: [app.metrics.registry],
+  });
+  new Gauge({
+    name: 'censo_queue_waiting_by_priority',
+    help: 'Jobs waiting to run by priority: sincrona (requests that wait for their answer) and assincrona (tasks); sincrona in queue mode only.',
+    labelNames: ['priority'] as const,
+    registers: [app.metrics.registry],
+    async collect() {
+      this.reset();
+      try {
+        this.set({ priority: 'assincrona' }, await execution.waiting());
+        if (runner.counts) this.set({ priority: 'sincrona' }, (await runner.counts()).waiting ?? 0);
+      } catch {
+        // Redis away: no samples rather than stale ones (censo_queue_jobs warns once already).
+      }
+    },
+  });
+
+  const service = new TarefasService({
+    store,
+    execution,
+    storage,
+    config,
+    log,
+    ...(tuning.now ? { now: tuning.now } : {}),
+    onEstado: (rota, estado) => tarefasTotal.inc({ rota, estado }),
+  });
+  app.decorate('tarefas', { service, storage, config });
+
+  // Embedded records die with the process; the folders of the tasks it forgot would stay. They
+  // are removed at start once older than the retention (a folder changes when its job ends).
+  if (!bullmq && storage.kind === 'folder') await removeForgottenAreas(config.uploadDir, config.resultTtlMs, log);
+
+  const housekeeping = startHousekeeping(service, log, { ...defaultIntervals(config.resultTtlMs), ...tuning.intervals });
+  app.addHook('onClose', async () => {
+    await housekeeping.close();
+    // The queue's executor closes with its runner.
+    if (!bullmq) await execution.close();
+  });
+}
+
+/**
+ * Task folders an earlier embedded process left (it forgot their records when it stopped): those
+ * unchanged for longer than the retention, which they would have lived at most. Younger ones may
+ * belong to another process sharing the folder, and are left to it.
+ */
+async function removeForgottenAreas(uploadDir: string, resultTtlMs: number, log: Logger): Promise<void> {
+  const before = Date.now() - resultTtlMs;
+  const names = await readdir(uploadDir).catch(() => [] as string[]);
+  let removed = 0;
+  for (const name of names) {
+    const dir = path.join(uploadDir, name);
+    const info = await stat(dir).catch(() => null);
+    if (!info?.isDirectory() || info.mtimeMs >= before) continue;
+    await rm(dir, { recursive: true, force: true }).catch((err: unknown) =>
+      log.warn({ err, dir }, 'could not remove a forgotten task folder'),
+    );
+    removed++;
+  }
+  if (removed > 0) log.info({ removed }, 'removed task folders an earlier process forgot');
+}
+
+export const tarefasPlugin = fp(tarefas, {
+  name: 'censo-tarefas',
+  fastify: '5.x',
+  dependencies: ['censo-metrics'],
+  decorators: { fastify: ['metrics'] },
+});

@@ -1,0 +1,131 @@
+// A task's stored result as an answer (SPEC §7.1), and a batch's combined divergences (SPEC §7.3).
+// A list task always stores the JSON answer (what runJob writes for `format=json`): it is sent as
+// it is, or its items are read back one at a time and written as CSV or XLSX by the same writers
+// the synchronous routes use, so every format comes from one job and memory stays bounded.
+import { Readable } from 'node:stream';
+import type { FastifyReply } from 'fastify';
+import {
+  DIVERGENCIA_COLUMNS,
+  DIVERGENCIAS_TABLE,
+  PESSOAS_TABLE,
+  csvChunks,
+  jsonListChunks,
+  tableRows,
+  xlsxStream,
+  type OutputFormat,
+  type Storage,
+} from '@censo/shared';
+import { attachment } from '../http/content-disposition.js';
+import { CONTENT_TYPES, describeResult, LIST_NAMES, RESULT_FILE } from '../routes/census-answers.js';
+import { KIND_OF, type TarefaRecord } from './model.js';
+import type { TarefasService } from './service.js';
+
+/**
+ * The items of a `{"<key>":[{...},{...}]}` answer as the service writes it, one parsed object at a
+ * time: the array's top-level objects are cut out by tracking strings and nesting, never by
+ * holding the whole text.
+ */
+export async function* jsonListItems(source: AsyncIterable<Buffer | string>): AsyncGenerator<Record<string, unknown>> {
+  const decoder = new TextDecoder('utf-8');
+  let inArray = false;
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let item = '';
+  for await (const chunk of source) {
+    const text = typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+    // Where the item being read starts in this chunk (0: it began in an earlier one).
+    let start = depth > 0 ? 0 : -1;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (c === 0x5c) escaped = true;
+        else if (c === 0x22) inString = false;
+        continue;
+      }
+      if (!inArray) {
+        if (c === 0x5b) inArray = true; // the list's `[`
+        continue;
+      }
+      if (c === 0x22) inString = true;
+      else if (c === 0x7b) {
+        if (depth++ === 0) start = i;
+      } else if (c === 0x7d && --depth === 0) {
+        yield JSON.parse(item + text.slice(start, i + 1)) as Record<string, unknown>;
+        item = '';
+        start = -1;
+      }
+    }
+    if (depth > 0) item += text.slice(start);
+  }
+}
+
+/** The columns of a list task's table. */
+function tableOf(record: TarefaRecord) {
+  return record.rota === 'divergencias-rf' ? DIVERGENCIAS_TABLE : PESSOAS_TABLE;
+}
+
+/** Items in `format` as a stream of the synchronous route's answer body. */
+function listBody(
+  items: AsyncIterable<object>,
+  format: Exclude<OutputFormat, 'json'>,
+  table: { key: string; columns: readonly string[] },
+): Readable {
+  if (format === 'csv') return Readable.from(csvChunks(table.columns, tableRows(items, table.columns)));
+  return xlsxStream(table.key, table.columns, tableRows(items, table.columns));
+}
+
+/**
+ * A concluded task's result: exactly the synchronous route's answer for the task's format (or
+ * `format`, a list route's other format, converted from the stored JSON).
+ */
+export async function sendResultado(
+  reply: FastifyReply,
+  storage: Storage,
+  record: TarefaRecord,
+  format: OutputFormat | null,
+): Promise<FastifyReply> {
+  const kind = KIND_OF[record.rota];
+  const resultado = record.resultado!;
+  const stored = await storage.area(record.id).read(RESULT_FILE);
+  if (kind === 'censo-corrigido') {
+    describeResult(reply, kind, 'json', record.txtName, resultado);
+    return reply.header('content-length', resultado.bytes).send(stored);
+  }
+  const wanted: OutputFormat = format ?? (record.formato as OutputFormat);
+  describeResult(reply, kind, wanted, record.txtName, resultado);
+  if (wanted === 'json') return reply.header('content-length', resultado.bytes).send(stored);
+  return reply.send(listBody(jsonListItems(stored), wanted, tableOf(record)));
+}
+
+/** Every divergence of the batch's concluded divergencias-rf tasks, in creation order, each with `referencia` and `arquivo`. */
+async function* loteDivergencias(service: TarefasService, storage: Storage, loteId: string): AsyncGenerator<Record<string, unknown>> {
+  for await (const record of service.loteTarefas(loteId)) {
+    if (record.rota !== 'divergencias-rf' || record.estado !== 'concluida') continue;
+    // A task deleted (or expired) meanwhile has no result any more: it is skipped.
+    const stored = await storage
+      .area(record.id)
+      .read(RESULT_FILE)
+      .catch(() => null);
+    if (stored === null) continue;
+    for await (const item of jsonListItems(stored)) yield { referencia: record.referencia ?? '', arquivo: record.arquivo, ...item };
+  }
+}
+
+export const LOTE_DIVERGENCIA_COLUMNS = ['referencia', 'arquivo', ...DIVERGENCIA_COLUMNS] as const;
+
+/** GET /api/lotes/{id}/divergencias (SPEC §7.3): streamed, one task's result at a time. */
+export function sendLoteDivergencias(
+  reply: FastifyReply,
+  service: TarefasService,
+  storage: Storage,
+  loteId: string,
+  format: OutputFormat,
+): FastifyReply {
+  const items = loteDivergencias(service, storage, loteId);
+  reply.type(CONTENT_TYPES[format]);
+  if (format === 'json') return reply.send(Readable.from(jsonListChunks(LIST_NAMES.divergencias, items)));
+  reply.header('content-disposition', attachment(`${LIST_NAMES.divergencias}.${format}`));
+  return reply.send(listBody(items, format, { key: LIST_NAMES.divergencias, columns: LOTE_DIVERGENCIA_COLUMNS }));
+}

@@ -1,0 +1,611 @@
+// The rules of asynchronous intake (SPEC §7), written once over the store port: tasks, their
+// batches, idempotency records, retention and webhook messages. Every change is read, computed
+// and committed with guards on what was read, retried when another request or replica changed it
+// meanwhile; so two replicas finishing one task count it once, and a batch ends exactly once.
+//
+// A task's state comes from its record when it has ended, and otherwise from its job (waiting,
+// running, or ended but not yet recorded: then it is recorded now). Whoever sees the end first
+// records it: the request that asks, the executor's hint, or the reconciler's pass.
+import { createHash, randomBytes } from 'node:crypto';
+import { ERRORS, httpMessages, type Config, type JobResult, type Logger, type Storage } from '@censo/shared';
+import type { JobObservation, TaskExecution } from './execution.js';
+import {
+  contagens,
+  isFinal,
+  rfc3339,
+  type Contagens,
+  type EstadoFinal,
+  type EstadoTarefa,
+  type LoteRecord,
+  type TarefaAgora,
+  type TarefaRecord,
+} from './model.js';
+import { keys, type Guard, type TarefaStore, type Write } from './store.js';
+import { deliverWebhook, newMessageId } from './webhooks.js';
+import { RESULT_FILE } from '../routes/census-answers.js';
+
+/** A task just committed may not be in the queue yet: a missing job is not a lost one this soon. */
+const SUBMIT_GRACE_MS = 30_000;
+/** An open batch with no new file for this long closes itself (SPEC §7.3). */
+export const LOTE_IDLE_MS = 24 * 3_600_000;
+/** Idempotency keys are remembered this long (SPEC §7.2). */
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+/**
+ * Webhook retries after the first attempt, Standard Webhooks' schedule: 27 h 35 min in all, so a
+ * receiver down for a day still gets the message (SPEC §7.4: at least 24 h).
+ */
+export const WEBHOOK_RETRIES_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+/** A claimed webhook message is left to others again after this long (its sender died mid-attempt). */
+const WEBHOOK_LEASE_MS = 60_000;
+/** Bound on the attempts of one commit under contention (a batch's record, hot during a burst). */
+const MAX_ATTEMPTS = 200;
+
+export interface IdempotencyDone {
+  readonly digest: string;
+  readonly tarefa?: string;
+  readonly lote?: string;
+}
+
+export type IdempotencyState =
+  { readonly state: 'none' } | { readonly state: 'receiving' } | ({ readonly state: 'done' } & IdempotencyDone);
+
+/** A reservation held while its request is received (SPEC §7.2: a second one gets 409 meanwhile). */
+export interface IdempotencyReservation {
+  readonly key: string;
+  readonly value: string;
+}
+
+export type NewTarefaOutcome =
+  | { readonly ok: true; readonly record: TarefaRecord }
+  | { readonly ok: false; readonly why: 'lote-nao-encontrado' | 'lote-fechado' | 'idempotencia' };
+
+export interface TarefasListing {
+  readonly tarefas: TarefaAgora[];
+  readonly next: number | null;
+}
+
+export interface WebhookMessage {
+  readonly id: string;
+  readonly url: string;
+  readonly segredo: string;
+  readonly body: string;
+  readonly tentativas: number;
+}
+
+export interface TarefasServiceDeps {
+  readonly store: TarefaStore;
+  readonly execution: TaskExecution;
+  readonly storage: Storage;
+  readonly config: Pick<Config, 'resultTtlMs' | 'jobTimeoutMs' | 'uploadTimeoutMs' | 'webhookAllowPrivate'>;
+  readonly log: Logger;
+  readonly now?: () => number;
+  /** Told every state a task reaches (censo_tarefas_total). */
+  readonly onEstado?: (rota: string, estado: EstadoTarefa) => void;
+}
+
+const parse = <T>(raw: string): T => JSON.parse(raw) as T;
+const RETRY = Symbol('retry');
+
+async function retrying<T>(attempt: () => Promise<T | typeof RETRY>): Promise<T> {
+  for (let i = 0; i < MAX_ATTEMPTS; i++) {
+    const result = await attempt();
+    if (result !== RETRY) return result;
+  }
+  throw new Error('store contention: gave up after many attempts');
+}
+
+/** A finished task's fields, from what its job did. */
+function ending(
+  observation: JobObservation,
+  now: number,
+): {
+  estado: EstadoFinal;
+  erro: TarefaRecord['erro'];
+  resultado: TarefaRecord['resultado'];
+  iniciadaEm: number | null;
+  concluidaEm: number;
+} {
+  const times =
+    observation.state === 'done' || observation.state === 'failed'
+      ? { iniciadaEm: observation.startedAt, concluidaEm: observation.finishedAt }
+      : { iniciadaEm: null, concluidaEm: now };
+  if (observation.state === 'done') {
+    const result: JobResult = observation.result;
+    if (result.ok) {
+      const resultado = { bytes: result.bytes, count: result.count, ...(result.corrigido ? { corrigido: result.corrigido } : {}) };
+      return { estado: 'concluida', erro: null, resultado, ...times };
+    }
+    return { estado: 'falhou', erro: { status: result.status, erro: result.erro }, resultado: null, ...times };
+  }
+  if (observation.state === 'failed' && observation.why === 'timeout') {
+    return { estado: 'falhou', erro: { status: ERRORS.JOB_TIMEOUT.status, erro: ERRORS.JOB_TIMEOUT.message }, resultado: null, ...times };
+  }
+  if (observation.state === 'failed' && observation.why === 'error') {
+    return { estado: 'falhou', erro: { status: 500, erro: httpMessages.internal }, resultado: null, ...times };
+  }
+  // Stopped on request, or removed from the queue by someone else.
+  return { estado: 'cancelada', erro: null, resultado: null, ...times };
+}
+
+export class TarefasService {
+  readonly store: TarefaStore;
+  readonly execution: TaskExecution;
+  readonly now: () => number;
+  readonly #deps: TarefasServiceDeps;
+  #reconcileAfter = -Infinity;
+
+  constructor(deps: TarefasServiceDeps) {
+    this.#deps = deps;
+    this.store = deps.store;
+    this.execution = deps.execution;
+    this.now = deps.now ?? Date.now;
+    // The executor's hint: record the end now rather than at the next reconcile.
+    deps.execution.onSettled((id) => {
+      void this.finish(id).catch((err: unknown) => deps.log.warn({ err, tarefa: id }, 'could not record the end of a task'));
+    });
+  }
+
+  get ttlMs(): number {
+    return this.#deps.config.resultTtlMs;
+  }
+
+  // ---------------------------------------------------------------- idempotency (SPEC §7.2)
+
+  idempotencyKey(scope: string, key: string): string {
+    return keys.idem(scope, createHash('sha256').update(key, 'utf8').digest('hex'));
+  }
+
+  async idempotency(storeKey: string): Promise<IdempotencyState> {
+    const raw = await this.store.get(storeKey);
+    if (raw === null) return { state: 'none' };
+    const value = parse<{ recebendo?: string } & IdempotencyDone>(raw);
+    if (value.recebendo) return { state: 'receiving' };
+    return {
+      state: 'done',
+      digest: value.digest,
+      ...(value.tarefa ? { tarefa: value.tarefa } : {}),
+      ...(value.lote ? { lote: value.lote } : {}),
+    };
+  }
+
+  /** Holds the key while the request is received; null when another request holds or used it meanwhile. */
+  async reserveIdempotency(storeKey: string): Promise<IdempotencyReservation | null> {
+    const value = JSON.stringify({ recebendo: randomBytes(12).toString('base64url') });
+    const ttlMs = this.#deps.config.uploadTimeoutMs + 60_000;
+    const ok = await this.store.commit([{ key: storeKey, value: null }], [{ op: 'set', key: storeKey, value, ttlMs }]);
+    return ok ? { key: storeKey, value } : null;
+  }
+
+  async releaseIdempotency(reservation: IdempotencyReservation): Promise<void> {
+    await this.store.commit([{ key: reservation.key, value: reservation.value }], [{ op: 'del', key: reservation.key }]);
+  }
+
+  // ---------------------------------------------------------------- tasks (SPEC §7.1)
+
+  /** Records a new task (in its batch, if any), taking over the request's Idempotency-Key reservation. */
+  async createTarefa(
+    record: TarefaRecord,
+    idempotency: { readonly reservation: IdempotencyReservation; readonly digest: string } | null,
+  ): Promise<NewTarefaOutcome> {
+    return retrying<NewTarefaOutcome>(async () => {
+      const now = this.now();
+      const guards: Guard[] = [];
+      const writes: Write[] = [];
+      let task = record;
+      if (record.lote !== null) {
+        const raw = await this.store.get(keys.lote(record.lote));
+        if (raw === null) return { ok: false, why: 'lote-nao-encontrado' } as const;
+        const lote = parse<LoteRecord>(raw);
+        if (lote.estado !== 'aberto') return { ok: false, why: 'lote-fechado' } as const;
+        const updated: LoteRecord = { ...lote, total: lote.total + 1, seq: lote.seq + 1, ultimoEnvioEm: now };
+        task = { ...record, seq: updated.seq };
+        guards.push({ key: keys.lote(lote.id), value: raw });
+        writes.push(
+          { op: 'set', key: keys.lote(lote.id), value: JSON.stringify(updated) },
+          { op: 'zadd', key: keys.abertos, member: lote.id, score: now },
+          { op: 'zadd', key: keys.loteTarefas(lote.id), member: task.id, score: task.seq },
+        );
+      }
+      writes.push(
+        { op: 'set', key: keys.tarefa(task.id), value: JSON.stringify(task) },
+        { op: 'zadd', key: keys.pendentes, member: task.id, score: task.criadaEm },
+      );
+      if (idempotency) {
+        const { reservation, digest } = idempotency;
+        guards.push({ key: reservation.key, value: reservation.value });
+        writes.push({ op: 'set', key: reservation.key, value: JSON.stringify({ digest, tarefa: task.id }), ttlMs: IDEMPOTENCY_TTL_MS });
+      }
+      if (await this.store.commit(guards, writes)) {
+        this.#deps.onEstado?.(task.rota, 'aguardando');
+        return { ok: true, record: task } as const;
+      }
+      // The reservation ran out (an upload slower than its deadline) and another request took the key.
+      if (idempotency && (await this.store.get(idempotency.reservation.key)) !== idempotency.reservation.value) {
+        return { ok: false, why: 'idempotencia' } as const;
+      }
+      return RETRY;
+    });
+  }
+
+  async tarefa(id: string): Promise<TarefaRecord | null> {
+    const raw = await this.store.get(keys.tarefa(id));
+    return raw === null ? null : parse<TarefaRecord>(raw);
+  }
+
+  /** The task as it is now: its record once ended, else what its job is doing (its end recorded if seen). */
+  async agora(id: string): Promise<TarefaAgora | null> {
+    const record = await this.tarefa(id);
+    if (record === null) return null;
+    if (isFinal(record.estado)) return { record, estado: record.estado, iniciadaEm: record.iniciadaEm };
+    const observation = await this.execution.inspect(id);
+    if (observation.state === 'waiting') return { record, estado: 'aguardando', iniciadaEm: null };
+    if (observation.state === 'active') return { record, estado: 'processando', iniciadaEm: observation.startedAt };
+    if (observation.state === 'missing' && this.now() - record.criadaEm < SUBMIT_GRACE_MS) {
+      return { record, estado: 'aguardando', iniciadaEm: null };
+    }
+    await this.finish(id, observation);
+    const after = await this.tarefa(id);
+    if (after === null) return null;
+    return { record: after, estado: after.estado === 'aguardando' ? 'aguardando' : after.estado, iniciadaEm: after.iniciadaEm };
+  }
+
+  /**
+   * Records the end of task `id` from its job (read now unless given). Only the commit that wins
+   * drops the upload and the job's trace, and counts the task in its batch.
+   */
+  async finish(id: string, given?: JobObservation): Promise<void> {
+    let observation = given;
+    const won = await retrying(async () => {
+      const raw = await this.store.get(keys.tarefa(id));
+      if (raw === null) return null;
+      const record = parse<TarefaRecord>(raw);
+      if (isFinal(record.estado)) return null;
+      observation ??= await this.execution.inspect(id);
+      if (observation.state === 'waiting' || observation.state === 'active') return null;
+      if (observation.state === 'missing' && this.now() - record.criadaEm < SUBMIT_GRACE_MS) return null;
+      const now = this.now();
+      const end = ending(observation, now);
+      const done: TarefaRecord = { ...record, ...end, expiraEm: record.lote === null ? end.concluidaEm + this.ttlMs : null };
+      const guards: Guard[] = [{ key: keys.tarefa(id), value: raw }];
+      const writes: Write[] = [
+        { op: 'set', key: keys.tarefa(id), value: JSON.stringify(done) },
+        { op: 'zrem', key: keys.pendentes, member: id },
+      ];
+      if (record.lote === null) writes.push({ op: 'zadd', key: keys.expiram, member: `t:${id}`, score: done.expiraEm! });
+      else {
+        // A deleted batch's tasks are being removed with it: nothing to count.
+        const loteRaw = await this.store.get(keys.lote(record.lote));
+        if (loteRaw !== null) {
+          const lote = parse<LoteRecord>(loteRaw);
+          const counted: LoteRecord = { ...lote, [end.estado]: lote[end.estado] + 1 };
+          guards.push({ key: keys.lote(lote.id), value: loteRaw });
+          writes.push(...this.#concludeIfDone(counted, now));
+        }
+      }
+      return (await this.store.commit(guards, writes)) ? done : RETRY;
+    });
+    if (won === null) return;
+    this.#deps.onEstado?.(won.rota, won.estado);
+    // The upload is deleted as soon as its job ends (SPEC §7.1); a result only when there is one.
+    const area = this.#deps.storage.area(id);
+    const drop = won.estado === 'concluida' ? won.entradas : [...won.entradas, RESULT_FILE];
+    await area.discard(drop).catch((err: unknown) => this.#deps.log.warn({ err, tarefa: id }, 'could not remove a task upload'));
+    await this.execution
+      .forget(id)
+      .catch((err: unknown) => this.#deps.log.debug({ err, tarefa: id }, 'could not drop a finished task job'));
+  }
+
+  /** DELETE (SPEC §7.1): record, job, upload and result, now. False when there is no such task. */
+  async deleteTarefa(id: string): Promise<boolean> {
+    const removed = await retrying(async () => {
+      const raw = await this.store.get(keys.tarefa(id));
+      if (raw === null) return null;
+      const record = parse<TarefaRecord>(raw);
+      const guards: Guard[] = [{ key: keys.tarefa(id), value: raw }];
+      const writes: Write[] = [...this.#forgetTarefa(record)];
+      if (record.lote !== null) {
+        const loteRaw = await this.store.get(keys.lote(record.lote));
+        if (loteRaw !== null) {
+          const lote = parse<LoteRecord>(loteRaw);
+          const fewer: LoteRecord = {
+            ...lote,
+            total: lote.total - 1,
+            ...(isFinal(record.estado) ? { [record.estado]: lote[record.estado] - 1 } : {}),
+          };
+          guards.push({ key: keys.lote(lote.id), value: loteRaw });
+          // Its last unfinished task gone, a closed batch has ended.
+          writes.push(...this.#concludeIfDone(fewer, this.now()));
+        }
+      }
+      return (await this.store.commit(guards, writes)) ? record : RETRY;
+    });
+    if (removed === null) return false;
+    await this.#removeTaskData(removed);
+    return true;
+  }
+
+  /** Store writes that forget a task: its record, indexes and Idempotency-Key. */
+  #forgetTarefa(record: TarefaRecord): Write[] {
+    const writes: Write[] = [
+      { op: 'del', key: keys.tarefa(record.id) },
+      { op: 'zrem', key: keys.pendentes, member: record.id },
+      { op: 'zrem', key: keys.expiram, member: `t:${record.id}` },
+    ];
+    if (record.lote !== null) writes.push({ op: 'zrem', key: keys.loteTarefas(record.lote), member: record.id });
+    if (record.idem !== null) writes.push({ op: 'del', key: record.idem });
+    return writes;
+  }
+
+  /** Stops the task's job if it still runs and deletes every file of its area. */
+  async #removeTaskData(record: TarefaRecord): Promise<void> {
+    if (!isFinal(record.estado)) {
+      await this.execution
+        .cancel(record.id)
+        .catch((err: unknown) => this.#deps.log.warn({ err, tarefa: record.id }, 'could not cancel a task job'));
+    }
+    const area = this.#deps.storage.area(record.id);
+    for (const name of [...record.entradas, RESULT_FILE]) area.ref(name);
+    await area.remove().catch((err: unknown) => this.#deps.log.error({ err, tarefa: record.id }, 'could not remove task files'));
+  }
+
+  // ---------------------------------------------------------------- batches (SPEC §7.3)
+
+  async createLote(
+    lote: LoteRecord,
+    idempotency: { readonly key: string; readonly digest: string } | null,
+  ): Promise<{ ok: true } | { ok: false; existing: IdempotencyState }> {
+    const guards: Guard[] = [{ key: keys.lote(lote.id), value: null }];
+    const writes: Write[] = [
+      { op: 'set', key: keys.lote(lote.id), value: JSON.stringify(lote) },
+      { op: 'zadd', key: keys.abertos, member: lote.id, score: lote.ultimoEnvioEm },
+    ];
+    if (idempotency) {
+      guards.push({ key: idempotency.key, value: null });
+      writes.push({
+        op: 'set',
+        key: idempotency.key,
+        value: JSON.stringify({ digest: idempotency.digest, lote: lote.id }),
+        ttlMs: IDEMPOTENCY_TTL_MS,
+      });
+    }
+    if (await this.store.commit(guards, writes)) return { ok: true };
+    return { ok: false, existing: idempotency ? await this.idempotency(idempotency.key) : { state: 'none' } };
+  }
+
+  async lote(id: string): Promise<LoteRecord | null> {
+    const raw = await this.store.get(keys.lote(id));
+    return raw === null ? null : parse<LoteRecord>(raw);
+  }
+
+  /** How many of the batch's unfinished tasks are running now. */
+  async processando(loteId: string): Promise<number> {
+    const running = [...(await this.execution.running()).keys()];
+    const records = (await this.store.getMany(running.map(keys.tarefa))).flatMap((raw) => (raw === null ? [] : [parse<TarefaRecord>(raw)]));
+    return records.filter((record) => record.lote === loteId && record.estado === 'aguardando').length;
+  }
+
+  /** `fechar` (SPEC §7.3): no more files; ends now when every task has. Null when there is no such batch. */
+  async fecharLote(id: string, onlyIfIdleSince?: number): Promise<LoteRecord | null> {
+    return retrying(async () => {
+      const raw = await this.store.get(keys.lote(id));
+      if (raw === null) return null;
+      const lote = parse<LoteRecord>(raw);
+      if (lote.estado !== 'aberto') return lote;
+      if (onlyIfIdleSince !== undefined && lote.ultimoEnvioEm > onlyIfIdleSince) return lote;
+      const now = this.now();
+      const writes = [
+        { op: 'zrem', key: keys.abertos, member: id } as const,
+        ...this.#concludeIfDone({ ...lote, estado: 'processando', fechadoEm: now }, now),
+      ];
+      if (!(await this.store.commit([{ key: keys.lote(id), value: raw }], writes))) return RETRY;
+      return parse<LoteRecord>((await this.store.get(keys.lote(id))) ?? raw);
+    });
+  }
+
+  /**
+   * The batch's record write, ended (`concluido`, its expiry set, its webhook queued) when it is
+   * closed and every task has ended.
+   */
+  #concludeIfDone(lote: LoteRecord, now: number): Write[] {
+    const ended = lote.concluida + lote.falhou + lote.cancelada;
+    if (lote.estado !== 'processando' || ended < lote.total) return [{ op: 'set', key: keys.lote(lote.id), value: JSON.stringify(lote) }];
+    const done: LoteRecord = { ...lote, estado: 'concluido', concluidoEm: now, expiraEm: now + this.ttlMs };
+    return [
+      { op: 'set', key: keys.lote(lote.id), value: JSON.stringify(done) },
+      { op: 'zadd', key: keys.expiram, member: `l:${lote.id}`, score: done.expiraEm! },
+      ...this.#webhookWrites(done, 'lote.concluido', 'concluido', contagens(done, 0), now),
+    ];
+  }
+
+  /** A batch's tasks in creation order after position `after`, `estado` only if given (keyset, SPEC §7.3). */
+  async listLote(loteId: string, options: { after: number; limit: number; estado: EstadoTarefa | null }): Promise<TarefasListing> {
+    const running = await this.execution.running();
+    const found: TarefaAgora[] = [];
+    let cursor = options.after;
+    // Bounded work per request: with a filter, a page may come back shorter, with a cursor to go on.
+    for (let scanned = 0; found.length < options.limit && scanned < 5_000;) {
+      const page = await this.store.range(keys.loteTarefas(loteId), { after: cursor, limit: 200 });
+      if (page.length === 0) return { tarefas: found, next: null };
+      const raws = await this.store.getMany(page.map((entry) => keys.tarefa(entry.member)));
+      for (let i = 0; i < page.length && found.length < options.limit; i++) {
+        cursor = page[i]!.score;
+        scanned++;
+        const raw = raws[i];
+        if (!raw) continue;
+        const record = parse<TarefaRecord>(raw);
+        const started = running.get(record.id);
+        const agora: TarefaAgora = isFinal(record.estado)
+          ? { record, estado: record.estado, iniciadaEm: record.iniciadaEm }
+          : started !== undefined
+            ? { record, estado: 'processando', iniciadaEm: started }
+            : { record, estado: 'aguardando', iniciadaEm: null };
+        if (options.estado === null || agora.estado === options.estado) found.push(agora);
+      }
+    }
+    const more = await this.store.range(keys.loteTarefas(loteId), { after: cursor, limit: 1 });
+    return { tarefas: found, next: more.length > 0 ? cursor : null };
+  }
+
+  /** The batch's tasks in creation order, page by page (for the combined divergences). */
+  async *loteTarefas(loteId: string): AsyncGenerator<TarefaRecord> {
+    let after = -Infinity;
+    for (;;) {
+      const page = await this.store.range(keys.loteTarefas(loteId), { after, limit: 100 });
+      if (page.length === 0) return;
+      const raws = await this.store.getMany(page.map((entry) => keys.tarefa(entry.member)));
+      for (const raw of raws) if (raw !== null) yield parse<TarefaRecord>(raw);
+      after = page[page.length - 1]!.score;
+    }
+  }
+
+  /** DELETE (SPEC §7.3): unfinished tasks cancelled, every record and file removed. False when unknown. */
+  async deleteLote(id: string): Promise<boolean> {
+    const deleted = await retrying(async () => {
+      const raw = await this.store.get(keys.lote(id));
+      if (raw === null) return null;
+      const lote = parse<LoteRecord>(raw);
+      const now = this.now();
+      const writes: Write[] = [
+        { op: 'del', key: keys.lote(id) },
+        { op: 'zrem', key: keys.abertos, member: id },
+        { op: 'zrem', key: keys.expiram, member: `l:${id}` },
+        { op: 'zadd', key: keys.apagar, member: id, score: now },
+      ];
+      if (lote.idem) writes.push({ op: 'del', key: lote.idem });
+      if (lote.estado !== 'concluido') {
+        // A batch that had not ended ends cancelled: its unfinished tasks count as cancelled.
+        const unfinished = lote.total - lote.concluida - lote.falhou - lote.cancelada;
+        const counts: Contagens = { ...contagens(lote, 0), aguardando: 0, cancelada: lote.cancelada + unfinished };
+        writes.push(...this.#webhookWrites(lote, 'lote.cancelado', 'cancelado', counts, now));
+      }
+      return (await this.store.commit([{ key: keys.lote(id), value: raw }], writes)) ? lote : RETRY;
+    });
+    if (deleted === null) return false;
+    await this.purgeLote(id);
+    return true;
+  }
+
+  /** Removes a deleted batch's tasks, a page at a time; resumed by the sweeper after a crash. */
+  async purgeLote(id: string): Promise<void> {
+    for (;;) {
+      const page = await this.store.range(keys.loteTarefas(id), { limit: 100 });
+      if (page.length === 0) break;
+      const raws = await this.store.getMany(page.map((entry) => keys.tarefa(entry.member)));
+      const writes: Write[] = [];
+      for (const [i, entry] of page.entries()) {
+        const raw = raws[i];
+        writes.push({ op: 'zrem', key: keys.loteTarefas(id), member: entry.member });
+        if (!raw) continue;
+        const record = parse<TarefaRecord>(raw);
+        await this.#removeTaskData(record);
+        writes.push(...this.#forgetTarefa(record));
+      }
+      await this.store.commit([], writes);
+    }
+    await this.store.commit(
+      [],
+      [
+        { op: 'del', key: keys.loteTarefas(id) },
+        { op: 'zrem', key: keys.apagar, member: id },
+      ],
+    );
+  }
+
+  // ---------------------------------------------------------------- webhooks (SPEC §7.4)
+
+  #webhookWrites(lote: LoteRecord, type: 'lote.concluido' | 'lote.cancelado', estado: string, tarefas: Contagens, now: number): Write[] {
+    if (lote.webhook === null) return [];
+    const id = newMessageId();
+    // Ids, states and counts only: nothing from the files (no personal data).
+    const body = JSON.stringify({ type, timestamp: rfc3339(now), data: { id: lote.id, estado, tarefas } });
+    const message: WebhookMessage = { id, url: lote.webhook.url, segredo: lote.webhook.segredo, body, tentativas: 0 };
+    return [
+      { op: 'set', key: keys.webhook(id), value: JSON.stringify(message) },
+      { op: 'zadd', key: keys.webhooksDue, member: id, score: now },
+    ];
+  }
+
+  /** Sends the messages that are due; each is claimed first, so one replica sends it. */
+  async deliverWebhooks(): Promise<void> {
+    const now = this.now();
+    const due = await this.store.range(keys.webhooksDue, { upTo: now, limit: 20 });
+    await Promise.all(
+      due.map(async ({ member: id }) => {
+        const raw = await this.store.get(keys.webhook(id));
+        if (raw === null) {
+          await this.store.commit([], [{ op: 'zrem', key: keys.webhooksDue, member: id }]);
+          return;
+        }
+        const message = parse<WebhookMessage>(raw);
+        const claimed = { ...message, claim: randomBytes(6).toString('base64url') };
+        const claimedRaw = JSON.stringify(claimed);
+        const claim: Write[] = [
+          { op: 'set', key: keys.webhook(id), value: claimedRaw },
+          { op: 'zadd', key: keys.webhooksDue, member: id, score: now + WEBHOOK_LEASE_MS },
+        ];
+        if (!(await this.store.commit([{ key: keys.webhook(id), value: raw }], claim))) return;
+        const { outcome, detail } = await deliverWebhook(message, { allowPrivate: this.#deps.config.webhookAllowPrivate, now: this.now });
+        const tentativas = message.tentativas + 1;
+        const log = { webhook: id, tentativas, outcome, detail };
+        const guard = [{ key: keys.webhook(id), value: claimedRaw }];
+        if (outcome !== 'failed' || tentativas > WEBHOOK_RETRIES_MS.length) {
+          if (outcome === 'failed') this.#deps.log.warn(log, 'webhook given up after its last retry');
+          else this.#deps.log.info(log, outcome === 'gone' ? 'webhook gone (410): no more retries' : 'webhook delivered');
+          await this.store.commit(guard, [
+            { op: 'del', key: keys.webhook(id) },
+            { op: 'zrem', key: keys.webhooksDue, member: id },
+          ]);
+          return;
+        }
+        this.#deps.log.info(log, 'webhook failed, will retry');
+        await this.store.commit(guard, [
+          { op: 'set', key: keys.webhook(id), value: JSON.stringify({ ...message, tentativas }) },
+          { op: 'zadd', key: keys.webhooksDue, member: id, score: this.now() + WEBHOOK_RETRIES_MS[tentativas - 1]! },
+        ]);
+      }),
+    );
+  }
+
+  // ---------------------------------------------------------------- housekeeping
+
+  /**
+   * Looks at unfinished tasks a page at a time, round-robin: records the end of jobs whose hint
+   * was missed, and stops tasks running past JOB_TIMEOUT_MS (the synchronous route's 504).
+   */
+  async reconcile(): Promise<void> {
+    // Start times come from the executor (the job's own clock), so they are compared with it.
+    const now = Date.now();
+    const running = await this.execution.running();
+    for (const [id, startedAt] of running) {
+      if (startedAt + this.#deps.config.jobTimeoutMs >= now) continue;
+      const record = await this.tarefa(id);
+      if (record === null || isFinal(record.estado)) continue;
+      await this.finish(id, { state: 'failed', why: 'timeout', startedAt, finishedAt: now });
+      await this.execution.cancel(id).catch(() => undefined);
+    }
+    const page = await this.store.range(keys.pendentes, { after: this.#reconcileAfter, limit: 100 });
+    this.#reconcileAfter = page.length < 100 ? -Infinity : page[page.length - 1]!.score;
+    for (const { member: id } of page) {
+      if (running.has(id)) continue;
+      await this.finish(id);
+    }
+  }
+
+  /** Deletes what has expired (SPEC §7.1 retention), closes idle batches, resumes interrupted batch deletions. */
+  async sweep(): Promise<void> {
+    const now = this.now();
+    for (const { member } of await this.store.range(keys.expiram, { upTo: now, limit: 100 })) {
+      const id = member.slice(2);
+      if (member.startsWith('t:')) {
+        if (!(await this.deleteTarefa(id))) await this.store.commit([], [{ op: 'zrem', key: keys.expiram, member }]);
+      } else if (!(await this.deleteLote(id))) {
+        await this.store.commit([], [{ op: 'zrem', key: keys.expiram, member }]);
+      }
+    }
+    const idleSince = now - LOTE_IDLE_MS;
+    for (const { member } of await this.store.range(keys.abertos, { upTo: idleSince, limit: 100 })) {
+      if ((await this.fecharLote(member, idleSince)) === null) await this.store.commit([], [{ op: 'zrem', key: keys.abertos, member }]);
+    }
+    for (const { member } of await this.store.range(keys.apagar, { upTo: now - 60_000, limit: 10 })) await this.purgeLote(member);
+  }
+}

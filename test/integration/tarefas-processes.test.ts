@@ -1,0 +1,131 @@
+// SPEC §7.5 with the real entry points as separate processes (queue mode): a task created on one
+// API is read from another, survives the restart of the API that took it (even one that went away
+// before any worker ran the job), and its result is the synchronous answer's bytes.
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JOB_QUEUE, closeRedisClient, createRedisClient, loadConfig } from '@censo/shared';
+import { fixtureCases } from '../helpers/fixtures.js';
+import { API_KEY, formWith, type UploadFile } from '../helpers/http.js';
+import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
+import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
+import { postAsync, request, waitForTarefa } from '../helpers/tarefas.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+const basico = fixtureCases().find((c) => c.name === 'basico')!;
+const retorno: UploadFile = { field: 'retorno', path: basico.retorno.xlsx, filename: 'retorno.xlsx' };
+const txt: UploadFile = { field: 'txt', path: basico.txt, filename: 'censo.txt' };
+
+let redis: TestRedis;
+let uploadDir: string;
+const queuePrefix = uniqueQueuePrefix();
+const running: ServiceProcess[] = [];
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+  uploadDir = await mkdtemp(path.join(os.tmpdir(), 'censo-tarefas-processes-'));
+});
+afterAll(async () => {
+  for (const process of running.reverse()) await process.stop();
+  await deleteKeys(redis.url, queuePrefix);
+  await rm(uploadDir, { recursive: true, force: true });
+  await redis?.stop();
+});
+
+const env = () => ({
+  REDIS_URL: redis.url,
+  QUEUE_PREFIX: queuePrefix,
+  UPLOAD_DIR: uploadDir,
+  API_KEY,
+  LOG_LEVEL: 'info',
+  WORKER_CONCURRENCY: '1',
+});
+
+async function startApi(): Promise<{ process: ServiceProcess; url: string }> {
+  const process = startServiceProcess('services/api/dist/main.js', { ...env(), HOST: '127.0.0.1', PORT: '0' }, ['--role=api']);
+  running.push(process);
+  return { process, url: (await process.line('censo-api listening')).url as string };
+}
+
+async function startWorkerProcess(): Promise<ServiceProcess> {
+  const worker = startServiceProcess('services/worker/dist/main.js', env());
+  running.push(worker);
+  await worker.line('worker started');
+  return worker;
+}
+
+describe('queue mode, API and worker processes', () => {
+  it('a task taken by an API that then stops, before any worker ran it, is run and answered after the restart', async () => {
+    const first = await startApi();
+    const accepted = await postAsync(first, '/api/retorno-rf', [retorno, txt]);
+    expect(accepted.status).toBe(202);
+    const id = accepted.json().id as string;
+    expect((await request(first, 'GET', `/api/tarefas/${id}`)).json().estado).toBe('aguardando');
+    await first.process.stop();
+
+    await startWorkerProcess();
+    const second = await startApi();
+    const done = await waitForTarefa(second, id);
+    expect(done.estado).toBe('concluida');
+    const sync = await request(second, 'POST', '/api/retorno-rf', { body: await formWith([retorno, txt]) });
+    const result = await request(second, 'GET', `/api/tarefas/${id}/resultado`);
+    expect(result.status).toBe(200);
+    expect(result.bytes.equals(sync.bytes)).toBe(true);
+  });
+
+  it('any API answers for any id, and a restarted API still does', async () => {
+    const a = await startApi();
+    const b = await startApi();
+    const id = (await postAsync(a, '/api/censo-corrigido', [retorno, txt])).json().id as string;
+    const fromB = await waitForTarefa(b, id);
+    expect(fromB.estado).toBe('concluida');
+    const sync = await request(b, 'POST', '/api/censo-corrigido', { body: await formWith([retorno, txt]) });
+    const resultB = await request(b, 'GET', `/api/tarefas/${id}/resultado`);
+    expect(resultB.bytes.equals(sync.bytes)).toBe(true);
+    expect(resultB.headers.get('censo-pessoas-corrigidas')).toBe(sync.headers.get('censo-pessoas-corrigidas'));
+
+    await a.process.stop();
+    const again = await startApi();
+    expect((await request(again, 'GET', `/api/tarefas/${id}`)).json()).toEqual(fromB);
+    expect((await request(again, 'GET', `/api/tarefas/${id}/resultado`)).bytes.equals(sync.bytes)).toBe(true);
+    // Deleted through one API, gone for all.
+    expect((await request(b, 'DELETE', `/api/tarefas/${id}`)).status).toBe(204);
+    expect((await request(again, 'GET', `/api/tarefas/${id}`)).json()).toEqual({ erro: 'Tarefa não encontrada.' });
+  });
+
+  it('a job that ended while no API ran is recorded anyway, from the job itself: the batch ends without anyone asking for the task', async () => {
+    // No worker yet: the job waits while its API goes away.
+    for (const process of running) await process.stop();
+    const a = await startApi();
+    const lote = (
+      await request(a, 'POST', '/api/lotes', { body: '{"nome": "sem eventos"}', headers: { 'content-type': 'application/json' } })
+    ).json().id as string;
+    const sent = await request(a, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: await formWith([retorno], { referencia: 'e1' }) });
+    const id = sent.json().id as string;
+    expect((await request(a, 'POST', `/api/lotes/${lote}/fechar`)).json().estado).toBe('processando');
+    await a.process.stop();
+
+    // The job runs and ends with no API listening to the queue's events.
+    const worker = await startWorkerProcess();
+    const connection = createRedisClient(loadConfig({ REDIS_URL: redis.url }).redis!, 'worker');
+    const queue = new Queue(JOB_QUEUE, { connection, prefix: queuePrefix });
+    try {
+      await waitFor(async () => (await queue.getJobState(id)) === 'completed', { timeoutMs: 30_000, what: 'the job to complete' });
+    } finally {
+      await queue.close();
+      await closeRedisClient(connection);
+    }
+    await worker.stop();
+
+    // A new API never saw that event: its reconciler finds the end in the job.
+    const b = await startApi();
+    await waitFor(async () => (await request(b, 'GET', `/api/lotes/${lote}`)).json().estado === 'concluido', {
+      timeoutMs: 30_000,
+      what: 'the batch to end',
+    });
+    expect((await request(b, 'GET', `/api/lotes/${lote}`)).json().tarefas).toMatchObject({ total: 1, concluida: 1 });
+    expect((await request(b, 'GET', `/api/tarefas/${id}`)).json().estado).toBe('concluida');
+  });
+});
