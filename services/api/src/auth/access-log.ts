@@ -1,0 +1,131 @@
+// The access log of SPEC §8 (LGPD): one JSON line per /api/* request whose caller was identified
+// (uploads, tasks, batches, queries), on a stream of its own (ACCESS_LOG: stdout or a file). Who
+// (`sub` and `email` of a person, or `chave`: the index of the key in its setting), when, the route,
+// the status, the counts, each uploaded file's SHA-256 and size, the query's declared name. Only
+// those: never a CPF or a name from a file, file contents, filter values, cookies or tokens.
+import { openSync } from 'node:fs';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { pino, type Logger } from 'pino';
+import { settlesWithin } from '@censo/shared';
+import type { StaffSession } from './sessions.js';
+
+/** Who a request was let in as (http/auth.ts sets it before the body is read). */
+export type Principal =
+  | { readonly kind: 'chave'; readonly index: number }
+  | { readonly kind: 'pessoa'; readonly sessionId: string; readonly session: StaffSession };
+
+export interface UploadedFile {
+  readonly field: string;
+  readonly sha256: string;
+  readonly bytes: number;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+    uploadedFiles: UploadedFile[] | null;
+  }
+}
+
+/** Called by the upload code for each file stored whole. */
+export function noteUploadedFile(request: FastifyRequest, file: UploadedFile): void {
+  request.uploadedFiles = [...(request.uploadedFiles ?? []), file];
+}
+
+const CLOSE_MS = 2_000;
+
+export interface AccessLog {
+  write(line: Record<string, unknown>): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens `target` now, so a path that cannot be written stops the start with its reason. A failed
+ * write (disk full) goes to `onError`, never an uncaught exception.
+ */
+export function openAccessLog(target: string, onError: (err: Error) => void): AccessLog {
+  const toFile = target !== 'stdout';
+  const destination = pino.destination({ dest: toFile ? openAccessFile(target) : 1, sync: !toFile });
+  destination.on('error', onError);
+  const logger: Logger = pino(
+    {
+      base: null,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      // A record, not a diagnostic: `"log":"access"` where the level would be, which also tells
+      // these lines from the service's own when both go to stdout.
+      formatters: { level: () => ({ log: 'access' }) },
+    },
+    destination,
+  );
+  let closed = false;
+  return {
+    write: (line) => {
+      if (!closed) logger.info(line);
+    },
+    close: async () => {
+      // The last requests' lines are written a turn after their responses close (request-log.ts):
+      // let them through before the stream ends.
+      await new Promise((resolve) => setImmediate(resolve));
+      closed = true;
+      if (!toFile) return destination.flushSync();
+      // Flushes what is pending, then closes the file; a stuck disk does not hold the shutdown.
+      const ended = new Promise<void>((resolve) => {
+        destination.once('close', resolve);
+        destination.end();
+      });
+      await settlesWithin(ended, CLOSE_MS);
+    },
+  };
+}
+
+function openAccessFile(file: string): number {
+  try {
+    return openSync(file, 'a', 0o640);
+  } catch (err) {
+    throw new Error(`ACCESS_LOG cannot be written: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** The line of one request: identity, route, outcome, counts and digests; nothing the caller sent. */
+export function accessLine(request: FastifyRequest, status: number): Record<string, unknown> | null {
+  // Undefined, not null, on routes of contexts made before this plugin decorated the request
+  // (the OpenAPI UI's): those are never identified callers.
+  const principal = request.principal as FastifyRequest['principal'] | undefined;
+  if (!principal) return null;
+  const who = principal.kind === 'chave' ? { chave: principal.index } : { sub: principal.session.sub, email: principal.session.email };
+  const fields = request.logFields ?? {};
+  return {
+    ...who,
+    requestId: request.id,
+    method: request.method,
+    route: request.routeOptions.url ?? null,
+    status,
+    ...(fields.outcome === undefined ? {} : { outcome: fields.outcome }),
+    ...(fields.count === undefined ? {} : { count: fields.count }),
+    ...(fields.rows === undefined ? {} : { rows: fields.rows }),
+    // A declared query's name (set after the query string was validated), never the raw parameter.
+    ...(fields.query === undefined ? {} : { query: fields.query, format: fields.format }),
+    // The asynchronous task and batch the request created or read (SPEC §7).
+    ...(fields.tarefa === undefined ? {} : { tarefa: fields.tarefa }),
+    ...(fields.lote === undefined ? {} : { lote: fields.lote }),
+    ...(request.uploadedFiles === null ? {} : { files: request.uploadedFiles }),
+  };
+}
+
+async function accessLogging(app: FastifyInstance, { log }: { log: AccessLog }): Promise<void> {
+  app.decorateRequest('principal', null);
+  app.decorateRequest('uploadedFiles', null);
+  app.onRequestEnd((request, _reply, status) => {
+    const line = accessLine(request, status);
+    if (line !== null) log.write(line);
+  });
+  app.addHook('onClose', () => log.close());
+}
+
+/** Root-level: every route's requests reach the listener; the API scopes set `principal`. */
+export const accessLogPlugin = fp(accessLogging, {
+  name: 'censo-access-log',
+  fastify: '5.x',
+  dependencies: ['censo-request-log'],
+});

@@ -1,0 +1,103 @@
+// Staff sign-in on the page (SPEC §3.6, §8) in a real Chromium (Debian's, through playwright-core):
+// the page offers "Entrar" instead of the key field, the person signs in on the provider's own
+// login form (oidc-provider, in this process), comes back to the page that says who is signed in,
+// uploads a return whose divergences show as the table, with the session cookie and the CSRF token
+// and never a key, and signs out through the provider's logout.
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixtureCases } from '../helpers/fixtures.js';
+import { startTestServer, type TestServer } from '../helpers/http.js';
+import { OP_HOST, freePort, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SHOTS = fileURLToPath(new URL('./.screenshots/', import.meta.url));
+const basico = fixtureCases().find((c) => c.name === 'basico')!;
+const divergencias = (basico.expectedDivergencias as { divergencias: Record<string, unknown>[] }).divergencias;
+
+let browser: Browser;
+let provider: TestProvider;
+let server: TestServer;
+let publicUrl: string;
+
+beforeAll(async () => {
+  // Never skipped: a machine without Chromium fails here with the reason.
+  expect(existsSync(CHROMIUM), 'install Debian chromium (.ci/run does)').toBe(true);
+  const port = await freePort();
+  publicUrl = `http://127.0.0.1:${port}`;
+  provider = await startTestProvider([publicUrl], {
+    ana: { name: 'Ana Lima', email: 'ana@seduc.example', groups: ['censo-retorno', 'censo-consulta'] },
+  });
+  server = await startTestServer({ PORT: String(port), ...signInEnv(provider, publicUrl) });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
+  });
+  await mkdir(SHOTS, { recursive: true });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.dispose();
+  await provider?.close();
+});
+
+describe('the staff page with sign-in', () => {
+  it('signs in on the provider’s form, uploads a return with the session, and signs out', async () => {
+    const context = await browser.newContext();
+    // Only this machine: the provider's development pages link a web font, which never loads here.
+    const local = new RegExp(`^http://(127\\.0\\.0\\.1|${OP_HOST.replace(/\./g, '\\.')}):`);
+    await context.route(
+      (url) => !local.test(url.href),
+      (route) => route.abort(),
+    );
+    const page = await context.newPage();
+    const pageErrors: string[] = [];
+    page.on('pageerror', (err) => pageErrors.push(err.message));
+    const apiCalls: Record<string, string>[] = [];
+    page.on('request', (request) => {
+      if (new URL(request.url()).pathname.startsWith('/api/')) apiCalls.push(request.headers());
+    });
+
+    await page.goto(publicUrl);
+    const enter = page.getByRole('link', { name: 'Entrar' });
+    await enter.waitFor();
+    expect(await page.getByLabel('Chave de acesso (x-api-key)').isVisible()).toBe(false);
+    expect(await page.getByRole('button', { name: 'Ver divergências' }).isVisible()).toBe(false);
+    await page.screenshot({ path: path.join(SHOTS, 'entrar.png') });
+
+    await enter.click();
+    await page.waitForURL(new RegExp(`^${provider.issuer}/interaction/`));
+    await page.locator('input[name="login"]').fill('ana');
+    await page.locator('input[name="password"]').fill('qualquer');
+    await page.getByRole('button', { name: 'Sign-in' }).click();
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.waitForURL(`${publicUrl}/`);
+
+    await page.getByRole('button', { name: 'Sair' }).waitFor();
+    expect(await page.locator('#sessao').textContent()).toBe('Conectado como Ana Lima (ana@seduc.example)Sair');
+    expect(await page.getByLabel('Chave de acesso (x-api-key)').isVisible()).toBe(false);
+    await page.screenshot({ path: path.join(SHOTS, 'conectado.png') });
+    // The session lives in an HttpOnly cookie: nothing of it is readable by the page's scripts.
+    expect(await page.evaluate('document.cookie')).toBe('');
+
+    await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(basico.retorno.json);
+    await page.getByRole('button', { name: 'Ver divergências' }).click();
+    await page.locator('#tabela-divergencias tbody tr').first().waitFor();
+    expect(await page.locator('#tabela-divergencias tbody tr').count()).toBe(divergencias.length);
+    const upload = apiCalls.find((headers) => headers['x-csrf-token'] !== undefined);
+    expect(upload?.['x-csrf-token']).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(apiCalls.every((headers) => headers['x-api-key'] === undefined)).toBe(true);
+
+    await page.getByRole('button', { name: 'Sair' }).click();
+    await page.waitForURL(new RegExp(`^${provider.issuer}/session/end`));
+    await page.getByRole('button', { name: /sign me out/i }).click();
+    await page.waitForURL(`${publicUrl}/`);
+    await page.getByRole('link', { name: 'Entrar' }).waitFor();
+    expect(pageErrors).toEqual([]);
+    await context.close();
+  });
+});
