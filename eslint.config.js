@@ -35,5 +35,8 @@ export default tseslint.config(
     },
   },
   { files: ['services/api/web/**/*.js'], languageOptions: { globals: globals.browser } },
-  { files: ['bench/**/*.mjs', 'scripts/**/*.mjs', 'cli/bin/*.js', 'eslint.config.js'], languageOptions: { globals: globals.node } },
+  {
+    files: ['bench/**/*.mjs', 'scripts/**/*.mjs', 'cluster/**/*.mjs', 'cli/bin/*.js', 'eslint.config.js'],
+    languageOptions: { globals: globals.node },
+  },
 );

@@ -2,18 +2,17 @@
 // installs it): the key, each task on the fixtures with the exact table contents, sorting and
 // filtering, downloads compared with the routes' own answers, the queries with paging and CSV,
 // the errors, the CSP, no console errors, and 150,000 divergences without a frozen tab.
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { downloaded as downloadedTo, enterKey, launchChromium, openPage as openPageIn, tableRows } from '../helpers/browser.js';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = fileURLToPath(new URL('./.screenshots/', import.meta.url));
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const divergencias = (basico.expectedDivergencias as { divergencias: Record<string, unknown>[] }).divergencias;
@@ -27,21 +26,7 @@ let downloads: string;
 const consoleErrors: string[] = [];
 
 beforeAll(async () => {
-  // Never skipped: a machine without Chromium fails here with the reason.
-  expect(existsSync(CHROMIUM), 'install Debian chromium (.ci/run does)').toBe(true);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
   pg = await startTestPostgres();
   schema = await createTestSchema(pg.url);
   await createAuditsTable(schema.admin);
@@ -62,39 +47,12 @@ afterAll(async () => {
   await rm(downloads, { recursive: true, force: true });
 });
 
-async function openPage(): Promise<Page> {
-  const context = await browser.newContext({ acceptDownloads: true });
-  const page = await context.newPage();
-  page.on('console', (message) => {
-    if (message.type() === 'error') consoleErrors.push(message.text());
-  });
-  page.on('pageerror', (err) => consoleErrors.push(err.message));
-  await page.goto(server.url);
-  return page;
-}
-
-async function enterKey(page: Page, value = API_KEY): Promise<void> {
-  await page.getByLabel('Chave de acesso (x-api-key)').fill(value);
-  await page.getByRole('button', { name: 'Entrar' }).click();
-}
-
-/** The visible table's body as arrays of cell texts. */
-async function tableRows(page: Page, container: string): Promise<string[][]> {
-  return page
-    .locator(`#${container} tbody tr`)
-    .evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((td) => td.textContent ?? '')));
-}
+const openPage = (): Promise<Page> => openPageIn(browser, server.url, consoleErrors);
+const downloaded = (page: Page, click: () => Promise<void>) => downloadedTo(page, downloads, click);
 
 async function routeAnswer(route: string, files: UploadFile[]): Promise<Buffer> {
   const response = await fetch(`${server.url}${route}`, { method: 'POST', headers: { 'x-api-key': API_KEY }, body: await formWith(files) });
   return Buffer.from(await response.arrayBuffer());
-}
-
-async function downloaded(page: Page, click: () => Promise<void>): Promise<{ name: string; bytes: Buffer }> {
-  const [download] = await Promise.all([page.waitForEvent('download'), click()]);
-  const target = path.join(downloads, download.suggestedFilename());
-  await download.saveAs(target);
-  return { name: download.suggestedFilename(), bytes: await readFile(target) };
 }
 
 const text = (row: Record<string, unknown>, columns: string[]) => columns.map((c) => (row[c] === null ? '' : String(row[c])));

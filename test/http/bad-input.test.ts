@@ -259,6 +259,16 @@ describe('census txt', () => {
 describe('requests', () => {
   const json = () => readFile(basico.retorno.json);
 
+  it('a path that does not decode: 400 {"erro"} that does not echo it (not Fastify\'s default body)', async () => {
+    for (const url of ['/MARIA%20DA%20SILVA%E0%A4%A', '/api/divergencias-rf%E0%A4%A', '/api/query/%ff']) {
+      const res = await fetch(`${server.url}${url}`, { headers: { 'x-api-key': API_KEY } });
+      const text = await res.text();
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(JSON.parse(text)).toEqual({ erro: 'URL malformada.' });
+    }
+  });
+
   it('wrong field names', async () => {
     const res = await post(
       server,

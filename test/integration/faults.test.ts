@@ -15,7 +15,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
-import { createLogger, JOB_QUEUE, loadConfig, workerConnection } from '@censo/shared';
+import { closeRedisClient, createLogger, createRedisClient, JOB_QUEUE, loadConfig } from '@censo/shared';
 import { startServer, type RunningServer } from '@censo/api';
 import { startWorker } from '@censo/worker';
 import { createBullmqRunner } from '../../services/api/dist/jobs/bullmq.js';
@@ -114,7 +114,9 @@ describe('Redis restarted while requests wait for their jobs', () => {
     for (let i = 0; i < 200 && (await readdir(uploadDir)).length < 4; i++) await sleep(20);
     expect((await readdir(uploadDir)).length).toBe(4);
     // ...and their jobs are in Redis, waiting behind the blocked one.
-    const queue = new Queue(JOB_QUEUE, { connection: workerConnection(config.redisUrl!), prefix: config.queuePrefix });
+    const connection = createRedisClient(config.redis!, 'worker');
+    cleanups.push(() => closeRedisClient(connection));
+    const queue = new Queue(JOB_QUEUE, { connection, prefix: config.queuePrefix });
     cleanups.push(() => queue.close());
     await waitFor(async () => (await queue.getJobCounts('waiting')).waiting === 3, { what: 'three waiting jobs' });
 

@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { createFolderStorage, createLogger, loadConfig, type Config } from '@censo/shared';
 import { buildApp, createQueryService, type JobRunner, type QueryService } from '@censo/api';
 import { encodeCursor } from '../../services/api/dist/query/cursor.js';
+import { parseCsv } from '../helpers/csv.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
 
 const KEY = 'query-key';
@@ -406,47 +407,6 @@ describe('401, 503, 504', () => {
     }
   });
 });
-
-/** Minimal RFC 4180 reader for the assertions (quoted fields, doubled quotes, CRLF). */
-function parseCsv(text: string): string[][] {
-  const records: string[][] = [];
-  let record: string[] = [];
-  let field = '';
-  let i = 0;
-  while (i < text.length) {
-    const c = text[i]!;
-    if (c === '"' && field === '') {
-      let j = i + 1;
-      for (;;) {
-        if (text[j] === '"' && text[j + 1] === '"') {
-          field += '"';
-          j += 2;
-        } else if (text[j] === '"') break;
-        else {
-          field += text[j];
-          j += 1;
-        }
-      }
-      i = j + 1;
-    } else if (c === ',') {
-      record.push(field);
-      field = '';
-      i += 1;
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      record.push(field);
-      records.push(record);
-      record = [];
-      field = '';
-      i += 2;
-    } else {
-      field += c;
-      i += 1;
-    }
-  }
-  expect(field).toBe('');
-  expect(record).toEqual([]);
-  return records;
-}
 
 describe('CSV', () => {
   it('streams every matching row with a header, RFC 4180 quoting and NULL as an empty field', async () => {

@@ -24,7 +24,7 @@ import {
   type JobResult,
 } from '@censo/shared';
 import { startServer } from '@censo/api';
-import { ABORT_CANCELLED, JOB_QUEUE, workerConnection } from '@censo/shared';
+import { ABORT_CANCELLED, JOB_QUEUE, closeRedisClient, createRedisClient } from '@censo/shared';
 import { startWorker, type RunningWorker } from '@censo/worker';
 // Not (yet) in @censo/api's barrel: the compiled adapter by path.
 import { createBullmqRunner, type BullmqRunner } from '@censo/api';
@@ -88,7 +88,9 @@ function track<T extends { close(): Promise<unknown> }>(closable: T): T {
 }
 
 function inspect(config: Config): Queue<JobData, JobResult> {
-  return track(new Queue<JobData, JobResult>(JOB_QUEUE, { connection: workerConnection(redis.url), prefix: config.queuePrefix }));
+  const connection = createRedisClient(config.redis!, 'worker');
+  cleanups.push(() => closeRedisClient(connection));
+  return track(new Queue<JobData, JobResult>(JOB_QUEUE, { connection, prefix: config.queuePrefix }));
 }
 
 /** A per-request folder as the upload routes make it, holding copies of a fixture's files. */

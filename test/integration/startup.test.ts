@@ -1,5 +1,5 @@
 // SPEC §6: invalid settings stop the process at start with a one-line message and exit 1.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -67,6 +67,48 @@ describe('invalid settings stop the start with one line', () => {
     expect(stderr.trim()).toBe(
       `censo-api: could not start: COLUMNS_FILE ${file}: unknown key "mensagens" (expected one of registro, linha, codigo, campo, mensagem, conteudo, chave)`,
     );
+  });
+
+  it.each([
+    ['only an accent', { mensagem: ['Descrição', '\u0301'] }, '"mensagem": item 2 is empty once normalised (case, accents, spaces)'],
+    ['only spaces (refused before too)', { codigo: ['\u00a0 \t'] }, '"codigo" must be a list of non-empty texts'],
+    ['accents and spaces', { campo: [' \u0303\u0301 '] }, '"campo": item 1 is empty once normalised (case, accents, spaces)'],
+    [
+      'a label that is only a numbering',
+      { chave: { cpf: ['CPF do aluno', '5 - '] } },
+      '"chave"."cpf": item 2 is empty once normalised (case, accents, spaces, numbering)',
+    ],
+  ])('COLUMNS_FILE with a name that normalises to nothing (%s)', async (_name, content, why) => {
+    const file = path.join(dir, 'columns-empty.json');
+    await writeFile(file, JSON.stringify(content));
+    const { code, stderr } = await start({ COLUMNS_FILE: file });
+    expect(code).toBe(1);
+    expect(stderr.trim()).toBe(`censo-api: could not start: COLUMNS_FILE ${file}: ${why}`);
+  });
+
+  it.each([
+    ['a FIFO nobody writes to', 'fifo'],
+    ['a folder', 'folder'],
+    ['a character device', '/dev/zero'],
+  ])('COLUMNS_FILE that is %s: refused at once, not a hang', async (_name, kind) => {
+    let file = kind;
+    if (kind === 'fifo') {
+      file = path.join(dir, 'columns.fifo');
+      execFileSync('mkfifo', [file]);
+    } else if (kind === 'folder') {
+      file = dir;
+    }
+    const { code, stderr } = await start({ COLUMNS_FILE: file });
+    expect(code).toBe(1);
+    expect(stderr.trim()).toBe(`censo-api: could not start: COLUMNS_FILE ${file}: is not a regular file`);
+  });
+
+  it('QUERIES_FILE that is a FIFO: refused at once, not a hang', async () => {
+    const file = path.join(dir, 'queries.fifo');
+    execFileSync('mkfifo', [file]);
+    const { code, stderr } = await start({ QUERIES_FILE: file });
+    expect(code).toBe(1);
+    expect(stderr.trim()).toBe(`censo-api: could not start: QUERIES_FILE ${file}: is not a regular file`);
   });
 
   it('UPLOAD_TIMEOUT_MS not a number', async () => {

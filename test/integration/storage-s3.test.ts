@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createStorage, loadConfig, type JobData, type Storage } from '@censo/shared';
+import { createLogger, createStorage, loadConfig, type JobData, type Storage } from '@censo/shared';
 import { startServer, type RunningServer } from '@censo/api';
 import { fixtureCases, type FixtureCase } from '../helpers/fixtures.js';
 import { API_KEY, formWith, post, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
@@ -283,7 +283,8 @@ describe('S3 storage, a worker whose request ends while its job runs', () => {
   let storage: Storage;
 
   beforeAll(async () => {
-    storage = await createStorage(loadConfig({ ...s3.env(prefix), UPLOAD_DIR: await tempDir('late') }));
+    const config = loadConfig({ ...s3.env(prefix), UPLOAD_DIR: await tempDir('late'), LOG_LEVEL: 'silent' });
+    storage = await createStorage(config, createLogger(config, {}));
     cleanups.push(async () => storage.close());
   });
 

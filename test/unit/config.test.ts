@@ -12,7 +12,7 @@ describe('loadConfig', () => {
       port: 3000,
       apiKeys: [],
       queryApiKeys: [],
-      redisUrl: null,
+      redis: null,
       queuePrefix: '{censo}',
       databaseUrl: null,
       jobTimeoutMs: 120_000,

@@ -25,7 +25,10 @@ const root = path.join(os.tmpdir(), 'censo-storage-test');
 let s3: Storage;
 beforeAll(async () => {
   // Nothing is sent: checkJobData only reads the keys.
-  s3 = await createStorage(loadConfig({ S3_BUCKET: 'censo', S3_ENDPOINT: 'http://127.0.0.1:9', S3_PREFIX: 'sp/' }));
+  s3 = await createStorage(
+    loadConfig({ S3_BUCKET: 'censo', S3_ENDPOINT: 'http://127.0.0.1:9', S3_PREFIX: 'sp/' }),
+    pino({ level: 'silent' }),
+  );
 });
 afterAll(() => s3.close());
 

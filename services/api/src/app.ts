@@ -1,11 +1,12 @@
 // The application as a plugin tree: routes, hooks and error handling, never `listen` and never
 // process.env. Entry points (server.ts) and tests build it with their own deps.
-import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import multipart from '@fastify/multipart';
-import type { Config, Logger, Storage } from '@censo/shared';
+import { httpMessages, type Config, type Logger, type Storage } from '@censo/shared';
 import type { JobRunner } from './jobs/runner.js';
-import { requireApiKey } from './http/auth.js';
+import { requireCredential } from './http/auth.js';
+import { staffAccessPlugin } from './auth/plugin.js';
+import type { SessionLifetimes } from './auth/sessions.js';
 import { answerClientError } from './http/client-errors.js';
 import { deferContinue } from './http/expect-continue.js';
 import { Lingerer } from './http/lingering-close.js';
@@ -15,13 +16,16 @@ import { pagePlugin } from './plugins/page.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { openApiPlugin } from './plugins/openapi.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
-import { requestLogPlugin } from './plugins/request-log.js';
+import { requestId, requestLogPlugin } from './plugins/request-log.js';
 import { MULTIPART_LIMITS } from './http/uploads.js';
 import type { QueryService } from './query/service.js';
 import { censusReturnRoutes } from './routes/census-return.js';
 import { queryRoutes } from './routes/query.js';
 import { healthRoutes, type ReadinessProbe } from './routes/health.js';
 import { erroSchema } from './routes/schemas.js';
+import { tarefasRoutes } from './routes/tarefas.js';
+import { loteSchema, tarefaSchema } from './routes/tarefas-schemas.js';
+import { tarefasPlugin, type TarefasTuning } from './tarefas/plugin.js';
 
 export interface AppDeps {
   readonly config: Config;
@@ -31,6 +35,10 @@ export interface AppDeps {
   readonly storage: Storage;
   /** null when DATABASE_URL is unset: the query route then answers 503 (SPEC §3.3). */
   readonly query: QueryService | null;
+  /** Asynchronous intake's clock and housekeeping pace (tests only). */
+  readonly tarefas?: TarefasTuning;
+  /** Tests only: shorter staff session lifetimes than SPEC §8's (never a setting). */
+  readonly sessionLifetimes?: SessionLifetimes;
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -41,8 +49,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     loggerInstance: deps.logger as FastifyBaseLogger,
     // One line per request, written by request-log.ts with the route, status and job.
     logController: new LogController({ disableRequestLogging: true }),
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
+    // request-log.ts takes the x-request-id header only when it is short and plain.
+    requestIdHeader: false,
+    genReqId: (req) => requestId(req.headers),
+    // A path that does not decode (`/%E0%A4%A`) is refused before routing; Fastify's default body
+    // would break the {"erro"} rule (SPEC §5) and echo the path, which may be anything.
+    frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send({ erro: httpMessages.badUrl }),
     // Uploads are streamed by @fastify/multipart; this limit only bounds other bodies.
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
@@ -69,6 +81,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   app.addSchema(erroSchema);
+  app.addSchema(tarefaSchema);
+  app.addSchema(loteSchema);
   // Plugins declare their dependencies (fastify-plugin), so Fastify refuses a wrong order. Those
   // that act on routes as they are added (OpenAPI, rate limit) come before every route.
   await app.register(errorsPlugin);
@@ -78,6 +92,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(metricsPlugin, { config, runner, logger: deps.logger });
   // Attaches a route-level hook to the /api/* routes, which runs after the scope's auth hook.
   await app.register(rateLimitPlugin, config);
+  // Sessions and /auth/* (with OIDC_ISSUER) and the access log, before the /api/* scopes.
+  await app.register(staffAccessPlugin, { config, logger: deps.logger, sessionLifetimes: deps.sessionLifetimes });
+  const staff = app.staffSessions;
 
   const probes: ReadinessProbe[] = [];
   if (runner.mode === 'bullmq') probes.push({ name: 'redis', isReady: () => runner.isReady() });
@@ -85,13 +102,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (storage.kind === 's3') probes.push({ name: 'storage', isReady: () => storage.isReady() });
   await app.register(healthRoutes, { probes });
 
+  // Asynchronous intake (SPEC §7): any key that may upload may read any task.
+  await app.register(tarefasPlugin, { config, runner, storage, logger: deps.logger, ...(deps.tarefas ? { tuning: deps.tarefas } : {}) });
   await app.register(async (uploads) => {
-    uploads.addHook('onRequest', requireApiKey(config.apiKeys));
+    uploads.addHook('onRequest', requireCredential(config.apiKeys, staff && { sessions: staff, permission: 'retorno' }));
     await uploads.register(censusReturnRoutes, { config, runner, storage });
+    await uploads.register(tarefasRoutes);
   });
 
   await app.register(async (queries) => {
-    queries.addHook('onRequest', requireApiKey(config.queryApiKeys));
+    queries.addHook('onRequest', requireCredential(config.queryApiKeys, staff && { sessions: staff, permission: 'consulta' }));
     await queries.register(queryRoutes, { service: query });
   });
 

@@ -17,8 +17,10 @@ try {
   if (err instanceof ConfigError) fail(err.message);
   throw err;
 }
-if (role === 'api' && !config.redisUrl) {
-  fail('start:api needs REDIS_URL (the API alone cannot run jobs); use npm start for a single process');
+if (role === 'api' && !config.redis) {
+  fail(
+    'start:api needs REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES (the API alone cannot run jobs); use npm start for a single process',
+  );
 }
 
 const logger = createLogger(config, { service: 'censo-api', role });

@@ -1,11 +1,11 @@
 // The process shell around the app: logger, dependencies, listen, graceful close.
-// `npm start` runs role "all" (API + jobs: an in-process pool without REDIS_URL, or a BullMQ
-// worker in this same process with it); `npm run start:api` runs role "api" (needs REDIS_URL).
+// `npm start` runs role "all" (API + jobs: an in-process pool without Redis settings, or a BullMQ
+// worker in this same process with them); `npm run start:api` runs role "api" (needs Redis).
 import { mkdir } from 'node:fs/promises';
 import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import { createJobPool, createLogger, createStorage, loadColumnsFile, type Config, type Logger, type Storage } from '@censo/shared';
-import { buildApp } from './app.js';
+import { buildApp, type AppDeps } from './app.js';
 import { createInProcessRunner } from './jobs/in-process.js';
 import { loadCatalog } from './query/catalog.js';
 import { createQueryService } from './query/service.js';
@@ -32,7 +32,7 @@ async function createRunner(
   logger: Logger,
   storage: Storage,
 ): Promise<{ runner: JobRunner; worker: Closable | null }> {
-  if (!config.redisUrl) {
+  if (!config.redis) {
     // Room for every admitted upload (MAX_INFLIGHT_UPLOADS, checked before the body is read), so
     // the pool never refuses a request whose body the client has already sent.
     const vocabulary = await loadColumnsFile(config.columnsFile);
@@ -49,16 +49,18 @@ export async function startServer(
   config: Config,
   role: Role,
   logger = createLogger(config, { service: 'censo-api', role }),
+  /** Tests only (shorter session lifetimes); never read from the environment. */
+  internals: Pick<AppDeps, 'sessionLifetimes'> = {},
 ): Promise<RunningServer> {
   // Without a database the query route answers 503, but a broken QUERIES_FILE is still a
   // setting error: it stops the start now rather than on the day DATABASE_URL is set.
   if (config.databaseUrl === null && config.queriesFile !== null) await loadCatalog(config.queriesFile);
   // The folder storage's uploads, or with S3 the in-process worker's scratch copies.
   if (config.storage.kind === 'folder' || role === 'all') await mkdir(config.uploadDir, { recursive: true, mode: 0o700 });
-  const storage = await createStorage(config);
+  const storage = await createStorage(config, logger);
   const { runner, worker } = await createRunner(config, role, logger, storage);
   const query = config.databaseUrl === null ? null : await createQueryService(config, logger);
-  const app = await buildApp({ config, logger, runner, storage, query });
+  const app = await buildApp({ config, logger, runner, storage, query, ...internals });
   const url = await app.listen({ host: config.host, port: config.port });
   const where =
     config.storage.kind === 's3' ? { bucket: config.storage.bucket, prefix: config.storage.prefix } : { uploadDir: config.uploadDir };

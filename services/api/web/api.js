@@ -1,10 +1,17 @@
 // Calls to the service with the key of this tab. The key lives in sessionStorage only: never in
-// a URL, a cookie or localStorage (SPEC §3.6).
+// a URL, a cookie or localStorage (SPEC §3.6). Signed in (§8), the session's headers instead.
+import { credentials, sessionLost } from './session.js';
+
 const KEY = 'censo-api-key';
 
 export const key = {
   get: () => sessionStorage.getItem(KEY),
-  set: (value) => sessionStorage.setItem(KEY, value),
+  /** Keeps `value` trimmed (as the service reads its keys); an empty key is never kept. */
+  set: (value) => {
+    const trimmed = value.trim();
+    if (trimmed !== '') sessionStorage.setItem(KEY, trimmed);
+    return trimmed !== '';
+  },
   clear: () => sessionStorage.removeItem(KEY),
 };
 
@@ -17,6 +24,7 @@ export class ApiError extends Error {
 }
 
 async function errorOf(status, body) {
+  if (status === 401) sessionLost();
   let erro = `Erro ${status}.`;
   try {
     const text = typeof body === 'string' ? body : await body.text();
@@ -29,14 +37,14 @@ async function errorOf(status, body) {
 
 /** GET returning JSON. */
 export async function getJson(path) {
-  const response = await fetch(path, { headers: { 'x-api-key': key.get() ?? '' } });
+  const response = await fetch(path, { headers: credentials('GET', key.get()) });
   if (!response.ok) throw await errorOf(response.status, response);
   return response.json();
 }
 
 /** GET returning the body as a Blob (CSV export). */
 export async function getBlob(path) {
-  const response = await fetch(path, { headers: { 'x-api-key': key.get() ?? '' } });
+  const response = await fetch(path, { headers: credentials('GET', key.get()) });
   if (!response.ok) throw await errorOf(response.status, response);
   return { blob: await response.blob(), headers: response.headers };
 }
@@ -49,7 +57,7 @@ export function postForm(path, form, { as = 'json', onProgress } = {}) {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open('POST', path);
-    xhr.setRequestHeader('x-api-key', key.get() ?? '');
+    for (const [name, value] of Object.entries(credentials('POST', key.get()))) xhr.setRequestHeader(name, value);
     xhr.responseType = as === 'json' ? 'text' : 'blob';
     if (onProgress) xhr.upload.addEventListener('progress', (e) => e.lengthComputable && onProgress(e.loaded / e.total));
     xhr.addEventListener('load', async () => {

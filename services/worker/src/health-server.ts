@@ -3,13 +3,13 @@
 // over the default port. Plain node:http: three GET routes do not need a framework.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import {
   ABORT_CANCELLED,
   ApiNotConfiguredError,
   UPLOAD_GONE,
-  failFastConnection,
+  closeRedisClient,
+  createRedisClient,
   throttledErrorLog,
   InvalidCredentialError,
   createJobMetrics,
@@ -57,8 +57,8 @@ function createWorkerMetrics(running: RunningWorker) {
 }
 
 /** A small connection of its own: the worker's blocking connections are busy waiting for jobs. */
-function createRedisProbe(redisUrl: string, onError: (err: unknown) => void) {
-  const redis = new Redis(redisUrl, failFastConnection({ connectTimeout: REDIS_PING_TIMEOUT_MS }));
+function createRedisProbe(settings: NonNullable<Config['redis']>, onError: (err: unknown) => void) {
+  const redis = createRedisClient(settings, 'fail-fast', { connectTimeout: REDIS_PING_TIMEOUT_MS, commandTimeout: REDIS_PING_TIMEOUT_MS });
   redis.on('error', onError);
   return {
     answers: (): Promise<boolean> =>
@@ -66,11 +66,7 @@ function createRedisProbe(redisUrl: string, onError: (err: unknown) => void) {
         (reply) => reply === 'PONG',
         () => false,
       ),
-    close: () =>
-      redis.quit().then(
-        () => undefined,
-        () => redis.disconnect(),
-      ),
+    close: () => closeRedisClient(redis),
   };
 }
 
@@ -78,7 +74,8 @@ export async function startHealthServer(config: Config, running: RunningWorker, 
   const registry = createWorkerMetrics(running);
   const credential = createMetricsCredentialCheck(config);
   const onError = throttledErrorLog(log);
-  const redis = createRedisProbe(config.redisUrl ?? '', (err) => onError('health probe', err));
+  if (!config.redis) throw new Error('the worker health server needs Redis settings');
+  const redis = createRedisProbe(config.redis, (err) => onError('health probe', err));
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];

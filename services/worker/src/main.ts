@@ -8,7 +8,8 @@ import { startWorker, type RunningWorker } from './worker.js';
 let config: Config;
 try {
   config = loadConfig(process.env);
-  if (!config.redisUrl) throw new ConfigError('REDIS_URL is required to run a worker (npm run start:worker)');
+  if (!config.redis)
+    throw new ConfigError('REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES is required to run a worker (npm run start:worker)');
 } catch (err) {
   if (!(err instanceof ConfigError)) throw err;
   process.stderr.write(`censo-worker: invalid configuration: ${err.message}\n`);

@@ -1,5 +1,5 @@
 // The worker role: takes jobs from the BullMQ queue and runs them on a worker-thread pool.
-// Used alone by `npm run start:worker` and next to the API by `npm start` (REDIS_URL set).
+// Used alone by `npm run start:worker` and next to the API by `npm start` (Redis configured).
 import { QueueEvents, Worker, type QueueEventsListener } from 'bullmq';
 import {
   ABORT_CANCELLED,
@@ -16,7 +16,8 @@ import {
   loadColumnsFile,
   settlesWithin,
   throttledErrorLog,
-  workerConnection,
+  closeRedisClient,
+  createRedisClient,
   type Config,
   type JobData,
   type JobResult,
@@ -56,13 +57,14 @@ const HAND_BACK_MS = 5_000;
 
 /** Does not wait for Redis: a worker started while Redis is down connects when it returns. */
 export async function startWorker(config: Config, log: Logger, options: StartWorkerOptions = {}): Promise<RunningWorker> {
-  if (!config.redisUrl) throw new Error('REDIS_URL is required to run a worker');
+  if (!config.redis) throw new Error('REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES is required to run a worker');
   const concurrency = config.workerConcurrency;
   const drainMs = options.drainMs ?? Math.min(config.jobTimeoutMs, 20_000);
   // One thread per parallel job: BullMQ's concurrency and the pool size are the same number.
   const executor = options.executor ?? createJobPool({ threads: concurrency, vocabulary: await loadColumnsFile(config.columnsFile) });
-  const storage = options.storage ?? (await createStorage(config));
-  const connection = workerConnection(config.redisUrl);
+  const storage = options.storage ?? (await createStorage(config, log));
+  // Lazy: the Worker and the QueueEvents below each open their own copies of it.
+  const connection = createRedisClient(config.redis, 'worker');
   const onError = throttledErrorLog(log);
 
   const worker = new Worker<JobData, JobResult>(JOB_QUEUE, createProcessor(executor, { storage, log }), {
@@ -115,6 +117,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
           }
         }
         await Promise.allSettled([closeQueueEvents(cancels), executor.close?.()]);
+        await closeRedisClient(connection);
         if (!options.storage) storage.close();
         log.info('worker closed');
       })();

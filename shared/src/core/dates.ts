@@ -8,22 +8,34 @@ const COMPACT = /^(\d{2})(\d{2})(\d{4})$/;
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt].*)?$/;
 
 /**
- * `DD/MM/YYYY` from `DD/MM/YYYY`, `D/M/YYYY`, `DDMMYYYY`, `YYYY-MM-DD` or an ISO timestamp.
- * Surrounding white space is ignored when recognising; anything else (including an impossible
- * day or month) is returned exactly as given.
+ * `DD/MM/YYYY` from `DD/MM/YYYY`, `D/M/YYYY`, `DDMMYYYY`, `YYYY-MM-DD` or an ISO timestamp, or
+ * null when the value is none of these. Surrounding white space is ignored. A shape that names
+ * no day of the calendar (`31/02/2014`, `29/02/2015`, month 13) is not a date in that format:
+ * null too, so it is never passed off as a normalised date.
  */
-export function toDataBr(value: string): string {
+export function parseDataBr(value: string): string | null {
   const text = value.trim();
   let match = DMY.exec(text) ?? COMPACT.exec(text);
-  if (match) return format(match[1]!, match[2]!, match[3]!) ?? value;
+  if (match) return format(match[1]!, match[2]!, match[3]!);
   match = ISO.exec(text);
-  if (match) return format(match[3]!, match[2]!, match[1]!) ?? value;
-  return value;
+  if (match) return format(match[3]!, match[2]!, match[1]!);
+  return null;
+}
+
+/** {@link parseDataBr}, with anything it does not recognise returned exactly as given (§3.2). */
+export function toDataBr(value: string): string {
+  return parseDataBr(value) ?? value;
 }
 
 function format(day: string, month: string, year: string): string | null {
   const d = Number(day);
   const m = Number(month);
-  if (d < 1 || d > 31 || m < 1 || m > 12) return null;
+  if (m < 1 || m > 12 || d < 1 || d > daysIn(m, Number(year))) return null;
   return `${day.padStart(2, '0')}/${month.padStart(2, '0')}/${year}`;
+}
+
+/** Days of a month in the Gregorian calendar (the one INEP's dates use). */
+function daysIn(month: number, year: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }

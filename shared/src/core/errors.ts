@@ -18,6 +18,11 @@ export abstract class CensoError extends Error {
  */
 export const ERRORS = {
   INVALID_CREDENTIAL: { status: 401, message: 'Credencial inválida (header x-api-key).' },
+  // Staff sign-in (SPEC §8).
+  PERMISSION_DENIED: { status: 403, message: 'Permissão insuficiente.' },
+  CSRF_INVALID: { status: 403, message: 'Token CSRF inválido.' },
+  NO_SESSION: { status: 401, message: 'Nenhuma sessão ativa: entre com sua conta.' },
+  SESSIONS_UNAVAILABLE: { status: 503, message: 'Sessões indisponíveis, tente novamente em instantes.' },
   API_NOT_CONFIGURED: { status: 503, message: 'API não configurada (defina a env API_KEY).' },
   FILE_TOO_LARGE: { status: 413, message: 'Arquivo excede o limite de 25 MB.' },
   UPLOAD_TIMEOUT: { status: 408, message: 'Tempo esgotado ao receber o arquivo.' },
@@ -52,6 +57,14 @@ export class BadInputError extends CensoError {
 
 /** 401: missing or wrong `x-api-key` (SPEC §4). */
 export class InvalidCredentialError extends fixedError('INVALID_CREDENTIAL') {}
+/** 403: a staff session without the route's permission (SPEC §8). */
+export class PermissionDeniedError extends fixedError('PERMISSION_DENIED') {}
+/** 403: a state-changing request of a staff session without its CSRF token (SPEC §8). */
+export class CsrfInvalidError extends fixedError('CSRF_INVALID') {}
+/** 401: GET /auth/sessao without a live session (SPEC §8). */
+export class NoSessionError extends fixedError('NO_SESSION') {}
+/** 503: the session store (Redis in queue mode) cannot be reached. */
+export class SessionsUnavailableError extends fixedError('SESSIONS_UNAVAILABLE') {}
 /** 503: no API key configured; the service fails closed (SPEC §4). */
 export class ApiNotConfiguredError extends fixedError('API_NOT_CONFIGURED') {}
 /** 413: an uploaded file is over the 25 MB limit (SPEC §5). */
@@ -75,15 +88,22 @@ export class DatabaseUnavailableError extends fixedError('DATABASE_UNAVAILABLE')
 /** 504: the query ran longer than QUERY_TIMEOUT_MS. */
 export class QueryTimeoutError extends fixedError('QUERY_TIMEOUT') {}
 
-/** 422: the census text file is not the one the return was issued for (SPEC §3.2). */
+/** What a 422 quotes of the return's own value (issue 21: 32,000 characters came back whole). */
+export const MAX_QUOTED_CHARS = 40;
+
+/**
+ * 422: the census text file is not the one the return was issued for (SPEC §3.2). The message
+ * quotes the return's linha or código, at most MAX_QUOTED_CHARS of it; the error keeps nothing
+ * else of it, so logging the error object cannot log more.
+ */
 export class TxtMismatchError extends CensoError {
   readonly status = 422;
   readonly code = 'TXT_MISMATCH';
-  constructor(readonly where: { linha: string } | { codigo: string }) {
+  constructor(where: { linha: string } | { codigo: string }) {
     super(
       'linha' in where
-        ? `O arquivo txt não corresponde ao retorno (linha ${where.linha}).`
-        : `O arquivo txt não corresponde ao retorno (código ${where.codigo}).`,
+        ? `O arquivo txt não corresponde ao retorno (linha ${truncate(where.linha, MAX_QUOTED_CHARS)}).`
+        : `O arquivo txt não corresponde ao retorno (código ${truncate(where.codigo, MAX_QUOTED_CHARS)}).`,
     );
   }
 }
@@ -104,11 +124,17 @@ export const badInput = {
   outOfMemory: () => new BadInputError('Arquivo ilegível: o processamento excedeu o limite de memória.'),
   malformedMultipart: () => new BadInputError('Requisição multipart malformada.'),
   unreadableRetorno: (why: string) => new BadInputError(`Arquivo retorno ilegível: ${why}`),
+  unreadableTxt: (why: string) => new BadInputError(`Arquivo txt ilegível: ${why}`),
 } as const;
 
-/** Client input echoed in a message: bounded, so a 10 kB name does not come back whole. */
+/**
+ * Client input echoed in a message: bounded, so a 10 kB name does not come back whole. At most
+ * `max` UTF-16 units, then `…`; a cut never splits a surrogate pair.
+ */
 export function truncate(text: string, max = 60): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
+  if (text.length <= max) return text;
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 1)) ? max - 1 : max;
+  return `${text.slice(0, end)}…`;
 }
 
 /**

@@ -2,6 +2,7 @@
 // worker-thread pool, deadlines and the fixed HTTP messages.
 export * from './config.js';
 export * from './columns-file.js';
+export * from './setting-file.js';
 export * from './logger.js';
 export * from './credentials.js';
 export * from './job-pool.js';

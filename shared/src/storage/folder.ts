@@ -65,6 +65,9 @@ function folderArea(root: string, id: string): RequestArea {
     async remove() {
       await rm(dir, { recursive: true, force: true });
     },
+    async discard(names) {
+      await Promise.all(names.map((name) => rm(file(name), { force: true })));
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 // Where a request's files live (SPEC §6): the UPLOAD_DIR folder, or an S3-compatible bucket when
 // S3_BUCKET is set. The S3 SDK is loaded only then, so the CLI and folder deployments never pay for it.
 import type { Config } from '../runtime/config.js';
+import type { Logger } from '../runtime/logger.js';
 import { createFolderStorage } from './folder.js';
 import type { Storage } from './port.js';
 
@@ -8,8 +9,9 @@ export * from './port.js';
 export { createFolderStorage } from './folder.js';
 export { storageExecutor } from './executor.js';
 
-export async function createStorage(config: Config): Promise<Storage> {
+/** `log`: where the bucket's failures that no request sees are reported (S3 only). */
+export async function createStorage(config: Config, log: Pick<Logger, 'warn'>): Promise<Storage> {
   if (config.storage.kind === 'folder') return createFolderStorage(config.uploadDir);
   const { createS3Storage } = await import('./s3.js');
-  return createS3Storage(config.storage, config.uploadDir);
+  return createS3Storage(config.storage, config.uploadDir, log);
 }

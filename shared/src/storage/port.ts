@@ -45,6 +45,11 @@ export interface RequestArea {
   read(name: string): Promise<Readable>;
   /** Removes every file of the area. Rejects with what could not be removed (for the log). */
   remove(): Promise<void>;
+  /**
+   * Removes only the files `names` (those missing are fine), even those of an area this process
+   * did not write: an asynchronous task drops its upload once its job ends and keeps its result.
+   */
+  discard(names: readonly string[]): Promise<void>;
 }
 
 /** Job data that points outside the storage, or is not job data at all. */

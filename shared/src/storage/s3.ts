@@ -14,6 +14,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { StorageUnavailableError } from '../core/errors.js';
 import type { JobData } from '../core/types.js';
 import type { StorageConfig } from '../runtime/config.js';
+import type { Logger } from '../runtime/logger.js';
 import { filesOf, InputsGoneError, InvalidJobDataError, mapJobFiles, type RequestArea, type Storage, type WriteCounter } from './port.js';
 
 type S3Settings = Extract<StorageConfig, { kind: 's3' }>;
@@ -43,9 +44,33 @@ function createS3Client(settings: S3Settings): S3Client {
   });
 }
 
+/**
+ * An abandoned multipart upload is aborted by lib-storage after the caller has already moved on
+ * (done() settles at once on abort), so a failed AbortMultipartUpload would otherwise vanish: its
+ * parts then stay in the bucket, billed and holding the file, until the lifecycle rule removes
+ * them. Logged here, at the one place every abort goes through, with the key to remove by hand.
+ */
+function logFailedAborts(client: S3Client, log: Pick<Logger, 'warn'>): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      try {
+        return await next(args);
+      } catch (err) {
+        if (context.commandName === 'AbortMultipartUploadCommand') {
+          const { Key: key, UploadId: uploadId } = args.input as { Key?: string; UploadId?: string };
+          log.warn({ key, uploadId, err }, 'could not abort a multipart upload');
+        }
+        throw err;
+      }
+    },
+    { step: 'initialize', name: 'censoLogFailedAborts' },
+  );
+}
+
 /** `scratchDir`: a worker's folder for its jobs' local copies (its own UPLOAD_DIR). */
-export function createS3Storage(settings: S3Settings, scratchDir: string): Storage {
+export function createS3Storage(settings: S3Settings, scratchDir: string, log: Pick<Logger, 'warn'>): Storage {
   const client = createS3Client(settings);
+  logFailedAborts(client, log);
   const { bucket, prefix } = settings;
   const keyPattern = new RegExp(`^${escapeRegExp(prefix)}(${ID})/${NAME}$`);
 
@@ -153,6 +178,9 @@ export function createS3Storage(settings: S3Settings, scratchDir: string): Stora
       },
       async remove() {
         await deleteKeys([...names].map((name) => `${prefix}${id}/${name}`));
+      },
+      async discard(discarded) {
+        await deleteKeys(discarded.map((name) => `${prefix}${id}/${name}`));
       },
     };
   }

@@ -17,6 +17,8 @@ import {
   type StoredRetorno,
 } from '@censo/shared';
 import { annotateRequestLog } from '../plugins/request-log.js';
+import { noteUploadedFile } from '../auth/access-log.js';
+import { digesting } from './file-digest.js';
 import { watchUploadBody, type UploadDeadlineOptions } from './upload-deadline.js';
 
 export const MAX_FILE_BYTES = 25 * 1024 * 1024;
@@ -38,6 +40,17 @@ export interface ReceivedFiles {
   readonly txt: StoredFile | null;
   /** The txt's name as the client sent it: data for a download's name, never a path. */
   readonly txtName: string | null;
+  /** The retorno's name as the client sent it (data, never a path). */
+  readonly retornoName: string;
+  /** SHA-256 (hex) of each file as received (an Idempotency-Key compares requests by them). */
+  readonly sha256: { readonly retorno: string; readonly txt: string | null };
+  /** The text fields asked for (`textFields`), as sent. */
+  readonly fields: Readonly<Record<string, string>>;
+}
+
+export interface ReceiveOptions {
+  /** Text fields to keep (the others are ignored). */
+  readonly textFields?: readonly string[];
 }
 
 /**
@@ -92,6 +105,7 @@ export async function receiveFiles(
   area: RequestArea,
   accepted: readonly UploadField[],
   deadline: UploadDeadlineOptions,
+  options: ReceiveOptions = {},
 ): Promise<ReceivedFiles> {
   if (!request.isMultipart()) throw badInput.notMultipart();
   let expired = false;
@@ -102,7 +116,7 @@ export async function receiveFiles(
     if (request.raw.listenerCount('error') > 0) request.raw.emit('error', new UploadTimeoutError());
   });
   try {
-    return await receiveParts(request, area, accepted);
+    return await receiveParts(request, area, accepted, options);
   } catch (err) {
     throw expired ? new UploadTimeoutError() : err;
   } finally {
@@ -110,13 +124,24 @@ export async function receiveFiles(
   }
 }
 
-async function receiveParts(request: FastifyRequest, area: RequestArea, accepted: readonly UploadField[]): Promise<ReceivedFiles> {
+async function receiveParts(
+  request: FastifyRequest,
+  area: RequestArea,
+  accepted: readonly UploadField[],
+  options: ReceiveOptions,
+): Promise<ReceivedFiles> {
   let retorno: StoredRetorno | null = null;
   let txt: StoredFile | null = null;
   let txtName: string | null = null;
+  let retornoName = '';
+  const digests = new Map<string, string>();
+  const fields: Record<string, string> = {};
 
   for await (const part of request.parts({ limits: MULTIPART_LIMITS })) {
-    if (part.type !== 'file') continue;
+    if (part.type !== 'file') {
+      if (options.textFields?.includes(part.fieldname) && typeof part.value === 'string') fields[part.fieldname] = part.value;
+      continue;
+    }
     const field = part.fieldname;
     if (!(accepted as readonly string[]).includes(field)) throw badInput.unexpectedField(field);
     if ((field === 'retorno' && retorno) || (field === 'txt' && txt)) {
@@ -129,6 +154,7 @@ async function receiveParts(request: FastifyRequest, area: RequestArea, accepted
       if (!format) throw badInput.wrongExtension('retorno');
       name = `retorno.${format}`;
       retorno = { path: area.ref(name), format };
+      retornoName = part.filename;
     } else {
       if (extensionOf(part.filename) !== 'txt') throw badInput.wrongExtension('txt');
       name = 'censo.txt';
@@ -141,8 +167,9 @@ async function receiveParts(request: FastifyRequest, area: RequestArea, accepted
     const cut = new AbortController();
     part.file.once('limit', () => cut.abort(new FileTooLargeError()));
     const counter = { bytes: 0 };
+    const digest = digesting(part.file); // for the access log (SPEC §8)
     try {
-      await area.write(name, part.file, counter, cut.signal);
+      await area.write(name, digest.stream, counter, cut.signal);
     } finally {
       // Counted even when the file is then refused (413, storage): it still cost the bytes.
       annotateRequestLog(request, { bytes: { ...request.logFields?.bytes, [field]: counter.bytes } });
@@ -150,9 +177,12 @@ async function receiveParts(request: FastifyRequest, area: RequestArea, accepted
     // The 'limit' event has normally cut the write already; a truncated stream that still ended
     // normally (the flag is busboy's other signal) is refused all the same.
     if (part.file.truncated) throw new FileTooLargeError();
+    digests.set(field, digest.sha256());
+    noteUploadedFile(request, { field, sha256: digests.get(field)!, bytes: counter.bytes });
   }
 
   if (!retorno) throw badInput.fileMissing('retorno');
   if (accepted.includes('txt') && !txt) throw badInput.fileMissing('txt');
-  return { retorno, txt, txtName };
+  const sha256 = { retorno: digests.get('retorno') ?? '', txt: txt ? (digests.get('txt') ?? '') : null };
+  return { retorno, txt, txtName, retornoName, sha256, fields };
 }

@@ -1,5 +1,5 @@
 // Queue dashboard for operators (@bull-board) at /admin/queues. Off unless BULL_BOARD_TOKEN is
-// set and jobs go through BullMQ (REDIS_URL); then every page, asset and API call under the
+// set and jobs go through BullMQ (Redis configured); then every page, asset and API call under the
 // prefix needs that token. The dashboard is a browser UI, so besides `Authorization: Bearer`
 // (scripts) an operator may open `/admin/queues?token=<BULL_BOARD_TOKEN>` once: the answer sets
 // an HttpOnly, SameSite=Strict cookie scoped to /admin/queues and redirects to the same page
@@ -11,7 +11,16 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { Queue } from 'bullmq';
-import { JOB_QUEUE, bearerToken, createKeyMatcher, failFastConnection, throttledErrorLog, type Config, type Logger } from '@censo/shared';
+import {
+  JOB_QUEUE,
+  bearerToken,
+  closeRedisClient,
+  createKeyMatcher,
+  createRedisClient,
+  throttledErrorLog,
+  type Config,
+  type Logger,
+} from '@censo/shared';
 import type { JobRunner } from '../jobs/runner.js';
 
 export const BULL_BOARD_PREFIX = '/admin/queues';
@@ -21,7 +30,7 @@ const COOKIE_MAX_AGE_S = 12 * 3600;
 const UNAUTHORIZED = 'Credencial inválida (BULL_BOARD_TOKEN).';
 
 export interface BullBoardOptions {
-  readonly config: Pick<Config, 'bullBoardToken' | 'redisUrl' | 'queuePrefix'>;
+  readonly config: Pick<Config, 'bullBoardToken' | 'redis' | 'queuePrefix'>;
   readonly runner: Pick<JobRunner, 'mode'>;
   readonly logger: Logger;
 }
@@ -71,15 +80,13 @@ export function requireBoardToken(token: string) {
 
 async function bullBoard(app: FastifyInstance, { config, runner, logger }: BullBoardOptions): Promise<void> {
   const token = config.bullBoardToken;
-  if (token === null || runner.mode !== 'bullmq' || config.redisUrl === null) return;
+  if (token === null || runner.mode !== 'bullmq' || config.redis === null) return;
 
   // A connection of its own: the dashboard's scans must not delay the producer's enqueues. It
   // gives up on a command quickly while Redis is away (the page shows an error), and reconnects.
-  const queue = new Queue(JOB_QUEUE, {
-    // Offline queue kept: BullMQ's Queue issues its setup commands before the connection is up.
-    connection: { url: config.redisUrl, ...failFastConnection(), enableOfflineQueue: true },
-    prefix: config.queuePrefix,
-  });
+  // Offline queue kept: BullMQ's Queue issues its setup commands before the connection is up.
+  const connection = createRedisClient(config.redis, 'fail-fast', { enableOfflineQueue: true });
+  const queue = new Queue(JOB_QUEUE, { connection, prefix: config.queuePrefix });
   const logRedisError = throttledErrorLog(logger);
   queue.on('error', (err) => logRedisError('bull-board queue', err));
 
@@ -98,6 +105,7 @@ async function bullBoard(app: FastifyInstance, { config, runner, logger }: BullB
   });
   app.addHook('onClose', async () => {
     await queue.close().catch(() => undefined);
+    await closeRedisClient(connection);
   });
   logger.info({ path: BULL_BOARD_PREFIX }, 'queue dashboard enabled');
 }

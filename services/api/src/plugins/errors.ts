@@ -42,6 +42,17 @@ function translate(err: FastifyError): CensoError | null {
   return null;
 }
 
+/**
+ * An erro as the info-level log may hold it: cut before its first `:`, `(` or `"`, where every
+ * message puts what it quotes of the request or its files (a linha, a header, a field name).
+ * `Arquivo retorno ilegível …`, `O arquivo txt não corresponde ao retorno …`: the kind of refusal
+ * without its content (issue 21). The whole erro is logged at debug only.
+ */
+export function withoutQuotes(message: string): string {
+  const cut = message.search(/[:("]/);
+  return cut === -1 ? message : `${message.slice(0, cut).trimEnd()} …`;
+}
+
 export function toCensoError(err: unknown): CensoError | null {
   if (err instanceof CensoError) return err;
   if (err instanceof Error) return translate(err as FastifyError);
@@ -52,24 +63,34 @@ async function errorHandling(app: FastifyInstance): Promise<void> {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // The client went away (upload cut, request abandoned while its job ran): nobody will read
     // this answer, and it is not a server fault, so no stack trace at error level.
+    const known = toCensoError(err);
     if (reply.raw.destroyed) {
-      request.log.info({ reason: err.message }, 'client closed the connection before the response');
+      request.log.info({ code: known?.code ?? err.code }, 'client closed the connection before the response');
+      request.log.debug({ reason: err.message }, 'client closed the connection before the response');
       return reply.code(CLIENT_CLOSED_REQUEST).send({ erro: httpMessages.clientGone });
     }
-    const known = toCensoError(err);
     if (known) {
       // A 5xx of ours (queue, database, storage down) is an operator's problem: keep the cause.
-      if (known.status >= 500) request.log.warn({ code: known.code, status: known.status, err: known.cause }, known.message);
-      else request.log.info({ code: known.code, status: known.status }, known.message);
+      // Its message is one of the fixed texts of ERRORS, never the client's input.
+      if (known.status >= 500) {
+        request.log.warn({ code: known.code, status: known.status, err: known.cause }, known.message);
+      } else {
+        // A 4xx may quote the request or its files (a linha, a header): above debug, only its kind.
+        request.log.info({ code: known.code, status: known.status, erro: withoutQuotes(known.message) }, 'request refused');
+        request.log.debug({ code: known.code, status: known.status, erro: known.message }, 'request refused');
+      }
       if (known.status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '5');
       return reply.code(known.status).send({ erro: known.message });
     }
     const status = typeof err.statusCode === 'number' ? err.statusCode : 500;
     if (status >= 400 && status < 500) {
-      request.log.info({ err }, 'client error');
+      // Fastify's own messages quote the request (a content type, a URL): the error at debug only.
+      request.log.info({ code: err.code, status }, 'client error');
+      request.log.debug({ err }, 'client error');
       return reply.code(status).send({ erro: err.message });
     }
-    request.log.error({ err, method: request.method, url: request.url }, 'unhandled error');
+    // The path without its query string, whose filter values may be personal data.
+    request.log.error({ err, method: request.method, path: request.url.split('?', 1)[0] }, 'unhandled error');
     return reply.code(500).send({ erro: httpMessages.internal });
   });
 

@@ -7,7 +7,9 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import helmet from '@fastify/helmet';
 import { quieterLevel } from './metrics.js';
+import { PAGE_HEADERS } from './page.js';
 
 export const DOCS_PREFIX = '/docs';
 
@@ -29,7 +31,7 @@ const RETORNO_AND_TXT = {
   },
 } as const;
 
-const MULTIPART_BODIES: Readonly<Record<string, object>> = {
+const MULTIPART_BODIES: Record<string, object> = {
   '/api/divergencias-rf': {
     type: 'object',
     required: ['retorno'],
@@ -38,6 +40,17 @@ const MULTIPART_BODIES: Readonly<Record<string, object>> = {
   '/api/retorno-rf': RETORNO_AND_TXT,
   '/api/censo-corrigido': RETORNO_AND_TXT,
 };
+
+/** A batch's upload routes (SPEC §7.3): the same files plus an optional text field. */
+const REFERENCIA = {
+  type: 'string',
+  maxLength: 255,
+  description: 'Opcional: a referência da tarefa no lote (ex.: o código INEP da escola).',
+};
+for (const rota of ['divergencias-rf', 'retorno-rf', 'censo-corrigido']) {
+  const body = MULTIPART_BODIES[`/api/${rota}`] as { properties: object };
+  MULTIPART_BODIES[`/api/lotes/:id/${rota}`] = { ...body, properties: { ...body.properties, referencia: REFERENCIA } };
+}
 
 /** Operator-only or self-describing routes that are not part of the API contract. */
 const HIDDEN_PREFIXES = ['/admin', DOCS_PREFIX];
@@ -65,12 +78,27 @@ async function openApi(app: FastifyInstance): Promise<void> {
       components: {
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+          sessao: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'censo-sessao',
+            description:
+              'Com OIDC_ISSUER: a sessão de um servidor que entrou em /auth/login (`__Host-censo-sessao` com PUBLIC_URL https), sem x-api-key; POST e DELETE levam também o x-csrf-token de GET /auth/sessao.',
+          },
           metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN (somente GET /metrics).' },
         },
       },
       tags: [
         { name: 'retorno', description: 'Retorno do Censo × Receita Federal (upload multipart).' },
         { name: 'consulta', description: 'Consultas nomeadas de leitura no PostgreSQL.' },
+        {
+          name: 'tarefas',
+          description: 'Tarefas assíncronas: um upload com `Prefer: respond-async` responde 202 e o resultado é lido depois (SPEC §7.1).',
+        },
+        {
+          name: 'lotes',
+          description: 'Lotes: muitos arquivos de uma vez, com contagens, divergências reunidas e webhook (SPEC §7.3, §7.4).',
+        },
         { name: 'operação', description: 'Saúde, prontidão e métricas, para orquestradores e monitoramento.' },
       ],
     },
@@ -80,10 +108,19 @@ async function openApi(app: FastifyInstance): Promise<void> {
     },
     transform,
   });
-  await app.register(swaggerUi, {
-    routePrefix: DOCS_PREFIX,
-    logLevel: quieterLevel(app, 'warn'),
-    uiConfig: { docExpansion: 'list', deepLinking: false },
+  // The UI under the staff page's headers, in a scope of its own so they reach no other route:
+  // no site may frame it, and it runs only the service's own files. Swagger UI's page has no
+  // inline script, and React sets styles through the DOM, which style-src does not govern; the
+  // one inline <style> is inside the top bar's logo, so the UI goes without the top bar
+  // (BaseLayout: the document URL is fixed anyway) rather than loosening style-src.
+  await app.register(async (docs) => {
+    await docs.register(helmet, PAGE_HEADERS);
+    await docs.register(swaggerUi, {
+      routePrefix: DOCS_PREFIX,
+      logLevel: quieterLevel(app, 'warn'),
+      // No validator badge either: it would load an image from validator.swagger.io.
+      uiConfig: { docExpansion: 'list', deepLinking: false, layout: 'BaseLayout', validatorUrl: null },
+    });
   });
 }
 

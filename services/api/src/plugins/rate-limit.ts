@@ -1,29 +1,28 @@
 // Per-key rate limit on /api/* (RATE_LIMIT_PER_MINUTE, 0 = off). The hook is route-level, so it
 // runs after the scope's auth hook: only requests with a valid key are counted, and they are
 // counted by a hash of that key, so the raw key is never a map key, a label or a log field.
-// With REDIS_URL the counters live in Redis, so the limit holds across every API replica.
+// With Redis configured the counters live in Redis, so the limit holds across every API replica.
 import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { Redis } from 'ioredis';
-import { RateLimitedError, failFastConnection, type Config } from '@censo/shared';
+import { RateLimitedError, createRedisClient, type Config } from '@censo/shared';
 import { headerToken } from '../http/auth.js';
 
 export function rateLimitKey(request: FastifyRequest): string {
   return createHash('sha256')
-    .update(headerToken(request) ?? '', 'utf8')
+    .update(headerToken(request) ?? (request.principal?.kind === 'pessoa' ? `pessoa:${request.principal.session.sub}` : ''), 'utf8')
     .digest('base64url');
 }
 
-export type RateLimitOptions = Pick<Config, 'rateLimitPerMinute' | 'redisUrl' | 'queuePrefix'>;
+export type RateLimitOptions = Pick<Config, 'rateLimitPerMinute' | 'redis' | 'queuePrefix'>;
 
 async function rateLimitPerKey(app: FastifyInstance, config: RateLimitOptions): Promise<void> {
   const perMinute = config.rateLimitPerMinute;
   if (perMinute <= 0) return;
-  const redis = config.redisUrl
+  const redis = config.redis
     ? // A slow or absent Redis must not hold requests: fail the check fast and let it pass.
-      new Redis(config.redisUrl, failFastConnection({ connectTimeout: 1_000, commandTimeout: 500, maxRetriesPerRequest: 0 }))
+      createRedisClient(config.redis, 'fail-fast', { connectTimeout: 1_000, commandTimeout: 500, maxRetriesPerRequest: 0 })
     : null;
   if (redis) {
     redis.on('error', () => undefined); // the queue's own connections already report outages

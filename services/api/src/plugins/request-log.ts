@@ -1,8 +1,22 @@
 // One log line per request (instead of Fastify's two), carrying what an operator needs to find
 // a failed request: id, route, status, duration and, for uploads, the job id and counts. Keys,
 // names and CPFs never appear: only ids and numbers are attached.
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+
+/** A gateway's request id short and plain enough to echo and log as it is. */
+const PLAIN_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The request's id (Fastify's genReqId): its `x-request-id` when a gateway set a short, plain one,
+ * else a new UUID. Any other value (8 kB, a name, a line of HTML) is neither echoed nor logged.
+ */
+export function requestId(headers: IncomingHttpHeaders): string {
+  const given = headers['x-request-id'];
+  return typeof given === 'string' && PLAIN_REQUEST_ID.test(given) ? given : randomUUID();
+}
 
 export interface RequestLogFields {
   jobId?: string;
@@ -58,7 +72,14 @@ async function requestLog(app: FastifyInstance): Promise<void> {
       // Deferred a turn: an abandoned upload's job is cancelled by this same 'close', and its
       // outcome reaches logFields in the microtasks that follow.
       setImmediate(() => {
-        for (const listener of listeners) listener(request, reply, status);
+        for (const listener of listeners) {
+          // Past the response, a listener's failure (a log, a metric) must not end the process.
+          try {
+            listener(request, reply, status);
+          } catch (err) {
+            request.log.error({ err }, 'request end listener failed');
+          }
+        }
       });
     });
   });

@@ -4,8 +4,8 @@
 // JSON Schema (declaration-schema.ts), the meaning here (filters used, reserved names, order
 // rules); and compiles each SQL text into a template (sql-template.ts) whose `:name` parameters
 // always become bound `$n` values.
-import { readdir, readFile } from 'node:fs/promises';
-import { ConfigError } from '@censo/shared';
+import { readdir } from 'node:fs/promises';
+import { ConfigError, readSettingJson } from '@censo/shared';
 import { declarationProblem, type FilterType } from './declaration-schema.js';
 import { collectParams, parseSql, type SqlPart } from './sql-template.js';
 
@@ -38,6 +38,8 @@ export type CompiledFilter = FilterDeclaration & { readonly required: boolean };
 
 export interface CompiledQuery {
   readonly name: string;
+  /** Where it was declared (`queries/audits.json`, `QUERIES_FILE <path>`), for messages. */
+  readonly source: string;
   readonly description: string;
   readonly parts: readonly SqlPart[];
   readonly key: readonly string[];
@@ -79,18 +81,7 @@ export function compileCatalog(declarations: readonly { source: string; value: u
 }
 
 async function readDeclarations(file: string | URL, source: string): Promise<{ source: string; value: unknown }[]> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`${source}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text.replace(/^\uFEFF/, ''));
-  } catch (err) {
-    throw new ConfigError(`${source}: invalid JSON (${(err as Error).message})`);
-  }
+  const value = await readSettingJson(file, source);
   // A file holds one declaration or an array of them.
   const list = Array.isArray(value) ? value : [value];
   return list.map((item) => ({ source, value: item }));
@@ -145,6 +136,7 @@ function compileDeclaration(value: unknown, source: string): CompiledQuery {
   const required = new Set(filters.filter((f) => f.required === true).map((f) => f.name));
   return Object.freeze({
     name,
+    source,
     description: declaration.description ?? '',
     parts,
     key,

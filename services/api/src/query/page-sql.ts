@@ -28,25 +28,7 @@ export function buildPageSql(
   limit: number,
 ): { text: string; values: string[] } {
   const values: string[] = [];
-  const numbers = new Map<string, number>();
-  const render = (parts: readonly SqlPart[]): string =>
-    parts
-      .map((part) => {
-        if (part.kind === 'text') return part.text;
-        if (part.kind === 'optional') return part.params.every((name) => filters.has(name)) ? render(part.parts) : ' ';
-        let number = numbers.get(part.name);
-        if (number === undefined) {
-          const value = filters.get(part.name);
-          // Unreachable: required filters are checked by parseQueryRequest.
-          if (value === undefined) throw new Error(`query ${query.name}: missing required filter ${part.name}`);
-          values.push(value);
-          number = values.length;
-          numbers.set(part.name, number);
-        }
-        return `$${number}`;
-      })
-      .join('');
-  const inner = render(query.parts);
+  const inner = renderDeclared(query, filters, values);
   const selected = [...query.columns, ...query.key.filter((key) => !query.columns.includes(key))];
   const keys = query.key.map((key) => `q.${quote(key)}`);
   let seek = '';
@@ -68,4 +50,44 @@ export function buildPageSql(
     .filter(Boolean)
     .join('\n');
   return { text, values };
+}
+
+/**
+ * The declared SQL as run: optional blocks whose filters are all in `filters` kept, each
+ * parameter a `$n` whose value is appended to `values`.
+ */
+function renderDeclared<V extends string | null>(query: CompiledQuery, filters: ReadonlyMap<string, V>, values: V[]): string {
+  const numbers = new Map<string, number>();
+  const render = (parts: readonly SqlPart[]): string =>
+    parts
+      .map((part) => {
+        if (part.kind === 'text') return part.text;
+        if (part.kind === 'optional') return part.params.every((name) => filters.has(name)) ? render(part.parts) : ' ';
+        let number = numbers.get(part.name);
+        if (number === undefined) {
+          const value = filters.get(part.name);
+          // Unreachable: required filters are checked by parseQueryRequest.
+          if (value === undefined) throw new Error(`query ${query.name}: missing required filter ${part.name}`);
+          values.push(value);
+          number = values.length;
+          numbers.set(part.name, number);
+        }
+        return `$${number}`;
+      })
+      .join('');
+  return render(query.parts);
+}
+
+/**
+ * The declared SQL with every optional block kept and every parameter NULL (PostgreSQL infers
+ * each one's type as it does for a request), selecting everything it produces and no row:
+ *   SELECT * FROM (<declared SQL>) AS q LIMIT 0
+ * Its result's fields are the columns the SQL produces (declaration-check.ts). LIMIT 0 reads no
+ * row, so this costs a plan, whatever the table's size.
+ */
+export function buildDescribeSql(query: CompiledQuery): { text: string; values: null[] } {
+  const filters = new Map<string, null>(query.filters.map((filter) => [filter.name, null]));
+  const values: null[] = [];
+  const inner = renderDeclared(query, filters, values);
+  return { text: `SELECT * FROM (\n${inner}\n) AS q\nLIMIT 0`, values };
 }

@@ -7,9 +7,10 @@
 import { Readable } from 'node:stream';
 import pg from 'pg';
 import type { FastifyBaseLogger } from 'fastify';
-import { csvLine, withTimeout, type Config } from '@censo/shared';
+import { ConfigError, csvLine, withTimeout, type Config } from '@censo/shared';
 import { loadCatalog, BUILTIN_QUERIES_DIR, type Catalog, type CompiledQuery } from './catalog.js';
 import { encodeCursor, invalidCursor } from './cursor.js';
+import { checkDeclarations, QueryMisdeclaredError } from './declaration-check.js';
 import { buildPageSql, keyIndexes } from './page-sql.js';
 import { parseQueryRequest, type QueryRequest } from './params.js';
 import { isDataException, translateError } from './pg-errors.js';
@@ -84,6 +85,9 @@ const TEXT_TYPES = { getTypeParser: () => (value: string) => value } as unknown 
 
 const READY_TIMEOUT_MS = 2000;
 
+/** How long the start waits for the declarations to be checked against the database. */
+const START_CHECK_MS = 5000;
+
 export async function createQueryService(config: Config, log: QueryLogger, options: QueryServiceOptions = {}): Promise<QueryService> {
   if (config.databaseUrl === null) throw new Error('createQueryService needs DATABASE_URL');
   // Loaded (and validated) before the pool exists: a bad QUERIES_FILE stops the process at start.
@@ -104,6 +108,68 @@ export async function createQueryService(config: Config, log: QueryLogger, optio
   // An idle client can fail (server restart, network): pg emits it on the pool, and an unhandled
   // 'error' event would crash the process. The pool already dropped that client.
   pool.on('error', (err) => log.warn({ err }, 'idle PostgreSQL connection failed'));
+
+  // Each declaration is checked against the database once (declaration-check.ts): at start when
+  // the database answers, else as soon as the pool first connects (a request, /readyz). Until
+  // the check has run no query is served (the database is unreachable then anyway); a query it
+  // refuses is logged, left out of the listing and answers 503 QueryMisdeclaredError.
+  const misdeclared = new Map<string, string>();
+  let starting = true;
+  let checked = false;
+  let checking: Promise<void> | null = null;
+  const checkAgainstDatabase = (): Promise<void> =>
+    (checking ??= checkDeclarations(catalog, async (text, values) => {
+      const result = await pool.query({ text, values: [...values], rowMode: 'array', types: TEXT_TYPES });
+      return result.fields.map((field) => field.name);
+    }).then(
+      (problems) => {
+        checked = true;
+        for (const [name, problem] of problems) {
+          misdeclared.set(name, problem);
+          // At start the problems stop the process instead (below).
+          if (!starting) {
+            log.error(
+              { query: name, source: catalog.get(name)!.source, problem },
+              'query declaration does not match the database; the query is refused',
+            );
+          }
+        }
+      },
+      (err: unknown) => {
+        // Unreachable or too slow: nothing is known, the next connection tries again.
+        checking = null;
+        throw err;
+      },
+    ));
+  pool.on('connect', () => {
+    if (!checked) checkAgainstDatabase().catch(() => {});
+  });
+
+  const checkedAtStart = await withTimeout(checkAgainstDatabase(), START_CHECK_MS).then(
+    () => true,
+    () => false,
+  );
+  starting = false;
+  if (checkedAtStart && misdeclared.size > 0) {
+    // The database answered at start: a declaration that does not match it is a setting error.
+    await pool.end();
+    throw new ConfigError(
+      [...misdeclared].map(([name, problem]) => `${catalog.get(name)!.source}: query "${name}": ${problem}`).join('; '),
+    );
+  }
+  if (!checkedAtStart) log.warn('PostgreSQL did not answer at start: the query declarations are checked once it does');
+
+  /** The query, once its declaration is known to match the database. */
+  async function usable(query: CompiledQuery): Promise<void> {
+    if (!checked) {
+      try {
+        await checkAgainstDatabase();
+      } catch (err) {
+        throw translateError(err);
+      }
+    }
+    if (misdeclared.has(query.name)) throw new QueryMisdeclaredError(query.name);
+  }
   async function fetch(
     query: CompiledQuery,
     filters: ReadonlyMap<string, string>,
@@ -138,12 +204,13 @@ export async function createQueryService(config: Config, log: QueryLogger, optio
   return {
     catalog,
 
-    describe: () => describeCatalog(catalog),
+    describe: () => describeCatalog(catalog, misdeclared),
 
     parse: (raw) => parseQueryRequest(catalog, raw, config.cursorSecret),
 
     async page(request) {
       const { query, filters, after, limit } = request;
+      await usable(query);
       const rows = await fetch(query, filters, after, limit + 1);
       const more = rows.length > limit;
       const page = more ? rows.slice(0, limit) : rows;
@@ -158,6 +225,7 @@ export async function createQueryService(config: Config, log: QueryLogger, optio
 
     async csv(request, requestLog, onEnd) {
       const { query, filters } = request;
+      await usable(query);
       const width = query.columns.length;
       const first = await fetch(query, filters, request.after, csvPageSize + 1);
       async function* lines(): AsyncGenerator<string> {
@@ -220,19 +288,22 @@ function withReadOnlySession(databaseUrl: string): { connectionString: string; o
   return { connectionString: url.href, options: `${own} ${readOnly}` };
 }
 
-function describeCatalog(catalog: Catalog): QueryListing {
+/** The queries that can be run: a declaration refused by the database check is left out. */
+function describeCatalog(catalog: Catalog, misdeclared: ReadonlyMap<string, string>): QueryListing {
   return {
-    queries: [...catalog.values()].map((query) => ({
-      name: query.name,
-      description: query.description,
-      columns: query.columns,
-      filters: query.filters.map((filter) => ({
-        name: filter.name,
-        type: filter.type,
-        required: filter.required,
-        ...(filter.description === undefined ? {} : { description: filter.description }),
+    queries: [...catalog.values()]
+      .filter((query) => !misdeclared.has(query.name))
+      .map((query) => ({
+        name: query.name,
+        description: query.description,
+        columns: query.columns,
+        filters: query.filters.map((filter) => ({
+          name: filter.name,
+          type: filter.type,
+          required: filter.required,
+          ...(filter.description === undefined ? {} : { description: filter.description }),
+        })),
       })),
-    })),
   };
 }
 

@@ -1,13 +1,16 @@
 // OpenAPI descriptions of the upload routes. The multipart body is read by hand (streamed to
 // disk), so it is described here for the docs only, never validated by Fastify.
 import { apiKeySecurity, authErrors, errorResponses } from './schemas.js';
+import { ASYNC_422, ASYNC_503, asyncUpload } from './tarefas-schemas.js';
 
 const uploadErrors = errorResponses({
   400: 'Arquivo ausente, extensão inválida, arquivo ilegível, campo inesperado ou requisição que não é multipart/form-data.',
   ...authErrors,
   413: 'Arquivo acima de 25 MB: `Arquivo excede o limite de 25 MB.`',
   429: 'Limite de requisições por minuto da chave excedido.',
+  503: `${authErrors[503]}${ASYNC_503}`,
   504: 'O processamento passou de JOB_TIMEOUT_MS: `Tempo esgotado ao processar o arquivo.`',
+  422: ASYNC_422.trim(),
 });
 
 /** SPEC §3.5: the list routes answer JSON, CSV or XLSX. */
@@ -63,6 +66,7 @@ const pessoa = {
 
 export const divergenciasSchema = {
   tags: ['retorno'],
+  headers: asyncUpload.headers,
   summary: 'Divergências com a Receita Federal listadas no retorno do Censo',
   description: 'multipart/form-data com um arquivo `retorno` (.json ou .xlsx). Responde as divergências na ordem das linhas do retorno.',
   consumes: ['multipart/form-data'],
@@ -79,11 +83,13 @@ export const divergenciasSchema = {
       },
     },
     ...uploadErrors,
+    ...asyncUpload.responses,
   },
 } as const;
 
 export const retornoRfSchema = {
   tags: ['retorno'],
+  headers: asyncUpload.headers,
   summary: 'Pessoas do arquivo de migração corrigidas pelas divergências da Receita Federal',
   description:
     'multipart/form-data com `retorno` (.json ou .xlsx) e `txt` (.txt, arquivo de migração enviado). Responde uma pessoa por registro 30 com divergência, na ordem das linhas do txt.',
@@ -101,14 +107,16 @@ export const retornoRfSchema = {
       },
     },
     ...uploadErrors,
+    ...asyncUpload.responses,
     ...errorResponses({
-      422: 'O txt não é o arquivo do retorno: `O arquivo txt não corresponde ao retorno (linha <n>).` ou `(código <c>)`.',
+      422: `O txt não é o arquivo do retorno: \`O arquivo txt não corresponde ao retorno (linha <n>).\` ou \`(código <c>)\`.${ASYNC_422}`,
     }),
   },
 } as const;
 
 export const censoCorrigidoSchema = {
   tags: ['retorno'],
+  headers: asyncUpload.headers,
   summary: 'Arquivo de migração corrigido, pronto para reenviar ao Educacenso',
   description:
     'multipart/form-data com `retorno` (.json ou .xlsx) e `txt` (.txt, arquivo de migração enviado). Responde o próprio txt, em ISO-8859-1, ' +
@@ -130,8 +138,9 @@ export const censoCorrigidoSchema = {
       content: { 'text/plain': { schema: { type: 'string', format: 'binary' } } },
     },
     ...uploadErrors,
+    ...asyncUpload.responses,
     ...errorResponses({
-      422: 'O txt não é o arquivo do retorno: `O arquivo txt não corresponde ao retorno (linha <n>).` ou `(código <c>)`.',
+      422: `O txt não é o arquivo do retorno: \`O arquivo txt não corresponde ao retorno (linha <n>).\` ou \`(código <c>)\`.${ASYNC_422}`,
     }),
   },
 } as const;

@@ -109,6 +109,7 @@ export async function queryRoutes(app: FastifyInstance, opts: QueryRoutesOptions
       ...errorResponses({
         400: 'Parâmetro inválido (mensagem diz qual).',
         401: 'Header x-api-key ausente ou inválido.',
+        403: 'Com a entrada de servidores (OIDC), sessão sem a permissão `consulta`: `Permissão insuficiente.`',
         503: '`Consulta não configurada (defina a env DATABASE_URL).`, `Banco de dados indisponível.` ou chave não configurada.',
         504: '`Tempo esgotado ao executar a consulta.` (QUERY_TIMEOUT_MS).',
       }),

@@ -18,6 +18,7 @@ export function errorResponses(statuses: Record<number, string>): Record<number,
 
 export const authErrors = {
   401: 'Header x-api-key ausente ou inválido: `Credencial inválida (header x-api-key).`',
+  403: 'Com a entrada de servidores (OIDC), sessão sem a permissão da rota (`Permissão insuficiente.`) ou POST sem o x-csrf-token da sessão (`Token CSRF inválido.`).',
   503: 'Chave não configurada (`API não configurada (defina a env API_KEY).`), fila indisponível ou serviço sobrecarregado.',
 } as const;
 

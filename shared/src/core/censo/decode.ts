@@ -7,6 +7,7 @@
 // the text yielded before the restart may be wrong, not just incomplete.
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { badInput } from '../errors.js';
 
 export type CensoEncoding = 'utf-8' | 'windows-1252' | 'utf-16le' | 'utf-16be';
 
@@ -96,6 +97,11 @@ export async function sniffUtf16(path: string): Promise<'utf-16le' | 'utf-16be' 
 }
 
 async function* decodeAs(path: string, encoding: FixedEncoding, options: DecodeOptions): AsyncGenerator<DecodeEvent> {
+  if (encoding !== 'windows-1252') {
+    yield* decodeUtf16(path, encoding, options);
+    return;
+  }
+  // Every byte is a windows-1252 character: this decoder cannot fail.
   const decoder = new TextDecoder(encoding);
   for await (const chunk of readChunks(path, options)) {
     const text = decoder.decode(chunk, { stream: true });
@@ -103,6 +109,37 @@ async function* decodeAs(path: string, encoding: FixedEncoding, options: DecodeO
   }
   const tail = decoder.decode();
   if (tail) yield { type: 'text', text: tail };
+}
+
+/**
+ * UTF-16 has no fallback: an odd byte count (a file cut or saved wrongly) or half a surrogate
+ * pair is not text, and decoding it anyway would put a `?` into the corrected file (a final `?`
+ * line for the odd byte). Such a file is unreadable (400).
+ */
+async function* decodeUtf16(path: string, encoding: 'utf-16le' | 'utf-16be', options: DecodeOptions): AsyncGenerator<DecodeEvent> {
+  const decoder = new TextDecoder(encoding, { fatal: true });
+  let bytes = 0;
+  let text: string;
+  for await (const chunk of readChunks(path, options)) {
+    bytes += chunk.length;
+    try {
+      text = decoder.decode(chunk, { stream: true });
+    } catch (err) {
+      throw utf16Error(err, false);
+    }
+    if (text) yield { type: 'text', text };
+  }
+  try {
+    text = decoder.decode();
+  } catch (err) {
+    throw utf16Error(err, bytes % 2 === 1);
+  }
+  if (text) yield { type: 'text', text };
+}
+
+function utf16Error(err: unknown, oddBytes: boolean): unknown {
+  if (!(err instanceof TypeError) || (err as NodeJS.ErrnoException).code !== 'ERR_ENCODING_INVALID_ENCODED_DATA') return err;
+  return badInput.unreadableTxt(oddBytes ? 'texto UTF-16 com número ímpar de bytes.' : 'texto UTF-16 com caractere inválido.');
 }
 
 async function* readChunks(path: string, options: DecodeOptions): AsyncGenerator<Buffer> {

@@ -1,16 +1,26 @@
 // Values as INEP's migration layout requires them (SPEC §3.4), for the fields the corrected census
 // file rewrites. Each returns null when the value cannot be written that way; the field then
 // keeps the text file's value and the correction counts as not applied.
-import { toDataBr } from '../dates.js';
+import anyAscii from 'any-ascii';
+import { parseDataBr } from '../dates.js';
 
 /** The longest name the layout's `Nome completo` field takes. */
 export const MAX_NOME = 100;
 
-/** Upper case, accents removed, only `A`–`Z` and single spaces, at most 100 characters. */
+/** A Latin letter that is still not ASCII once its accents are taken off. */
+const LATIN_NOT_ASCII = /(?![\p{ASCII}])\p{Script=Latin}/gu;
+
+/**
+ * Upper case, accents removed, only `A`–`Z` and single spaces, at most 100 characters. Latin
+ * letters that are not a letter plus accents (`Ø`, `Æ`, `Œ`, `ß`, `Đ`, `Ł`, `Þ`…, which NFD
+ * leaves whole) are written as their usual Latin spelling (`O`, `AE`, `OE`, `SS`, `D`, `L`, `TH`)
+ * rather than dropped; other scripts are not transliterated.
+ */
 export function inepNome(value: string): string | null {
   const text = value
     .normalize('NFD')
     .replace(/\p{M}/gu, '')
+    .replace(LATIN_NOT_ASCII, (letter) => anyAscii(letter))
     .toUpperCase()
     .replace(/[^A-Z ]/g, '')
     .replace(/ {2,}/g, ' ')
@@ -37,8 +47,7 @@ export function inepId(value: string): string | null {
   return digitsOnly(value, 12);
 }
 
-/** `DD/MM/YYYY` from any date shape SPEC §3.2 recognises. */
+/** `DD/MM/YYYY` from any date shape SPEC §3.2 recognises; an impossible date cannot be written. */
 export function inepData(value: string): string | null {
-  const text = toDataBr(value);
-  return /^\d{2}\/\d{2}\/\d{4}$/.test(text) ? text : null;
+  return parseDataBr(value);
 }

@@ -1,11 +1,19 @@
-// One CSV writer for the whole service: the query route's export and the upload routes' format=csv.
+// One CSV writer for the whole project: the query route's export, the upload routes' format=csv,
+// the CLI's `lote` and the batches' combined divergences (SPEC §3.5).
 // RFC 4180 output for `format=csv`: CRLF line ends, a field is quoted when it holds `"`, `,`,
 // CR or LF, and quotes inside are doubled. SQL NULL is an empty field (RFC 4180 has no NULL;
 // an empty string is written the same way, a known and documented ambiguity).
 
+// A spreadsheet program opening the file evaluates a cell that starts with one of these as a
+// formula (`=HYPERLINK(…)` can send a cell's contents out); a tab or CR before one is skipped by
+// some importers. OWASP's CSV-injection advice: prefix such a cell with `'`, which every
+// spreadsheet program shows as a text marker, not part of the value.
+const FORMULA_START = /^[=+\-@\t\r]/;
+
 export function csvField(value: string | null): string {
   if (value === null) return '';
-  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+  const text = FORMULA_START.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
 export function csvLine(values: readonly (string | null)[]): string {

@@ -1,22 +1,23 @@
-// A streaming xlsx writer for the spreadsheet answers (SPEC §3.5): one sheet, the header row bold
-// and frozen, every cell an inline string styled as text (`@`), so a CPF keeps its leading zeros
+// A streaming xlsx writer for the spreadsheet answers (SPEC §3.5): one sheet (more past Excel's
+// row limit, SPEC §7.3), the header row bold and frozen, every cell an inline string styled as text (`@`), so a CPF keeps its leading zeros
 // in any spreadsheet program. The sheet XML is produced row by row into the zip (yazl), so
 // 150,000 rows never become one string.
 import { createWriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import yazl from 'yazl';
 
 const XML_HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n';
 const MAIN_NS = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
 const REL_NS = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
 
+// Every other .xml part is a worksheet (`Default`), so this part is the same however many sheets
+// follow and can open the zip, where file-type sniffers look for it.
 const CONTENT_TYPES =
   `${XML_HEAD}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">` +
   '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>' +
-  '<Default Extension="xml" ContentType="application/xml"/>' +
+  '<Default Extension="xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>' +
   '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>' +
-  '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>' +
   '<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>' +
   '</Types>';
 
@@ -25,11 +26,12 @@ const ROOT_RELS =
   `<Relationship Id="rId1" Type="${REL_NS}/officeDocument" Target="xl/workbook.xml"/>` +
   '</Relationships>';
 
-const WORKBOOK_RELS =
-  `${XML_HEAD}<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` +
-  `<Relationship Id="rId1" Type="${REL_NS}/worksheet" Target="worksheets/sheet1.xml"/>` +
-  `<Relationship Id="rId2" Type="${REL_NS}/styles" Target="styles.xml"/>` +
-  '</Relationships>';
+/** Sheet i is relationship rId{i}; the styles come after them. */
+function workbookRels(sheets: number): string {
+  let rels = `${XML_HEAD}<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">`;
+  for (let i = 1; i <= sheets; i++) rels += `<Relationship Id="rId${i}" Type="${REL_NS}/worksheet" Target="worksheets/sheet${i}.xml"/>`;
+  return `${rels}<Relationship Id="rId${sheets + 1}" Type="${REL_NS}/styles" Target="styles.xml"/></Relationships>`;
+}
 
 // Cell styles: 0 default, 1 header (bold, text), 2 data (text). numFmtId 49 is the built-in `@`.
 const STYLES =
@@ -48,11 +50,17 @@ const HEADER_STYLE = 1;
 const TEXT_STYLE = 2;
 const BATCH_CHARS = 64 * 1024;
 
-function workbook(sheetName: string): string {
-  return (
-    `${XML_HEAD}<workbook xmlns="${MAIN_NS}" xmlns:r="${REL_NS}">` +
-    `<sheets><sheet name="${escapeXml(sheetName)}" sheetId="1" r:id="rId1"/></sheets></workbook>`
-  );
+/** Excel's last row is 1,048,576: a header and this many data rows fit on one sheet. */
+export const XLSX_MAX_DATA_ROWS = 1_048_575;
+
+/** The sheets' names: `name`, then `name 2`, `name 3`... (at most 31 characters, as Excel allows). */
+function sheetNames(name: string, sheets: number): string[] {
+  return Array.from({ length: sheets }, (_, i) => (i === 0 ? name : `${name.slice(0, 25)} ${i + 1}`));
+}
+
+function workbook(names: readonly string[]): string {
+  const sheets = names.map((name, i) => `<sheet name="${escapeXml(name)}" sheetId="${i + 1}" r:id="rId${i + 1}"/>`).join('');
+  return `${XML_HEAD}<workbook xmlns="${MAIN_NS}" xmlns:r="${REL_NS}"><sheets>${sheets}</sheets></workbook>`;
 }
 
 // Characters XML 1.0 cannot carry at all (C0 controls but tab/LF/CR, U+FFFE/U+FFFF, lone surrogates).
@@ -62,6 +70,16 @@ const NOT_XML =
 
 function escapeXml(text: string): string {
   return text.replace(NOT_XML, '').replace(/[&<>"]/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : '&quot;'));
+}
+
+// OOXML reads `_xHHHH_` inside a string as the escaped character U+HHHH (ECMA-376 Part 1,
+// 22.9.2.19 ST_Xstring), so a value that holds that text literally would show, say, a line
+// break for `_x000D_`. Escaping its underscore as `_x005F_` makes Excel and LibreOffice show the
+// text as written.
+const OOXML_ESCAPE = /_(x[0-9A-Fa-f]{4}_)/g;
+
+function cellText(value: string): string {
+  return escapeXml(value).replace(OOXML_ESCAPE, '_x005F_$1');
 }
 
 function columnName(index: number): string {
@@ -74,12 +92,15 @@ function rowXml(number: number, values: readonly string[], style: number, letter
   let xml = `<row r="${number}">`;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    xml += `<c r="${letters[i]}${number}" t="inlineStr" s="${style}"><is><t xml:space="preserve">${escapeXml(value)}</t></is></c>`;
+    xml += `<c r="${letters[i]}${number}" t="inlineStr" s="${style}"><is><t xml:space="preserve">${cellText(value)}</t></is></c>`;
   }
   return `${xml}</row>`;
 }
 
-async function* sheetXml(columns: readonly string[], rows: AsyncIterable<readonly string[]>): AsyncGenerator<Buffer> {
+async function* sheetXml(
+  columns: readonly string[],
+  rows: AsyncIterable<readonly string[]> | Iterable<readonly string[]>,
+): AsyncGenerator<Buffer> {
   const letters = columns.map((_, i) => columnName(i));
   let batch =
     `${XML_HEAD}<worksheet xmlns="${MAIN_NS}" xmlns:r="${REL_NS}">` +
@@ -97,7 +118,68 @@ async function* sheetXml(columns: readonly string[], rows: AsyncIterable<readonl
   yield Buffer.from(`${batch}</sheetData></worksheet>`);
 }
 
-/** Writes one sheet named `sheetName`: `columns` as its bold, frozen header, then `rows`. */
+export interface XlsxOptions {
+  /** Data rows per sheet before the next sheet starts (default: as many as Excel shows). */
+  readonly maxRowsPerSheet?: number;
+}
+
+/**
+ * The workbook as a stream: `columns` as each sheet's bold, frozen header, then `rows`, continued
+ * on further sheets (`name 2`, `name 3`...) past Excel's row limit. Rows are pulled as the stream
+ * is read, so memory stays bounded however many there are.
+ */
+export function xlsxStream(
+  sheetName: string,
+  columns: readonly string[],
+  rows: AsyncIterable<readonly string[]>,
+  options: XlsxOptions = {},
+): Readable {
+  const perSheet = Math.max(1, options.maxRowsPerSheet ?? XLSX_MAX_DATA_ROWS);
+  const zip = new yazl.ZipFile();
+  const mtime = new Date();
+  const small = (name: string, text: string) => zip.addBuffer(Buffer.from(text), name, { mtime });
+  const output = zip.outputStream as unknown as Readable;
+  small('[Content_Types].xml', CONTENT_TYPES);
+  small('_rels/.rels', ROOT_RELS);
+  small('xl/styles.xml', STYLES);
+
+  const source = rows[Symbol.asyncIterator]();
+  // The row after a sheet's last one, read ahead: a last full sheet gets no empty follower.
+  const ahead: { row: IteratorResult<readonly string[]> | null } = { row: null };
+  async function* sheetRows(): AsyncGenerator<readonly string[]> {
+    for (let taken = 0; taken < perSheet; taken++) {
+      const row = ahead.row ?? (await source.next());
+      ahead.row = null;
+      if (row.done) return;
+      yield row.value;
+    }
+    ahead.row = await source.next();
+  }
+
+  let sheet: Readable | null = null;
+  // A reader that goes away (a client gone) ends the sheet being produced, and with it the rows.
+  output.once('close', () => sheet?.destroy());
+  void (async () => {
+    let sheets = 0;
+    do {
+      sheets++;
+      sheet = Readable.from(sheetXml(columns, sheetRows()));
+      zip.addReadStream(sheet, `xl/worksheets/sheet${sheets}.xml`, { mtime });
+      await finished(sheet);
+    } while (ahead.row !== null && !ahead.row.done);
+    const names = sheetNames(sheetName, sheets);
+    small('xl/workbook.xml', workbook(names));
+    small('xl/_rels/workbook.xml.rels', workbookRels(sheets));
+    zip.end();
+  })().catch((err: unknown) => {
+    // An error while producing rows (a bad file) fails the stream, never leaves the zip waiting.
+    void Promise.resolve(source.return?.()).catch(() => undefined);
+    output.destroy(err as Error);
+  });
+  return output;
+}
+
+/** Writes the workbook of `xlsxStream` to `path`. */
 export async function writeXlsx(
   path: string,
   sheetName: string,
@@ -105,21 +187,7 @@ export async function writeXlsx(
   rows: AsyncIterable<readonly string[]>,
   signal?: AbortSignal,
 ): Promise<{ bytes: number }> {
-  const zip = new yazl.ZipFile();
-  const mtime = new Date();
-  const small = (name: string, text: string) => zip.addBuffer(Buffer.from(text), name, { mtime });
-  small('[Content_Types].xml', CONTENT_TYPES);
-  small('_rels/.rels', ROOT_RELS);
-  small('xl/workbook.xml', workbook(sheetName));
-  small('xl/_rels/workbook.xml.rels', WORKBOOK_RELS);
-  small('xl/styles.xml', STYLES);
-  const sheet = Readable.from(sheetXml(columns, rows));
-  zip.addReadStream(sheet, 'xl/worksheets/sheet1.xml', { mtime });
-  zip.end();
-  // An error while producing rows (a bad file) must fail the write, not leave the zip waiting.
-  const output = zip.outputStream as unknown as Readable;
-  sheet.once('error', (err) => output.destroy(err));
   const out = createWriteStream(path, { mode: 0o600 });
-  await pipeline(output, out, ...(signal ? [{ signal }] : []));
+  await pipeline(xlsxStream(sheetName, columns, rows), out, ...(signal ? [{ signal }] : []));
   return { bytes: out.bytesWritten };
 }

@@ -7,6 +7,7 @@ import { badInput } from '../../errors.js';
 import {
   BUILTIN_COLUMN_NAMES,
   CANDIDATE_TEXTS,
+  hasColumnNameShape,
   isBlank,
   ROLES,
   unrecognisedHeader,
@@ -28,11 +29,13 @@ export class RowsCollector {
   /** The rows array had rows but not the required roles: its first row's keys, for the error. */
   private rolesMissing: HeaderCandidate | null = null;
   private firstKeys: string[] | null = null;
+  /** Every key of the first row plays a role or has a column name's shape. */
+  private firstKeysHeaderLike = true;
   private pending: RetornoRow[] = [];
   private out: RetornoRow[] = [];
   private readonly roles: RoleCache;
 
-  constructor(names: ColumnNames = BUILTIN_COLUMN_NAMES) {
+  constructor(private readonly names: ColumnNames = BUILTIN_COLUMN_NAMES) {
     this.roles = new RoleCache(names);
   }
 
@@ -43,6 +46,7 @@ export class RowsCollector {
 
   begin(wrapped: boolean): void {
     this.firstKeys = null;
+    this.firstKeysHeaderLike = true;
     this.candidate = true;
     this.wrapped = wrapped;
     this.elements = 0;
@@ -70,7 +74,9 @@ export class RowsCollector {
 
   end(): void {
     if (!this.found) throw badInput.unreadableRetorno(NO_ROWS_ARRAY);
-    if (this.rolesMissing) throw badInput.unreadableRetorno(unrecognisedHeader('na lista de linhas', this.rolesMissing));
+    if (this.rolesMissing) {
+      throw badInput.unreadableRetorno(unrecognisedHeader('na lista de linhas', this.rolesMissing, this.names));
+    }
   }
 
   take(): RetornoRow[] {
@@ -99,9 +105,12 @@ export class RowsCollector {
   }
 
   private addRow(element: Record<string, unknown>, raw: Map<string, string> | undefined): void {
-    this.firstKeys ??= Object.keys(element)
-      .slice(0, CANDIDATE_TEXTS)
-      .map((key) => key.slice(0, 200));
+    if (this.firstKeys === null) {
+      // Blank keys are skipped, as blank header cells are.
+      const keys = Object.keys(element).filter((key) => key.trim() !== '');
+      this.firstKeys = keys.slice(0, CANDIDATE_TEXTS).map((key) => key.slice(0, 200));
+      this.firstKeysHeaderLike = keys.every((key) => this.roles.slotOf(key) !== -1 || hasColumnNameShape(key));
+    }
     const values: (string | null)[] = [null, null, null, null, null, null];
     for (const key of Object.keys(element)) {
       const slot = this.roles.slotOf(key);
@@ -137,7 +146,7 @@ export class RowsCollector {
       const slot = this.roles.slotOf(key);
       if (slot >= 0) roles.add(ROLES[slot]!);
     }
-    return { texts, roles };
+    return { texts, roles, headerLike: this.firstKeysHeaderLike };
   }
 }
 

@@ -1,7 +1,7 @@
 // The xlsx return reader: every worksheet in workbook order, streamed (SPEC §1.2, §5).
 import type { RetornoRow } from '../../types.js';
 import { badInput } from '../../errors.js';
-import { betterCandidate, unrecognisedHeader, type ColumnNames, type HeaderCandidate } from '../columns.js';
+import { betterCandidate, inSheet, unrecognisedHeader, type ColumnNames, type HeaderCandidate } from '../columns.js';
 import { toUnreadable } from '../failure.js';
 import { SheetScanner } from './sheet.js';
 import { readWorkbook } from './workbook.js';
@@ -24,7 +24,7 @@ export async function* readXlsxBatches(
     const book = await readWorkbook(zip, signal);
     let usable = false;
     let content = false;
-    let best: { candidate: HeaderCandidate; sheet: string } | null = null;
+    let best: { candidate: HeaderCandidate; sheet: string; index: number } | null = null;
     for (const [index, part] of book.sheets.entries()) {
       const sheet = new SheetScanner(book, names);
       for await (const chunk of zip.chunks(part, signal)) {
@@ -37,11 +37,11 @@ export async function* readXlsxBatches(
       usable ||= sheet.hasHeader;
       content ||= sheet.hasContent;
       if (sheet.candidate && betterCandidate(best?.candidate ?? null, sheet.candidate) !== best?.candidate) {
-        best = { candidate: sheet.candidate, sheet: book.sheetNames[index] ?? '' };
+        best = { candidate: sheet.candidate, sheet: book.sheetNames[index] ?? '', index };
       }
     }
     if (!usable && content && best) {
-      throw badInput.unreadableRetorno(unrecognisedHeader(`na planilha "${best.sheet}"`, best.candidate));
+      throw badInput.unreadableRetorno(unrecognisedHeader(inSheet(best.sheet, best.index, names), best.candidate, names));
     }
   } catch (err) {
     throw toUnreadable(err, NOT_A_ZIP, signal);

@@ -6,6 +6,7 @@ import {
   BUILTIN_COLUMN_NAMES,
   betterCandidate,
   CANDIDATE_TEXTS,
+  hasColumnNameShape,
   hasRequiredRoles,
   isBlank,
   ROLES,
@@ -59,6 +60,8 @@ export class SheetScanner implements TagHandler, FastPath {
   private rowNumber = 0;
   private rowValues: (string | null)[] = [null, null, null, null, null, null];
   private probeRoles = new Map<Role, number>();
+  /** Every non-empty cell of the row being probed plays a role or has a column name's shape. */
+  private probeHeaderLike = true;
   private rowHasContent = false;
 
   // Current cell.
@@ -187,6 +190,7 @@ export class SheetScanner implements TagHandler, FastPath {
     } else {
       this.probeRoles.clear();
       this.probeTexts = [];
+      this.probeHeaderLike = true;
     }
     if (selfClosing) this.closeRow();
   }
@@ -198,7 +202,11 @@ export class SheetScanner implements TagHandler, FastPath {
     }
     if (this.rowHasContent) this.hasContent = true;
     if (this.rowHasContent && this.rowNumber <= HEADER_ROWS) {
-      this.candidate = betterCandidate(this.candidate, { texts: this.probeTexts, roles: new Set(this.probeRoles.keys()) });
+      this.candidate = betterCandidate(this.candidate, {
+        texts: this.probeTexts,
+        roles: new Set(this.probeRoles.keys()),
+        headerLike: this.probeHeaderLike,
+      });
     }
     if (this.rowNumber <= HEADER_ROWS && hasRequiredRoles(this.probeRoles)) {
       this.useHeader(this.probeRoles);
@@ -384,6 +392,7 @@ export class SheetScanner implements TagHandler, FastPath {
       this.rowHasContent = true;
       if (this.probeTexts.length < CANDIDATE_TEXTS) this.probeTexts.push(text.slice(0, 200));
       const role = this.names.roleOf(text);
+      if (role === undefined && this.probeHeaderLike) this.probeHeaderLike = hasColumnNameShape(text);
       // The leftmost column of a role wins when a header repeats one.
       if (role !== undefined && !this.probeRoles.has(role)) this.probeRoles.set(role, this.column);
       return;
