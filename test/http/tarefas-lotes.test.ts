@@ -73,8 +73,9 @@ async function waitForLote(server: Harness, id: string, estado = 'concluido') {
 
 describe.each(MODES)('%s mode', (mode: Mode) => {
   let server: Harness;
+  const logLines: Record<string, unknown>[] = [];
   beforeAll(async () => {
-    server = await startHarness(mode, { redisUrl: redis.url });
+    server = await startHarness(mode, { redisUrl: redis.url, logLines });
   });
   afterAll(async () => {
     await server?.dispose();
@@ -143,10 +144,15 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       const key = `pasta-${uniqueName()}`;
       const body = { nome: 'retornos 2025', webhook: 'http://127.0.0.1:9/x' };
       const first = await createLote(server, body, { 'idempotency-key': key });
+      const logged = logLines.length;
       const again = await createLote(server, body, { 'idempotency-key': key });
       expect(again.status).toBe(201);
       expect(again.headers.get('idempotent-replayed')).toBe('true');
       expect(again.json()).toEqual(first.json());
+      // The replay is answered once: the handler went on to create a batch and answer a second
+      // time ("Reply was already sent") when it took the sent reply for "no replay".
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(logLines.slice(logged).filter((line) => (line.level as number) >= 40)).toEqual([]);
       const other = await createLote(server, { nome: 'outro' }, { 'idempotency-key': key });
       expect(other.status).toBe(422);
       expect(other.json()).toEqual({ erro: 'Idempotency-Key já usada com outra requisição.' });

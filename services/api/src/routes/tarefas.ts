@@ -156,16 +156,18 @@ async function routes(app: FastifyInstance): Promise<void> {
         const monitor = loteMonitor(lote, await service.processando(lote.id));
         return reply.send(lote.webhook ? { ...monitor, webhook_segredo: lote.webhook.segredo } : monitor);
       };
-      const replay = async (state: Awaited<ReturnType<typeof service.idempotency>>) => {
+      // The batch an earlier request with this key created, if any. Not the reply itself: a
+      // Fastify reply is thenable, and awaiting it yields undefined once it is sent.
+      const replayOf = async (state: Awaited<ReturnType<typeof service.idempotency>>): Promise<LoteRecord | null> => {
         if (state.state !== 'done') return null;
         if (state.digest !== digest) throw new IdempotencyMismatchError();
         const lote = await service.lote(state.lote ?? '');
         if (lote === null) throw loteNaoEncontrado();
-        return answer(lote, true);
+        return lote;
       };
       if (idemKey !== null) {
-        const replayed = await replay(await service.idempotency(idemKey));
-        if (replayed) return replayed;
+        const earlier = await replayOf(await service.idempotency(idemKey));
+        if (earlier !== null) return answer(earlier, true);
       }
 
       const now = service.now();
@@ -189,8 +191,8 @@ async function routes(app: FastifyInstance): Promise<void> {
       const created = await service.createLote(lote, idemKey === null ? null : { key: idemKey, digest });
       if (created.ok) return answer(lote, false);
       // Another request with this key created its batch meanwhile.
-      const replayed = await replay(created.existing);
-      if (replayed) return replayed;
+      const earlier = await replayOf(created.existing);
+      if (earlier !== null) return answer(earlier, true);
       throw new ConflictError(mensagens.idemEmAndamento);
     });
   });
