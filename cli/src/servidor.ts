@@ -153,6 +153,38 @@ async function send(
   }
 }
 
+/** A file's answer from the service: its divergences, or why it has none. */
+type Answer = { readonly divergencias: Divergencia[] } | { readonly erro: string };
+
+/** Waits for a sent file's task to end and reads its result: one request per look. */
+async function answerOf(servidor: Servidor, sent: Tarefa | { erro: string }): Promise<Answer> {
+  if (!('id' in sent)) return sent;
+  for (;;) {
+    const response = await servidor.call('GET', `/api/tarefas/${sent.id}/resultado?format=json`);
+    if (response.ok) return { divergencias: ((await response.json()) as { divergencias: Divergencia[] }).divergencias };
+    // 409 with Retry-After: still waiting or running. Without it (cancelled), and every other
+    // status (the job's own 400/422, an expired task), the service's words are the file's failure.
+    if (response.status === 409 && response.headers.has('retry-after')) {
+      await response.arrayBuffer();
+      await sleep(retryAfterMs(response));
+      continue;
+    }
+    return { erro: await servidor.erro(response) };
+  }
+}
+
+/** A value settled later, by whoever has it. */
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<T>((yes, no) => ((resolve = yes), (reject = no)));
+  promise.catch(() => {}); // a file nobody waits for yet must not be an unhandled rejection
+  return { promise, resolve, reject };
+}
+
+/** Results read ahead of the writer, at most this many at once (each is one file's divergences). */
+const READ_AHEAD = 8;
+
 /** Runs the folder on the server; the same summary as the local lote. */
 export async function loteServidor(options: LoteServidorOptions): Promise<LoteSummary> {
   if (options.servidor === undefined) throw new BadUsage('--chave só se usa com --servidor.');
@@ -177,40 +209,61 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
     }),
   );
 
-  const tasks = new Map<string, Tarefa | { erro: string }>();
-  for (const task of await batchTasks(servidor, lote.id)) if (task.referencia !== null) tasks.set(task.referencia, task);
-  const toSend = files.filter((file) => !tasks.has(file.name));
+  // Each file's task, settled when the file is sent (at once for those an earlier run sent).
+  const sentTasks = new Map(files.map((file) => [file.name, deferred<Tarefa | { erro: string }>()]));
+  const already = new Set<string>();
+  for (const task of await batchTasks(servidor, lote.id)) {
+    if (task.referencia === null || !sentTasks.has(task.referencia)) continue;
+    sentTasks.get(task.referencia)!.resolve(task);
+    already.add(task.referencia);
+  }
+  const toSend = files.filter((file) => !already.has(file.name));
   if (toSend.length > 0 && lote.estado !== 'aberto')
     throw new InputError(`o lote ${lote.id} já foi fechado sem todos os arquivos; apague-o ou mude a pasta.`);
 
-  const sending = bar(options.quiet, 'Enviando {bar} {value}/{total} arquivos');
-  sending.start(toSend.length, {});
-  let sent = 0;
-  const queue = [...toSend];
-  await Promise.all(
-    Array.from({ length: Math.min(options.concurrency ?? 4, Math.max(1, queue.length)) }, async () => {
-      for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
-        tasks.set(file.name, await send(servidor, lote.id, file, digests.get(file.name)!));
-        sending.update(++sent, {});
-      }
-    }),
-  );
-  sending.stop();
-
-  let current = await servidor.json<Lote>(await servidor.call('POST', `/api/lotes/${lote.id}/fechar`));
-  const states = bar(
+  const shown = bar(
     options.quiet,
-    'Processando {bar} {value}/{total} | aguardando {aguardando} | processando {processando} | falharam {falhou}',
+    'Lote {bar} {value}/{total} | enviados {enviados} | aguardando {aguardando} | processando {processando} | falharam {falhou}',
   );
-  states.start(current.tarefas.total, current.tarefas);
-  while (current.estado !== 'concluido') {
-    const response = await servidor.call('GET', `/api/lotes/${lote.id}`);
-    const wait = retryAfterMs(response);
-    current = await servidor.json<Lote>(response);
-    states.update(current.tarefas.concluida + current.tarefas.falhou + current.tarefas.cancelada, current.tarefas);
-    if (current.estado !== 'concluido') await sleep(wait);
+  let enviados = already.size;
+  const finished = new AbortController();
+  const states = { aguardando: 0, processando: 0, falhou: 0 };
+  shown.start(files.length, { enviados, ...states });
+
+  // Sending, and reading the results in path order as their tasks end, run together: the first
+  // schools' divergences are written while the last ones are still being sent.
+  async function sendAll(): Promise<void> {
+    const queue = [...toSend];
+    try {
+      await Promise.all(
+        Array.from({ length: Math.min(options.concurrency ?? 4, Math.max(1, queue.length)) }, async () => {
+          for (let file = queue.shift(); file !== undefined && !finished.signal.aborted; file = queue.shift()) {
+            sentTasks.get(file.name)!.resolve(await send(servidor, lote.id, file, digests.get(file.name)!));
+            enviados++;
+          }
+        }),
+      );
+      // A run stopped early (its writer failed) leaves the batch open, so that the next run resumes it.
+      if (lote.estado === 'aberto' && !finished.signal.aborted)
+        await servidor.json<Lote>(await servidor.call('POST', `/api/lotes/${lote.id}/fechar`));
+    } catch (err) {
+      // The command stops (a wrong key, a closed batch, the service gone): so does the writer.
+      for (const pending of sentTasks.values()) pending.reject(err);
+      throw err;
+    }
   }
-  states.stop();
+
+  /** The batch's counts on the bar, while there is a bar to show them. */
+  async function followStates(): Promise<void> {
+    while (!finished.signal.aborted) {
+      const response = await servidor.call('GET', `/api/lotes/${lote.id}`);
+      const wait = retryAfterMs(response);
+      const { tarefas } = await servidor.json<Lote>(response);
+      Object.assign(states, { aguardando: tarefas.aguardando, processando: tarefas.processando, falhou: tarefas.falhou });
+      shown.update(tarefas.concluida + tarefas.falhou + tarefas.cancelada, { enviados, ...states });
+      await sleep(wait, undefined, { signal: finished.signal });
+    }
+  }
 
   let read = 0;
   let failed = problems.length;
@@ -219,39 +272,44 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
   for (const problem of problems) report(problem.name, problem.erro);
   // In path order, as the local lote writes them; a failed file is one line on stderr.
   async function* results(): AsyncGenerator<FileResult> {
-    for (const file of files) {
-      const sentTask = tasks.get(file.name)!;
-      // Its state now (the one recorded at sending is from before its job ran).
-      const task = 'id' in sentTask ? await servidor.json<Tarefa>(await servidor.call('GET', `/api/tarefas/${sentTask.id}`)) : null;
-      const erro =
-        task === null
-          ? (sentTask as { erro: string }).erro
-          : task.estado === 'concluida'
-            ? null
-            : (task.erro?.erro ?? `tarefa ${task.estado}.`);
-      if (erro !== null) {
+    const ahead: Promise<Answer>[] = [];
+    const look = (i: number) => {
+      if (i >= files.length) return;
+      const answer = sentTasks.get(files[i]!.name)!.promise.then((sent) => answerOf(servidor, sent));
+      // Read in turn below; one that fails after the command has already stopped is not news.
+      answer.catch(() => {});
+      ahead.push(answer);
+    };
+    for (let i = 0; i < READ_AHEAD; i++) look(i);
+    for (let i = 0; i < files.length; i++) {
+      const answer = await ahead.shift()!;
+      look(i + READ_AHEAD);
+      const { name } = files[i]!;
+      if ('erro' in answer) {
         failed++;
-        report(file.name, erro);
+        report(name, answer.erro);
         continue;
       }
-      const { divergencias } = await servidor.json<{ divergencias: Divergencia[] }>(
-        await servidor.call('GET', `/api/tarefas/${task!.id}/resultado?format=json`),
-      );
       read++;
-      rows += divergencias.length;
-      yield { name: file.name, divergencias };
+      rows += answer.divergencias.length;
+      yield { name, divergencias: answer.divergencias };
     }
   }
 
   const out = await openOutput(options.output);
   const work = mkdtempSync(path.join(os.tmpdir(), 'censo-lote-'));
+  const following = options.quiet || !process.stderr.isTTY ? Promise.resolve() : followStates().catch(() => {});
   try {
-    await write(options.format, results(), out, work);
+    await Promise.all([sendAll(), write(options.format, results(), out, work)]);
   } catch (err) {
     await out.discard();
     if (out.failed() !== undefined) throw writeFailure(options.output, out.failed());
     throw err;
   } finally {
+    // Also stops the sending when the writer failed (-o on a full disk): nothing more is sent.
+    finished.abort();
+    await following;
+    shown.stop();
     await rm(work, { recursive: true, force: true });
   }
   return { read, failed, rows };
