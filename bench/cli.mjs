@@ -4,25 +4,31 @@ import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { generate } from './gen-big.mjs';
-import { median, runNodeTimed } from './lib.mjs';
+import { DATA, median, runNodeTimed } from './lib.mjs';
 
 const CLI = path.join('cli', 'dist', 'main.js');
 const SCHOOLS = 200;
 
-/** 200 returns of 500 persons (1,500 rows) each, in nested folders as a secretariat's would be. */
-async function schoolFolder(root) {
-  const dir = path.join(root, 'lote200');
+/** One school's return: 500 persons, 1,500 rows (generated on first use). */
+export async function schoolReturn(root = DATA) {
   const one = path.join(root, 'school500');
   if (!existsSync(path.join(one, 'expected-summary.json'))) await generate({ persons: 500, perPerson: 3, out: one, formats: ['xlsx'] });
   const summary = JSON.parse(readFileSync(path.join(one, 'expected-summary.json'), 'utf8'));
+  return { file: path.join(one, 'retorno.xlsx'), rowsPerFile: summary.rows };
+}
+
+/** 200 returns of 500 persons (1,500 rows) each, in nested folders as a secretariat's would be. */
+async function schoolFolder(root) {
+  const dir = path.join(root, 'lote200');
+  const { file, rowsPerFile } = await schoolReturn(root);
   if (!existsSync(path.join(dir, `regional-9`, `escola-199.xlsx`))) {
     for (let i = 0; i < SCHOOLS; i++) {
       const folder = path.join(dir, `regional-${i % 10}`);
       mkdirSync(folder, { recursive: true });
-      cpSync(path.join(one, 'retorno.xlsx'), path.join(folder, `escola-${i}.xlsx`));
+      cpSync(file, path.join(folder, `escola-${i}.xlsx`));
     }
   }
-  return { dir, rowsPerFile: summary.rows };
+  return { dir, rowsPerFile };
 }
 
 export async function runCli(data, runs, log = console.log) {

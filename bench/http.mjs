@@ -64,8 +64,12 @@ function summarize(r) {
 
 let portSeq = 0;
 
-/** Starts one deployment; returns its URL, processes and a stop function. `env`: extra settings. */
-export async function deploy(mode, workers, redisUrl, extraEnv = {}) {
+/**
+ * Starts one deployment; returns its URL, processes and a stop function. `env`: extra settings.
+ * `workers` 0 is the embedded mode unless `queue` is set: then an API alone on the queue, whose
+ * jobs wait (bench/burst.mjs measures Redis memory per waiting task that way).
+ */
+export async function deploy(mode, workers, redisUrl, extraEnv = {}, { queue = workers > 0 } = {}) {
   const port = 38_100 + portSeq++;
   const uploadDir = path.join(DATA, `uploads-${mode}`);
   rmSync(uploadDir, { recursive: true, force: true });
@@ -82,7 +86,7 @@ export async function deploy(mode, workers, redisUrl, extraEnv = {}) {
     ...extraEnv,
   };
   const procs = [];
-  if (workers === 0) {
+  if (!queue) {
     procs.push(startProcess(`api-${mode}`, [API_MAIN], env));
   } else {
     Object.assign(env, { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix });
@@ -95,10 +99,12 @@ export async function deploy(mode, workers, redisUrl, extraEnv = {}) {
   return {
     url,
     api: procs[0],
+    /** The API first, then the workers. */
+    processes: procs,
     async stop() {
       await Promise.all(procs.map((p) => p.stop()));
       rmSync(uploadDir, { recursive: true, force: true });
-      if (workers > 0) await dropQueueKeys(redisUrl, prefix);
+      if (queue) await dropQueueKeys(redisUrl, prefix);
     },
   };
 }

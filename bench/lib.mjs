@@ -116,6 +116,17 @@ export function memoryOf(pid) {
   }
 }
 
+/** CPU seconds (user + system) a live process has used, from /proc (NaN once it is gone). */
+export function cpuSecondsOf(pid) {
+  try {
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in USER_HZ (100 on Linux)
+  } catch {
+    return NaN;
+  }
+}
+
 /** Polls `url` until it answers `status` (bounded). */
 export async function waitFor(url, { status = 200, timeoutMs = 30_000, process: proc } = {}) {
   const until = Date.now() + timeoutMs;

@@ -7,6 +7,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { PROBE_GAP_MS, runBurst } from './burst.mjs';
 import { runCli } from './cli.mjs';
 import { runCore } from './core.mjs';
 import { ensureData } from './data.mjs';
@@ -331,6 +332,94 @@ if (storage) {
 } else {
   section(
     '3b. Storage: an S3 bucket against the shared folder',
+    redisVersion ? '_Failed, see the console output._' : '_Redis not reachable: skipped._',
+  );
+}
+
+// --- 6. a state's burst (SPEC §7) -------------------------------------------------------------------
+log("\nA state's burst (censo lote --servidor)...");
+let burst = null;
+if (redisVersion) {
+  try {
+    burst = await runBurst({ quick, redisUrl, log });
+  } catch (err) {
+    log(`  burst section failed: ${err.message}`);
+  }
+}
+if (burst) {
+  const b = burst;
+  const perFile = (seconds) => fmt((seconds * 1000) / b.files, 1);
+  const serverCpu = b.cpu.cli + b.cpu.api + b.cpu.worker + b.cpu.redis;
+  section(
+    "6. A state's burst: one batch of school returns through the service",
+    [
+      `${fmt(b.files)} school returns (xlsx, ${fmt(b.rowsPerFile)} rows each, hard links to one file in 50 folders) sent as one batch by \`censo lote <pasta> --servidor\` to one API and one worker process (queue mode, shared folder, the local Redis), against the local \`censo lote\` on the same folder, in the same run. Both write the combined CSV; the two files are ${b.sameOutput ? '**byte-identical**' : '**different (a defect)**'}. Meanwhile a probe sends the small \`basico\` return to the synchronous \`POST /api/divergencias-rf\` one at a time (every ${PROBE_GAP_MS} ms); "idle" is the same probe before the burst. Everything (CLI, API, worker, Redis, probe) shares the 2 cores.`,
+      '',
+      table(
+        ['run', 'time s', 'files/s', 'vs local', 'CPU s', 'CPU ms per file'],
+        [
+          [
+            'local `censo lote` (2 job threads)',
+            fmt(b.local.ms / 1000, 1),
+            fmt(b.files / (b.local.ms / 1000), 1),
+            '1.00×',
+            fmt(b.local.cpu, 1),
+            perFile(b.local.cpu),
+          ],
+          [
+            '`censo lote --servidor`',
+            fmt(b.server.ms / 1000, 1),
+            fmt(b.files / (b.server.ms / 1000), 1),
+            `${b.ratio.toFixed(2)}×`,
+            fmt(serverCpu, 1),
+            perFile(serverCpu),
+          ],
+        ],
+      ),
+      '',
+      table(
+        ["where the burst's CPU went", 'CPU s', 'ms per file'],
+        [
+          ['CLI (hash, upload, read results, write CSV)', fmt(b.cpu.cli, 1), perFile(b.cpu.cli)],
+          ['API (intake, records, results; probe included)', fmt(b.cpu.api, 1), perFile(b.cpu.api)],
+          ['worker (the jobs; probe included)', fmt(b.cpu.worker, 1), perFile(b.cpu.worker)],
+          ['Redis', fmt(b.cpu.redis, 1), perFile(b.cpu.redis)],
+        ],
+      ),
+      '',
+      table(
+        ['process', 'RSS first third MiB', 'RSS last third MiB', 'peak MiB'],
+        [
+          ['API', fmt(b.api.first), fmt(b.api.last), fmt(b.api.peak)],
+          ['worker', fmt(b.worker.first), fmt(b.worker.last), fmt(b.worker.peak)],
+        ],
+      ),
+      '',
+      table(
+        ['synchronous probe', 'requests', 'p50 ms', 'p95 ms', 'statuses'],
+        [
+          ['idle', fmt(b.idle.n), fmt(b.idle.p50, 1), fmt(b.idle.p95, 1), JSON.stringify(b.idle.statuses)],
+          ['during the burst', fmt(b.during.n), fmt(b.during.p50, 1), fmt(b.during.p95, 1), JSON.stringify(b.during.statuses)],
+        ],
+      ),
+      '',
+      `Redis memory per waiting task: ${fmt(b.perTaskBytes / 1024, 1)} KiB (1,000 tasks posted to an API with no worker, \`used_memory\` before and after: the BullMQ job, the task record, its idempotency record and the batch's indexes). A backlog at \`MAX_QUEUED_TAREFAS\` (10,000) is about ${fmt((b.perTaskBytes * 10_000) / MiB)} MiB.`,
+    ].join('\n'),
+  );
+  target('burst: censo lote --servidor ≥ 0.8× the local censo lote (same files, same run)', `${b.ratio.toFixed(2)}×`, b.ratio >= 0.8);
+  target(
+    'burst: synchronous p95 during the burst ≤ 1.5× idle',
+    `${fmt(b.during.p95, 1)} / ${fmt(b.idle.p95, 1)} ms = ${b.p95Ratio.toFixed(2)}×`,
+    b.p95Ratio <= 1.5,
+  );
+  target(
+    'burst: API and worker RSS flat with the backlog (last third ≤ 1.2× first third)',
+    `API ${fmt(b.api.first)} → ${fmt(b.api.last)} MiB, worker ${fmt(b.worker.first)} → ${fmt(b.worker.last)} MiB`,
+    b.api.last <= 1.2 * b.api.first && b.worker.last <= 1.2 * b.worker.first,
+  );
+} else {
+  section(
+    "6. A state's burst: one batch of school returns through the service",
     redisVersion ? '_Failed, see the console output._' : '_Redis not reachable: skipped._',
   );
 }
