@@ -149,6 +149,24 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     });
   });
 
+  it('-o on a full disk: one line, exit 1, the batch left open; the rerun finishes it without sending a file twice', async () => {
+    const pasta = path.join(work, `cheio-${mode}`);
+    await mkdir(pasta, { recursive: true });
+    for (let i = 0; i < 12; i++) await cp(basico.retorno.json, path.join(pasta, `escola-${String(i).padStart(2, '0')}.json`));
+    const jobs = server.gate.seen.length;
+    const full = await censo(['lote', pasta, '--servidor', server.url, '-o', '/dev/full'], { CENSO_API_KEY: API_KEY });
+    expect(full.code).toBe(1);
+    expect(full.stderr).toBe('censo: Não foi possível gravar em "/dev/full": disco cheio.\n');
+
+    const out = path.join(work, `cheio-${mode}.csv`);
+    const rerun = await censo(['--quiet', 'lote', pasta, '--servidor', server.url, '-o', out], { CENSO_API_KEY: API_KEY });
+    expect(rerun.stderr).toBe('');
+    expect(rerun.code).toBe(0);
+    expect(await readFile(out, 'utf8')).toBe((await censo(['lote', pasta, '--format', 'csv'])).stdout);
+    // The rerun sent only what the first run had not: twelve jobs in all, each file once.
+    expect(server.gate.seen.length - jobs).toBe(12);
+  });
+
   it('a wrong key stops with the service message (exit 1); no key is wrong usage (exit 2)', async () => {
     const wrong = await censo(['lote', folder, '--servidor', server.url, '--chave', 'errada']);
     expect(wrong.code).toBe(1);
