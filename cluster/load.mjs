@@ -47,6 +47,11 @@ let sequence = 0;
 
 async function attempt(upload, id, n, api) {
   const start = Date.now();
+  const line = (fields) => {
+    const out = { upload: id, attempt: n, api, file: upload.name, route: upload.route, start, end: Date.now(), ...fields };
+    record(out);
+    return out;
+  };
   try {
     const response = await fetch(`${api}${upload.route}`, {
       method: 'POST',
@@ -55,37 +60,16 @@ async function attempt(upload, id, n, api) {
       signal: AbortSignal.timeout(requestTimeoutMs),
     });
     const body = Buffer.from(await response.arrayBuffer());
-    const line = {
-      upload: id,
-      attempt: n,
-      api,
-      file: upload.name,
-      route: upload.route,
-      start,
-      end: Date.now(),
+    return line({
       status: response.status,
       sha256: createHash('sha256').update(body).digest('hex'),
       bytes: body.length,
       // The message of an error answer, for the checker (never a file's content: only {erro}).
       ...(response.status >= 400 && body.length < 500 ? { text: body.toString('utf8') } : {}),
       retryAfter: response.headers.get('retry-after'),
-    };
-    record(line);
-    return line;
+    });
   } catch (err) {
-    const line = {
-      upload: id,
-      attempt: n,
-      api,
-      file: upload.name,
-      route: upload.route,
-      start,
-      end: Date.now(),
-      status: 0,
-      error: `${err.name}: ${err.cause?.code ?? err.cause?.message ?? err.message}`,
-    };
-    record(line);
-    return line;
+    return line({ status: 0, error: `${err.name}: ${err.cause?.code ?? err.cause?.message ?? err.message}` });
   }
 }
 

@@ -1,10 +1,13 @@
 // What SPEC §9 asks of a highly available Redis, checked the same way for Sentinel and Cluster:
 // the upload routes answer byte for byte what the embedded mode answers, and a master killed
 // under load costs at most documented 503/504 answers, after which every upload succeeds again.
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'vitest';
 import { fixtureCases } from './fixtures.js';
-import { API_KEY, formWith, startTestServer, type UploadFile } from './http.js';
+import { API_KEY, expectEmptyDir, formWith, startTestServer, type UploadFile } from './http.js';
 import { startServiceProcess, type ServiceProcess } from './processes.js';
 
 /** One upload the load sends: a route with the files of one fixture. */
@@ -126,6 +129,69 @@ export async function startQueueServices(env: Record<string, string>): Promise<Q
     await stop();
     throw err;
   }
+}
+
+/** A Redis topology with an API and a worker on it, and the embedded answers to compare with. */
+export interface HaDeployment<T> {
+  readonly topology: T;
+  readonly services: QueueServices;
+  readonly uploadDir: string;
+  readonly expected: Map<string, Answer>;
+  /** The services, then the servers and the folder, whatever happens to the services' close. */
+  stop(): Promise<void>;
+}
+
+/** The bull-board token the deployments are started with. */
+export const BOARD_TOKEN = 'board-token';
+
+export async function startHaDeployment<T extends { readonly env: Record<string, string>; stop(): Promise<void> }>(
+  startTopology: () => Promise<T>,
+  queuePrefix: string,
+): Promise<HaDeployment<T>> {
+  const [expected, topology] = await Promise.all([embeddedAnswers(uploads()), startTopology()]);
+  const uploadDir = await mkdtemp(path.join(os.tmpdir(), 'censo-ha-uploads-'));
+  const stopRest = async () => {
+    await topology.stop();
+    await rm(uploadDir, { recursive: true, force: true });
+  };
+  let services: QueueServices;
+  try {
+    services = await startQueueServices({
+      ...topology.env,
+      QUEUE_PREFIX: queuePrefix,
+      UPLOAD_DIR: uploadDir,
+      // Every Redis client of the API: the rate limiter's and the dashboard's too.
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      BULL_BOARD_TOKEN: BOARD_TOKEN,
+    });
+    await waitUntilReady([services.apiUrl, services.workerUrl]);
+  } catch (err) {
+    await stopRest();
+    throw err;
+  }
+  return {
+    topology,
+    services,
+    uploadDir,
+    expected,
+    async stop() {
+      try {
+        await services.stop();
+      } finally {
+        await stopRest();
+      }
+    },
+  };
+}
+
+/** Every upload route answers byte for byte what the embedded mode answers; the dashboard sees the queue. */
+export async function expectAnswersLikeEmbedded(deployment: HaDeployment<unknown>): Promise<void> {
+  const { services, expected, uploadDir } = deployment;
+  for (const upload of uploads()) expectSameAnswer(await send(services.apiUrl, upload), expected.get(upload.name)!, upload.name);
+  const board = await fetch(`${services.apiUrl}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${BOARD_TOKEN}` } });
+  expect(board.status).toBe(200);
+  expect(JSON.stringify(await board.json())).toContain('censo-jobs');
+  await expectEmptyDir(uploadDir);
 }
 
 export interface FailoverReport {

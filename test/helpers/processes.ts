@@ -49,3 +49,37 @@ export function startServiceProcess(script: string, env: Record<string, string>,
     },
   };
 }
+
+/**
+ * Starts the API (services/api/dist/main.js) with `env` over a minimal valid configuration and
+ * waits for it to exit: for settings that must stop the start. A process that started instead is
+ * SIGKILLed after `killAfterMs`, and the caller's assertions on its exit then fail.
+ */
+export function startApiExpectingExit(
+  env: Record<string, string>,
+  options: { uploadDir: string; killAfterMs?: number },
+): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['services/api/dist/main.js'], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        API_KEY: 'k',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        UPLOAD_DIR: options.uploadDir,
+        LOG_LEVEL: 'silent',
+        ...env,
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.killAfterMs ?? 15_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+}

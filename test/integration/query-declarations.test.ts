@@ -3,14 +3,13 @@
 // start when PostgreSQL answers then; when it does not, the service starts, and once PostgreSQL
 // is reachable such a query is logged, left out of the listing and answers a clear 503, never a
 // 500 on every request.
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
-import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
+import { startApiExpectingExit, startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
 import { startRedisProxy, type RedisProxy } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -60,31 +59,7 @@ const PROBLEMS = [
   `QUERIES_FILE ${'<file>'}: query "sem_tabela": its SQL fails in PostgreSQL: relation "matriculas" does not exist (SQLSTATE 42P01)`,
 ];
 
-function start(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        API_KEY: KEY,
-        HOST: '127.0.0.1',
-        PORT: '0',
-        UPLOAD_DIR: path.join(dir, 'up'),
-        LOG_LEVEL: 'silent',
-        ...env,
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    // A process that started instead of failing is stopped: the assertions then fail.
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
-}
+const start = (env: Record<string, string>) => startApiExpectingExit(env, { uploadDir: path.join(dir, 'up'), killAfterMs: 20_000 });
 
 describe('PostgreSQL reachable at start', () => {
   it('a declaration that does not match the database stops the start with one line naming each problem', async () => {

@@ -3,77 +3,50 @@
 // REDIS_SENTINEL_NAME). The upload routes answer what the embedded mode answers, and the master
 // SIGKILLed under load costs only documented 503/504 answers until uploads succeed again.
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeRedisClient, createLogger, createRedisClient, loadConfig } from '@censo/shared';
+import { startServer } from '@censo/api';
 import {
-  embeddedAnswers,
-  expectSameAnswer,
+  expectAnswersLikeEmbedded,
   failoverUnderLoad,
-  send,
-  startQueueServices,
+  startHaDeployment,
   uploads,
   waitUntilReady,
-  type Answer,
-  type QueueServices,
+  type HaDeployment,
 } from '../helpers/failover.js';
 import { API_KEY, expectEmptyDir, formWith, post } from '../helpers/http.js';
 import { startSentinelTopology, type SentinelTopology } from '../helpers/redis-topology.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { closeRedisClient, createLogger, createRedisClient, loadConfig } from '@censo/shared';
-import { startServer } from '@censo/api';
 
-const BOARD_TOKEN = 'board-token';
-let topology: SentinelTopology | undefined;
-let services: QueueServices | undefined;
-let uploadDir: string | undefined;
-let expected: Map<string, Answer>;
+let ha: HaDeployment<SentinelTopology> | undefined;
 
 beforeAll(async () => {
-  [expected, topology] = await Promise.all([embeddedAnswers(uploads()), startSentinelTopology()]);
-  uploadDir = await mkdtemp(path.join(os.tmpdir(), 'censo-sentinel-uploads-'));
-  services = await startQueueServices({
-    ...topology.env,
-    QUEUE_PREFIX: `{sentinel-${randomUUID()}}`,
-    UPLOAD_DIR: uploadDir,
-    // Every Redis client of the API: the rate limiter's and the dashboard's too.
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    BULL_BOARD_TOKEN: BOARD_TOKEN,
-  });
-  await waitUntilReady([services.apiUrl, services.workerUrl]);
+  ha = await startHaDeployment(startSentinelTopology, `{sentinel-${randomUUID()}}`);
 }, 60_000);
 
 afterAll(async () => {
-  // The servers go whatever happens to the services' close.
-  try {
-    await services?.stop();
-  } finally {
-    await topology?.stop();
-    if (uploadDir) await rm(uploadDir, { recursive: true, force: true });
-  }
+  await ha?.stop();
 });
 
 describe('Redis through Sentinel', () => {
   it('every upload route answers byte for byte what the embedded mode answers', async () => {
-    for (const upload of uploads()) expectSameAnswer(await send(services!.apiUrl, upload), expected.get(upload.name)!, upload.name);
-    const board = await fetch(`${services!.apiUrl}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${BOARD_TOKEN}` } });
-    expect(board.status).toBe(200);
-    expect(JSON.stringify(await board.json())).toContain('censo-jobs');
-    await expectEmptyDir(uploadDir!);
+    await expectAnswersLikeEmbedded(ha!);
   });
 
   it('the master SIGKILLed under load: only documented 503/504 meanwhile, then every upload succeeds', async () => {
-    const before = await topology!.masterPort();
+    const before = await ha!.topology.masterPort();
     const report = await failoverUnderLoad({
-      apiUrl: services!.apiUrl,
-      expected,
-      kill: async () => void (await topology!.killMaster()),
-      promoted: async () => (await topology!.masterPort().catch(() => before)) !== before,
+      apiUrl: ha!.services.apiUrl,
+      expected: ha!.expected,
+      kill: async () => void (await ha!.topology.killMaster()),
+      promoted: async () => (await ha!.topology.masterPort().catch(() => before)) !== before,
     });
     console.info(`sentinel failover: ${JSON.stringify(report)}`);
-    await waitUntilReady([services!.apiUrl, services!.workerUrl]);
-    await expectEmptyDir(uploadDir!, 10_000);
+    await waitUntilReady([ha!.services.apiUrl, ha!.services.workerUrl]);
+    await expectEmptyDir(ha!.uploadDir, 10_000);
   }, 80_000);
 });
 
@@ -84,7 +57,7 @@ describe('a job the failover lost', () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'censo-sentinel-lost-'));
     const prefix = `{lost-${randomUUID()}}`;
     const config = loadConfig({
-      ...topology!.env,
+      ...ha!.topology.env,
       QUEUE_PREFIX: prefix,
       UPLOAD_DIR: dir,
       API_KEY,

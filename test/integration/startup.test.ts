@@ -1,12 +1,11 @@
 // SPEC §6: invalid settings stop the process at start with a one-line message and exit 1.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiExpectingExit } from '../helpers/processes.js';
 
-const MAIN = fileURLToPath(new URL('../../services/api/dist/main.js', import.meta.url));
 let dir: string;
 
 beforeAll(async () => {
@@ -16,31 +15,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function start(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        API_KEY: 'k',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        UPLOAD_DIR: path.join(dir, 'up'),
-        LOG_LEVEL: 'silent',
-        ...env,
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    // A process that started instead of failing is stopped: the assertions below then fail.
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
-}
+const start = (env: Record<string, string>) => startApiExpectingExit(env, { uploadDir: path.join(dir, 'up') });
 
 describe('invalid settings stop the start with one line', () => {
   it('QUERIES_FILE missing, even without DATABASE_URL', async () => {
