@@ -288,3 +288,19 @@ export async function workbookSheets(bytes: Buffer): Promise<Array<{ name: strin
     return { name: sheet.name, rows };
   });
 }
+
+/** The fields of a task's monitor (SPEC §7.1), sorted. */
+export const MONITOR_KEYS = [
+  'concluida_em',
+  'criada_em',
+  'erro',
+  'estado',
+  'expira_em',
+  'formato',
+  'id',
+  'iniciada_em',
+  'lote',
+  'referencia',
+  'resultado',
+  'rota',
+];

@@ -9,7 +9,7 @@ import { fixtureCases } from '../helpers/fixtures.js';
 import { formWith, type UploadFile } from '../helpers/http.js';
 import { parseMetrics, sampleValue } from '../helpers/metrics.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
-import { MODES, postAsync, request, startHarness, waitForTarefa, type Harness, type Mode } from '../helpers/tarefas.js';
+import { MODES, MONITOR_KEYS, postAsync, request, startHarness, waitForTarefa, type Harness, type Mode } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 // The OpenAPI document is walked freely by property name.
@@ -150,20 +150,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('describes the task and batch monitors as SPEC §7 names their fields', () => {
-    expect(Object.keys(doc.components.schemas.Tarefa.properties).sort()).toEqual([
-      'concluida_em',
-      'criada_em',
-      'erro',
-      'estado',
-      'expira_em',
-      'formato',
-      'id',
-      'iniciada_em',
-      'lote',
-      'referencia',
-      'resultado',
-      'rota',
-    ]);
+    expect(Object.keys(doc.components.schemas.Tarefa.properties).sort()).toEqual(MONITOR_KEYS);
     expect(doc.components.schemas.Tarefa.properties.estado.enum).toEqual(['aguardando', 'processando', 'concluida', 'falhou', 'cancelada']);
     expect(doc.components.schemas.Lote.properties.estado.enum).toEqual(['aberto', 'processando', 'concluido', 'cancelado']);
     expect(Object.keys(doc.components.schemas.Lote.properties.tarefas.properties)).toEqual([

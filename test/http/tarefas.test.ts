@@ -13,6 +13,7 @@ import { formWith, type UploadFile } from '../helpers/http.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import {
   MODES,
+  MONITOR_KEYS,
   areaFiles,
   monitor,
   postAsync,
@@ -35,20 +36,6 @@ const otherTxt: UploadFile = { field: 'txt', content: '00|12345678|1\n', filenam
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const MONITOR_KEYS = [
-  'concluida_em',
-  'criada_em',
-  'erro',
-  'estado',
-  'expira_em',
-  'formato',
-  'id',
-  'iniciada_em',
-  'lote',
-  'referencia',
-  'resultado',
-  'rota',
-];
 
 let redis: TestRedis;
 beforeAll(async () => {
