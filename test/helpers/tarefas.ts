@@ -132,6 +132,8 @@ export async function startHarness(mode: Mode, options: HarnessOptions): Promise
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? (options.logLines ? 'info' : 'silent'),
     WORKER_CONCURRENCY: '2',
     WEBHOOK_ALLOW_PRIVATE: 'true',
+    // Its own lines would fill the test output; the suites that read it set a file of their own.
+    ACCESS_LOG: '/dev/null',
     ...(mode === 'queue' ? { REDIS_URL: options.redisUrl, QUEUE_PREFIX: queuePrefix } : {}),
     ...options.env,
   });
