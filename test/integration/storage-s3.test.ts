@@ -4,7 +4,7 @@
 // storage outage are answered as with the folder and leave nothing behind.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -323,5 +323,26 @@ describe('S3 storage, a worker whose request ends while its job runs', () => {
     const resultUrl = `/${s3.bucket}/${data.resultPath}`;
     expect(s3.requests.slice(before).some((r) => r.method === 'PUT' && r.url.startsWith(resultUrl))).toBe(true);
     expect(await s3.keys(prefix)).toEqual([]);
+  });
+});
+
+describe('S3 storage, the scratch folder a killed worker left', () => {
+  it('at start, removes the job folders older than the job deadline and keeps everything else', async () => {
+    const scratch = await tempDir('scratch');
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    const stale = `${randomUUID()}-aB3dE9`;
+    const recent = `${randomUUID()}-Xy12Zq`;
+    const notOurs = 'backup-folder';
+    for (const name of [stale, recent, notOurs]) {
+      await mkdir(path.join(scratch, name));
+      await writeFile(path.join(scratch, name, 'retorno.xlsx'), 'x');
+    }
+    await writeFile(path.join(scratch, 'notas.txt'), 'x');
+    for (const name of [stale, notOurs, 'notas.txt']) await utimes(path.join(scratch, name), hourAgo, hourAgo);
+
+    const config = loadConfig({ ...s3.env(`scratch-${randomUUID()}/`), UPLOAD_DIR: scratch, JOB_TIMEOUT_MS: '60000', LOG_LEVEL: 'silent' });
+    const storage = await createStorage(config, createLogger(config, {}));
+    cleanups.push(async () => storage.close());
+    expect((await readdir(scratch)).sort()).toEqual([recent, notOurs, 'notas.txt'].sort());
   });
 });

@@ -9,9 +9,14 @@ export * from './port.js';
 export { createFolderStorage } from './folder.js';
 export { storageExecutor } from './executor.js';
 
+/** A job's scratch folder older than its deadline by this much belongs to no running job. */
+const STALE_MARGIN_MS = 60_000;
+
 /** `log`: where the bucket's failures that no request sees are reported (S3 only). */
 export async function createStorage(config: Config, log: Pick<Logger, 'warn'>): Promise<Storage> {
   if (config.storage.kind === 'folder') return createFolderStorage(config.uploadDir);
-  const { createS3Storage } = await import('./s3.js');
+  const { createS3Storage, removeStaleScratch } = await import('./s3.js');
+  // A worker killed mid-job leaves its local copies behind; none can be in use past its deadline.
+  await removeStaleScratch(config.uploadDir, config.jobTimeoutMs + STALE_MARGIN_MS, log);
   return createS3Storage(config.storage, config.uploadDir, log);
 }

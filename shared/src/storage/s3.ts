@@ -5,7 +5,7 @@
 // deletes every object of the request when the request ends. A bucket lifecycle rule (README)
 // removes what a crash leaves behind.
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -65,6 +65,33 @@ function logFailedAborts(client: S3Client, log: Pick<Logger, 'warn'>): void {
     },
     { step: 'initialize', name: 'censoLogFailedAborts' },
   );
+}
+
+/** mkdtemp(`<request id>-`) in runWithLocalFiles: a UUID and six characters. */
+const SCRATCH_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-[A-Za-z0-9]{6}$/;
+
+/**
+ * Removes the jobs' scratch folders (`<area>-XXXXXX`) last changed more than `olderThanMs` ago:
+ * what a process killed mid-job left. Several workers may share the folder, so only folders too
+ * old to belong to a running job go. Failures are logged: a start is not refused for them.
+ */
+export async function removeStaleScratch(scratchDir: string, olderThanMs: number, log: Pick<Logger, 'warn'>): Promise<number> {
+  let removed = 0;
+  try {
+    const limit = Date.now() - olderThanMs;
+    for (const entry of await readdir(scratchDir, { withFileTypes: true })) {
+      // Only what runWithLocalFiles makes (mkdtemp of a request's id): UPLOAD_DIR may hold more.
+      if (!entry.isDirectory() || !SCRATCH_NAME.test(entry.name)) continue;
+      const dir = path.join(scratchDir, entry.name);
+      const { mtimeMs } = await stat(dir);
+      if (mtimeMs >= limit) continue;
+      await rm(dir, { recursive: true, force: true });
+      removed++;
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ err, scratchDir }, 'could not remove stale scratch folders');
+  }
+  return removed;
 }
 
 /** `scratchDir`: a worker's folder for its jobs' local copies (its own UPLOAD_DIR). */
