@@ -29,16 +29,24 @@ export function uniqueQueuePrefix(): string {
   return `{test-${randomUUID()}}`;
 }
 
-/** Deletes every key under `prefix` (SCAN, not KEYS, so a shared server is not blocked). */
+/** Every key matching `pattern`: SCAN to the end (one call may return none of them on a busy server), never KEYS. */
+export async function keysMatching(redis: Redis, pattern: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    out.push(...keys);
+  } while (cursor !== '0');
+  return out;
+}
+
+/** Deletes every key under `prefix`. */
 export async function deleteKeys(url: string, prefix: string): Promise<void> {
   const redis = new Redis(url, { maxRetriesPerRequest: 1 });
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
+    const keys = await keysMatching(redis, `${prefix}:*`);
+    for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
   } finally {
     redis.disconnect();
   }

@@ -10,7 +10,7 @@ import { startServer, type RunningServer } from '@censo/api';
 import { startTestServer, type TestServer } from '../helpers/http.js';
 import { freePort, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
 import { TestBrowser, signIn, signInUntilCallback } from '../helpers/oidc-browser.js';
-import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
+import { deleteKeys, keysMatching, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 
 const ACCOUNTS = {
   ana: { name: 'Ana Lima', email: 'ana@seduc.example', groups: ['censo-retorno', 'censo-consulta'] },
@@ -127,7 +127,7 @@ describe('sessions in Redis (queue mode)', () => {
 
     const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
     try {
-      const [, keys] = await client.scan('0', 'MATCH', `${prefix}:sessao:*`, 'COUNT', 1000);
+      const keys = await keysMatching(client, `${prefix}:sessao:*`);
       expect(keys).toHaveLength(1);
       const cookie = browser.cookie(urls.pair, 'censo-sessao')!.value;
       expect(keys[0]).not.toContain(cookie);
