@@ -7,7 +7,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
-import type { RetornoFormat } from '@censo/shared';
+import type { RetornoFormat } from '@censo/shared/local';
 import { errnoCode, InputError, quote, reasonOf } from './failures.js';
 import { retornoFormat } from './inputs.js';
 

@@ -19,7 +19,7 @@ import {
   type Divergencia,
   type LoteFormat,
   type VocabularyAdditions,
-} from '@censo/shared';
+} from '@censo/shared/local';
 import { BadUsage, quote, reasonOf } from './failures.js';
 import { identityOf, listReturns, type ReturnFile } from './folder.js';
 import { openOutput, writeFailure, type Output } from './output.js';
@@ -208,7 +208,7 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
 
 /** A batch's input is at most this many bytes of returns, and this many files. */
 const BATCH_MAX_BYTES = 4 * 1024 * 1024;
-const BATCH_MAX_FILES = 16;
+const BATCH_MAX_FILES = 8;
 
 /**
  * Consecutive files (in output order) handed to a thread as one task. A task per school-sized
@@ -217,7 +217,7 @@ const BATCH_MAX_FILES = 16;
  */
 export function batchesOf(files: readonly ReturnFile[], threads: number): ReturnFile[][] {
   const total = files.reduce((sum, file) => sum + file.size, 0);
-  const target = Math.min(BATCH_MAX_BYTES, total / (Math.max(1, threads) * 4));
+  const target = Math.min(BATCH_MAX_BYTES, total / (Math.max(1, threads) * 8));
   const batches: ReturnFile[][] = [];
   let current: ReturnFile[] = [];
   let bytes = 0;

@@ -120,7 +120,7 @@ describe('one bad entry never loses the batch', () => {
       'f-quebrado.json': { text: '{ nada' },
       'g.xlsx': utf8.retorno.xlsx,
       // Large enough that the small files above share one task (batches are sized from the total).
-      'z-grande.json': { text: many(3000) },
+      'z-grande.json': { text: many(5000) },
     });
     await handOver(path.dirname(folder));
     await lock(path.join(folder, 'd-sem-permissao.json'));
