@@ -6,7 +6,7 @@ import { createFolderStorage } from './folder.js';
 import type { Storage } from './port.js';
 
 export * from './port.js';
-export { createFolderStorage } from './folder.js';
+export { createFolderStorage, UPLOAD_BUFFER_BYTES } from './folder.js';
 export { storageExecutor } from './executor.js';
 
 /** `log`: where the bucket's failures that no request sees are reported (S3 only). */
