@@ -37,6 +37,10 @@ const [redisVersion, pgVersion] = await Promise.all([redisAvailable(redisUrl), p
 const machine = [
   `- Date: ${new Date().toISOString()} (${quick ? 'quick run: 2 runs per case' : `full run: ${RUNS} runs per case`}, medians)`,
   `- CPU: ${cpu}, ${os.availableParallelism()} cores; RAM ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB; ${os.type()} ${os.release()}`,
+  `- Load average when the run started: ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(', ')} (1, 5, 15 min; ${os.availableParallelism()} cores); other work on the machine moves every absolute figure`,
   `- Node ${process.version}; Redis ${redisVersion ?? 'not reachable'}; PostgreSQL ${pgVersion ?? 'not reachable'}`,
   `- Packages: ${['fastify', '@fastify/multipart', 'bullmq', 'ioredis', 'piscina', 'yauzl', 'pg', 'exceljs', 'autocannon'].map((p) => `${p} ${versionOf(p)}`).join(', ')}`,
 ].join('\n');
@@ -300,6 +304,42 @@ if (http) {
   section('3. End to end over HTTP', '_Failed, see the console output and .bench/logs._');
 }
 
+// --- 3b. storage ----------------------------------------------------------------------------------
+log('\nStorage: S3 bucket vs shared folder...');
+let storage = null;
+if (redisVersion) {
+  try {
+    storage = await runStorage(data, { quick, redisUrl, log });
+  } catch (err) {
+    log(`  storage section failed: ${err.message}`);
+  }
+}
+if (storage) {
+  const overhead = storage.s3Ms - storage.folderMs;
+  section(
+    '3b. Storage: an S3 bucket against the shared folder',
+    [
+      `The large retorno-rf (p100k xlsx + txt, ${(storage.bodyBytes / MiB).toFixed(1)} MiB body; ${(storage.resultBytes / MiB).toFixed(1)} MiB answer) over HTTP, one request at a time, ${storage.runs} alternating pairs after a warm-up. Both deployments are queue mode with one API and one worker process; the S3 one has \`S3_BUCKET\` set and no shared folder, against s3rver ${storage.s3rver} on loopback, which runs in the bench process (its CPU time counts). "Transfers alone" is the SDK moving the same bytes in the service's order (2 inputs up, down, the result up, down) with nothing else: the storage's own cost.`,
+      '',
+      table(
+        ['storage', 'median ms', 'vs folder', 'API peak RSS MiB'],
+        [
+          ['folder (`UPLOAD_DIR`)', fmt(storage.folderMs), '1.00×', fmt(storage.apiPeakRssMB.folder)],
+          ['S3 bucket', fmt(storage.s3Ms), `${(storage.s3Ms / storage.folderMs).toFixed(2)}×`, fmt(storage.apiPeakRssMB.s3)],
+          ['transfers alone (SDK ↔ s3rver)', fmt(storage.transfersMs), '', ''],
+        ],
+      ),
+      '',
+      `Overhead of the bucket: ${fmt(overhead)} ms per request, against ${fmt(storage.transfersMs)} ms for the transfers alone.`,
+    ].join('\n'),
+  );
+} else {
+  section(
+    '3b. Storage: an S3 bucket against the shared folder',
+    redisVersion ? '_Failed, see the console output._' : '_Redis not reachable: skipped._',
+  );
+}
+
 // --- 3c. the json span as a client sees it ----------------------------------------------------
 log('\nThe json span, client to client...');
 try {
@@ -341,42 +381,6 @@ try {
 } catch (err) {
   log(`  span failed: ${err.stack ?? err}`);
   section('3c. A 24 MB json return, client to client', '_Failed, see the console output and .bench/logs._');
-}
-
-// --- 3b. storage ----------------------------------------------------------------------------------
-log('\nStorage: S3 bucket vs shared folder...');
-let storage = null;
-if (redisVersion) {
-  try {
-    storage = await runStorage(data, { quick, redisUrl, log });
-  } catch (err) {
-    log(`  storage section failed: ${err.message}`);
-  }
-}
-if (storage) {
-  const overhead = storage.s3Ms - storage.folderMs;
-  section(
-    '3b. Storage: an S3 bucket against the shared folder',
-    [
-      `The large retorno-rf (p100k xlsx + txt, ${(storage.bodyBytes / MiB).toFixed(1)} MiB body; ${(storage.resultBytes / MiB).toFixed(1)} MiB answer) over HTTP, one request at a time, ${storage.runs} alternating pairs after a warm-up. Both deployments are queue mode with one API and one worker process; the S3 one has \`S3_BUCKET\` set and no shared folder, against s3rver ${storage.s3rver} on loopback, which runs in the bench process (its CPU time counts). "Transfers alone" is the SDK moving the same bytes in the service's order (2 inputs up, down, the result up, down) with nothing else: the storage's own cost.`,
-      '',
-      table(
-        ['storage', 'median ms', 'vs folder', 'API peak RSS MiB'],
-        [
-          ['folder (`UPLOAD_DIR`)', fmt(storage.folderMs), '1.00×', fmt(storage.apiPeakRssMB.folder)],
-          ['S3 bucket', fmt(storage.s3Ms), `${(storage.s3Ms / storage.folderMs).toFixed(2)}×`, fmt(storage.apiPeakRssMB.s3)],
-          ['transfers alone (SDK ↔ s3rver)', fmt(storage.transfersMs), '', ''],
-        ],
-      ),
-      '',
-      `Overhead of the bucket: ${fmt(overhead)} ms per request, against ${fmt(storage.transfersMs)} ms for the transfers alone.`,
-    ].join('\n'),
-  );
-} else {
-  section(
-    '3b. Storage: an S3 bucket against the shared folder',
-    redisVersion ? '_Failed, see the console output._' : '_Redis not reachable: skipped._',
-  );
 }
 
 // --- 4. query ----------------------------------------------------------------------------------
