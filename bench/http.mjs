@@ -3,6 +3,7 @@
 // (the API with --role=api plus 1 or 2 worker processes over BullMQ/Redis).
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import net from 'node:net';
 import path from 'node:path';
 import { DATA, ROOT, deleteRedisPrefix, median, memoryOf, sleep, startProcess, waitFor } from './lib.mjs';
 
@@ -62,7 +63,17 @@ function summarize(r) {
   };
 }
 
-let portSeq = 0;
+/** A port nothing listens on now: fixed ports met another checkout's bench on the same machine. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
 
 /**
  * Starts one deployment; returns its URL, processes and a stop function. `env`: extra settings.
@@ -70,7 +81,7 @@ let portSeq = 0;
  * jobs wait (bench/burst.mjs measures Redis memory per waiting task that way).
  */
 export async function deploy(mode, workers, redisUrl, extraEnv = {}, { queue = workers > 0 } = {}) {
-  const port = 38_100 + portSeq++;
+  const port = await freePort();
   const uploadDir = path.join(DATA, `uploads-${mode}`);
   rmSync(uploadDir, { recursive: true, force: true });
   mkdirSync(uploadDir, { recursive: true });
@@ -92,7 +103,7 @@ export async function deploy(mode, workers, redisUrl, extraEnv = {}, { queue = w
     Object.assign(env, { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix });
     procs.push(startProcess(`api-${mode}`, [API_MAIN, '--role=api'], env));
     for (let i = 0; i < workers; i++)
-      procs.push(startProcess(`worker-${mode}-${i + 1}`, [WORKER_MAIN], { ...env, PORT: String(port + 50 + i) }));
+      procs.push(startProcess(`worker-${mode}-${i + 1}`, [WORKER_MAIN], { ...env, PORT: String(await freePort()) }));
   }
   const url = `http://127.0.0.1:${port}`;
   await waitFor(`${url}/readyz`, { process: procs[0] });

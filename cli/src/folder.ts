@@ -7,7 +7,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
-import type { RetornoFormat } from '@censo/shared';
+import type { RetornoFormat } from '@censo/shared/local';
 import { errnoCode, InputError, quote, reasonOf } from './failures.js';
 import { retornoFormat } from './inputs.js';
 
@@ -18,6 +18,8 @@ export interface ReturnFile {
   readonly format: RetornoFormat;
   /** Device and inode: the same file under another name (a link) is still this file. */
   readonly identity: string;
+  /** Bytes, when listed: how `lote` sizes its batches. */
+  readonly size: number;
 }
 
 export interface Problem {
@@ -98,7 +100,7 @@ export async function listReturns(folder: string): Promise<FolderListing> {
       }
       if (info.isDirectory()) linkedFolders.push({ name, identity: identityOf(info) });
       else if (format === null) continue;
-      else if (info.isFile()) files.push({ name, path: path.join(folder, name), format, identity: identityOf(info) });
+      else if (info.isFile()) files.push({ name, path: path.join(folder, name), format, identity: identityOf(info), size: info.size });
       // A FIFO or a device named like a return: reading it could block the batch forever.
       else problems.push({ name, erro: 'Não é um arquivo comum.' });
     }

@@ -3,7 +3,7 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { badInput, type RetornoFormat, type StoredFile, type StoredRetorno } from '@censo/shared';
+import { badInput, type RetornoFormat, type StoredFile, type StoredRetorno } from '@censo/shared/local';
 import { errnoCode, InputError, quote, reasonOf } from './failures.js';
 
 /** The file is there and readable, or one Portuguese line saying which of those it is not. */

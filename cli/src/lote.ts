@@ -3,26 +3,28 @@
 // Files run in parallel but are written in a stable order (sorted paths). A file that fails, for
 // whatever reason, is one line on stderr and the batch goes on; only -o failing stops it.
 import { createReadStream, mkdtempSync, rmSync, type Stats } from 'node:fs';
-import { readFile, rm, stat } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import cliProgress from 'cli-progress';
 import {
-  cellValues,
   createJobPool,
   csvLine,
-  DIVERGENCIA_COLUMNS,
+  LOTE_COLUMNS,
+  loteCells,
+  loteJsonItem,
   writeXlsx,
   type Divergencia,
+  type LoteFormat,
   type VocabularyAdditions,
-} from '@censo/shared';
+} from '@censo/shared/local';
 import { BadUsage, quote, reasonOf } from './failures.js';
 import { identityOf, listReturns, type ReturnFile } from './folder.js';
 import { openOutput, writeFailure, type Output } from './output.js';
 
-export type LoteFormat = 'csv' | 'json' | 'xlsx';
+export type { LoteFormat };
 
 export interface LoteOptions {
   readonly folder: string;
@@ -52,14 +54,19 @@ export function maxConcurrency(): number {
   return os.availableParallelism() * 2;
 }
 
-const COLUMNS = ['arquivo', ...DIVERGENCIA_COLUMNS];
-
 export interface FileResult {
   readonly name: string;
   readonly divergencias: readonly Divergencia[];
 }
 
-type Outcome = { readonly ok: true; readonly resultPath: string } | { readonly ok: false; readonly erro: string };
+/** A file's text in the combined result's format: bytes [start, end) of `resultPath`. */
+interface FileText {
+  readonly resultPath: string;
+  readonly start: number;
+  readonly end: number;
+}
+
+type Outcome = (FileText & { readonly ok: true; readonly rows: number }) | { readonly ok: false; readonly erro: string };
 
 interface Progress {
   tick(): void;
@@ -124,52 +131,65 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
-  const pool = createJobPool({
-    threads: options.concurrency ?? os.availableParallelism(),
-    maxQueue: files.length,
-    vocabulary: options.vocabulary,
-  });
+  const threads = options.concurrency ?? os.availableParallelism();
+  const batches = batchesOf(files, threads);
+  const pool = createJobPool({ threads, maxQueue: files.length, vocabulary: options.vocabulary });
   let read = 0;
   let failed = problems.length;
   let rows = 0;
   const report = (name: string, erro: string) => bar.say(`censo: ${quote(name)}: ${erro}`);
   for (const problem of problems) report(problem.name, problem.erro);
-
-  // Every file is queued at once (the pool runs `threads` at a time), each job's outcome settled
-  // the moment it ends: a failure waiting for its turn in the in-order writing below must not
-  // be a rejection nobody handles yet (that crashed the whole batch).
-  const outcomes = files.map((file, i): Promise<Outcome> => {
-    const resultPath = path.join(work, `${i}.json`);
-    return pool
-      .run({ kind: 'divergencias', retorno: { path: file.path, format: file.format }, format: 'json', resultPath })
-      .then(
-        (result): Outcome => (result.ok ? { ok: true, resultPath } : { ok: false, erro: result.erro }),
-        (err: unknown): Outcome => ({ ok: false, erro: `Não foi possível ler o arquivo: ${reasonOf(err)}.` }),
-      )
-      .finally(bar.tick);
-  });
-
   // Set when the write fails: the jobs cancelled then are not the files' failures.
   let stopped = false;
-  async function* results(): AsyncGenerator<FileResult> {
-    for (const [i, file] of files.entries()) {
-      const outcome = await outcomes[i]!;
-      if (stopped) return;
-      if (!outcome.ok) {
-        failed++;
-        report(file.name, outcome.erro);
-        continue;
+
+  // A batch's files in order, each outcome settled: a failure waiting for its turn in the in-order
+  // writing below must not be a rejection nobody handles yet (that crashed the whole batch). A
+  // batch that fails as a whole (its thread died) is run again a file at a time, so one bad file
+  // never costs the others.
+  const unreadable = (err: unknown) => `Não foi possível ler o arquivo: ${reasonOf(err)}.`;
+  const runBatch = (batch: readonly ReturnFile[], resultPath: string): Promise<Outcome[]> =>
+    pool.runLote({ files: batch.map(({ name, path, format }) => ({ name, path, format })), format: options.format, resultPath }).then(
+      (outcomes) =>
+        outcomes.map((o): Outcome => (o.ok ? { ...o, resultPath } : { ok: false, erro: 'erro' in o ? o.erro : unreadable(o.thrown) })),
+      async (err: unknown): Promise<Outcome[]> =>
+        batch.length > 1 && !stopped
+          ? (await Promise.all(batch.map((file, j) => runBatch([file], `${resultPath}.${j}`)))).flat()
+          : batch.map(() => ({ ok: false, erro: unreadable(err) })),
+    );
+  // Every batch is queued at once (the pool runs `threads` at a time).
+  const outcomes = batches.map((batch, i) =>
+    runBatch(batch, path.join(work, `${i}.txt`)).finally(() => {
+      for (let n = 0; n < batch.length; n++) bar.tick();
+    }),
+  );
+
+  async function* texts(): AsyncGenerator<FileText> {
+    for (const [i, batch] of batches.entries()) {
+      const settled = await outcomes[i]!;
+      for (const [j, file] of batch.entries()) {
+        if (stopped) return;
+        const outcome = settled[j]!;
+        if (!outcome.ok) {
+          failed++;
+          report(file.name, outcome.erro);
+          continue;
+        }
+        read++;
+        rows += outcome.rows;
+        if (outcome.end > outcome.start) yield outcome;
       }
-      const { divergencias } = JSON.parse(await readFile(outcome.resultPath, 'utf8')) as { divergencias: Divergencia[] };
-      await rm(outcome.resultPath, { force: true });
-      read++;
-      rows += divergencias.length;
-      yield { name: file.name, divergencias };
+      for (const resultPath of new Set(settled.flatMap((o) => (o.ok ? [o.resultPath] : [])))) await rm(resultPath, { force: true });
     }
   }
 
   try {
-    await write(options.format, results(), out, work);
+    await writeOut(
+      options.format === 'xlsx'
+        ? { rows: copiedRows(texts()) }
+        : { text: options.format === 'csv' ? copiedCsv(texts()) : copiedJson(texts()) },
+      out,
+      work,
+    );
   } catch (err) {
     stopped = true;
     await out.discard();
@@ -186,44 +206,116 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
   return { read, failed, rows };
 }
 
+/** A batch's input is at most this many bytes of returns, and this many files. */
+const BATCH_MAX_BYTES = 4 * 1024 * 1024;
+const BATCH_MAX_FILES = 8;
+
+/**
+ * Consecutive files (in output order) handed to a thread as one task. A task per school-sized
+ * file spent as much time in hand-overs as in reading; batches stay small enough that every
+ * thread gets several (the last to end sets the batch's time) and the output starts early.
+ */
+export function batchesOf(files: readonly ReturnFile[], threads: number): ReturnFile[][] {
+  const total = files.reduce((sum, file) => sum + file.size, 0);
+  const target = Math.min(BATCH_MAX_BYTES, total / (Math.max(1, threads) * 8));
+  const batches: ReturnFile[][] = [];
+  let current: ReturnFile[] = [];
+  let bytes = 0;
+  for (const file of files) {
+    if (current.length > 0 && (bytes + file.size > target || current.length >= BATCH_MAX_FILES)) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(file);
+    bytes += file.size;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
+
+const JSON_OPEN = '{"divergencias":[';
+const JSON_CLOSE = ']}\n';
+
 /** The combined result in `format` (also `lote --servidor`'s, so both write the same bytes). */
 export async function write(format: LoteFormat, results: AsyncIterable<FileResult>, out: Output, work: string): Promise<void> {
+  await writeOut(
+    format === 'xlsx' ? { rows: xlsxRows(results) } : { text: format === 'csv' ? csvText(results) : jsonText(results) },
+    out,
+    work,
+  );
+}
+
+async function writeOut(
+  source: { readonly rows: AsyncIterable<string[]> } | { readonly text: AsyncIterable<string | Buffer> },
+  out: Output,
+  work: string,
+): Promise<void> {
   const end = out.stream !== process.stdout;
-  if (format === 'xlsx') {
+  if ('rows' in source) {
     // The zip is written to a file first: writeXlsx streams into a path, and -o may be stdout.
     const workbook = path.join(work, 'divergencias.xlsx');
-    await writeXlsx(workbook, 'divergencias', COLUMNS, xlsxRows(results));
+    await writeXlsx(workbook, 'divergencias', LOTE_COLUMNS, source.rows);
     await pipeline(createReadStream(workbook), out.stream, { end });
   } else {
-    await pipeline(Readable.from(format === 'csv' ? csvText(results) : jsonText(results)), out.stream, { end });
+    await pipeline(Readable.from(source.text), out.stream, { end });
   }
 }
 
 async function* csvText(results: AsyncIterable<FileResult>): AsyncGenerator<string> {
-  yield csvLine(COLUMNS);
+  yield csvLine(LOTE_COLUMNS);
   for await (const { name, divergencias } of results) {
     let chunk = '';
-    for (const d of divergencias) chunk += csvLine([name, ...cellValues(d, DIVERGENCIA_COLUMNS)]);
+    for (const d of divergencias) chunk += csvLine(loteCells(name, d));
     if (chunk) yield chunk;
   }
 }
 
 async function* jsonText(results: AsyncIterable<FileResult>): AsyncGenerator<string> {
-  yield '{"divergencias":[';
+  yield JSON_OPEN;
   let first = true;
   for await (const { name, divergencias } of results) {
     let chunk = '';
     for (const d of divergencias) {
-      chunk += (first ? '' : ',') + JSON.stringify({ arquivo: name, ...d });
+      chunk += (first ? '' : ',') + loteJsonItem(name, d);
       first = false;
     }
     if (chunk) yield chunk;
   }
-  yield ']}\n';
+  yield JSON_CLOSE;
 }
 
 async function* xlsxRows(results: AsyncIterable<FileResult>): AsyncGenerator<string[]> {
   for await (const { name, divergencias } of results) {
-    for (const d of divergencias) yield [name, ...cellValues(d, DIVERGENCIA_COLUMNS)];
+    for (const d of divergencias) yield loteCells(name, d);
+  }
+}
+
+/** The bytes a job thread wrote for one file (runLoteBatch). */
+function bytesOf(text: FileText): AsyncIterable<Buffer> {
+  return createReadStream(text.resultPath, { start: text.start, end: text.end - 1 });
+}
+
+async function* copiedCsv(texts: AsyncIterable<FileText>): AsyncGenerator<string | Buffer> {
+  yield csvLine(LOTE_COLUMNS);
+  for await (const text of texts) yield* bytesOf(text);
+}
+
+async function* copiedJson(texts: AsyncIterable<FileText>): AsyncGenerator<string | Buffer> {
+  yield JSON_OPEN;
+  let first = true;
+  for await (const text of texts) {
+    if (!first) yield ',';
+    first = false;
+    yield* bytesOf(text);
+  }
+  yield JSON_CLOSE;
+}
+
+async function* copiedRows(texts: AsyncIterable<FileText>): AsyncGenerator<string[]> {
+  for await (const text of texts) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of bytesOf(text)) chunks.push(chunk);
+    yield* JSON.parse(Buffer.concat(chunks).toString('utf8')) as string[][];
   }
 }

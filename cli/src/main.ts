@@ -4,7 +4,7 @@
 // stdout (or -o), messages and progress to stderr. Exit 0 ok, 1 bad input, 2 wrong usage.
 import { readFileSync } from 'node:fs';
 import { CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ConfigError, loadColumnsFile, type OutputFormat } from '@censo/shared';
+import { ConfigError, loadColumnsFile, type OutputFormat } from '@censo/shared/local';
 import { corrigir, listOne } from './single.js';
 import { lote, maxConcurrency, type LoteFormat } from './lote.js';
 import { loteServidor } from './servidor.js';

@@ -106,6 +106,41 @@ describe('one bad entry never loses the batch', () => {
     }
   });
 
+  it('several files per thread task: a bad file inside a batch, even one failing after much of its text was written, costs only itself', async () => {
+    const rows = JSON.parse(await readFile(basico.retorno.json, 'utf8')) as unknown[];
+    const many = (copies: number) => JSON.stringify(Array.from({ length: copies }, () => rows).flat());
+    // Thousands of divergences, then a cut: it fails after its first pieces reached the batch's file.
+    const broken = `${many(400).slice(0, -1)},{"Registro":`;
+    const folder = await folderWith({
+      'a.json': basico.retorno.json,
+      'b-cortado.json': { text: broken },
+      'c.xlsx': utf8.retorno.xlsx,
+      'd-sem-permissao.json': basico.retorno.json,
+      'e.json': basico.retorno.json,
+      'f-quebrado.json': { text: '{ nada' },
+      'g.xlsx': utf8.retorno.xlsx,
+      // Large enough that the small files above share one task (batches are sized from the total).
+      'z-grande.json': { text: many(5000) },
+    });
+    await handOver(path.dirname(folder));
+    await lock(path.join(folder, 'd-sem-permissao.json'));
+    const good = (['a.json', 'c.xlsx', 'e.json', 'g.xlsx', 'z-grande.json'] as const).map(
+      (name) => [name, path.join(folder, name)] as const,
+    );
+    const expected = await expectedCsv(good);
+    const run = await lote([folder, '--format', 'csv', '--concurrency', '1']);
+    const lines = run.stderr.split('\n');
+    expect(lines[0]).toMatch(/^censo: "b-cortado\.json": Arquivo retorno ilegível: /);
+    expect(lines.slice(1)).toEqual([
+      'censo: "d-sem-permissao.json": Não foi possível ler o arquivo: sem permissão.',
+      'censo: "f-quebrado.json": Arquivo retorno ilegível: não é um JSON válido.',
+      `Arquivos lidos: 5; com falha: 3; divergências gravadas: ${expected.rows}.`,
+      '',
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stdout.toString('utf8')).toBe(expected.csv);
+  });
+
   it('an unreadable subfolder: one line, the rest of the tree still read', async () => {
     const folder = await folderWith({
       'escola-a.json': basico.retorno.json,

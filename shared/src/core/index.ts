@@ -19,3 +19,4 @@ export * from './output/xlsx.js';
 export * from './censo/inep-values.js';
 export * from './censo/corrigido.js';
 export * from './job.js';
+export * from './lote.js';

@@ -49,11 +49,18 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
     return { ok: true, count: matched.persons.length, bytes, corrigido: { pessoasCorrigidas, naoAplicadas } };
   } catch (err) {
     await rm(data.resultPath, { force: true });
-    if (err instanceof CensoError && RESULT_STATUSES.has(err.status)) {
-      return { ok: false, status: err.status as 400 | 413 | 422, code: err.code, erro: err.message };
-    }
+    const failure = jobFailure(err);
+    if (failure) return failure;
     throw err;
   }
+}
+
+/** What a job answers for `err` when it is the input's fault; null when it is a bug or infrastructure. */
+export function jobFailure(err: unknown): (JobResult & { ok: false }) | null {
+  if (err instanceof CensoError && RESULT_STATUSES.has(err.status)) {
+    return { ok: false, status: err.status as 400 | 413 | 422, code: err.code, erro: err.message };
+  }
+  return null;
 }
 
 function* pessoas(persons: Iterable<MatchedPerson>): Generator<Pessoa> {

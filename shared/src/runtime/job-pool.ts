@@ -3,6 +3,7 @@
 import { rm } from 'node:fs/promises';
 import { Piscina } from 'piscina';
 import { OverloadedError, badInput } from '../core/errors.js';
+import type { LoteBatch, LoteFileOutcome } from '../core/lote.js';
 import type { JobData, JobResult } from '../core/types.js';
 import type { VocabularyAdditions } from '../core/vocabulary.js';
 
@@ -35,7 +36,7 @@ export const JOB_HEAP_LIMIT_MB = 512;
  */
 export const JOB_YOUNG_GENERATION_MB = 16;
 
-const OUT_OF_MEMORY: JobResult = {
+const OUT_OF_MEMORY: JobResult & { ok: false } = {
   ok: false,
   status: 400,
   code: 'BAD_INPUT',
@@ -56,7 +57,16 @@ export interface JobPool extends JobExecutor {
 /** Compiled code only: the thread loads dist/runtime/job-thread.js next to this file. */
 const THREAD_FILE = new URL('./job-thread.js', import.meta.url).href;
 
-export function createJobPool(options: JobPoolOptions): JobPool {
+/** The pool as `censo lote` uses it. */
+export interface LotePool extends JobPool {
+  /**
+   * One of `censo lote`'s batches, an outcome per file. A thread out of memory on a batch of one
+   * file is that file's failure; on a larger batch it rejects, and the caller runs the files alone.
+   */
+  runLote(batch: LoteBatch): Promise<LoteFileOutcome[]>;
+}
+
+export function createJobPool(options: JobPoolOptions): LotePool {
   const threads = Math.max(1, Math.floor(options.threads));
   const pool = new Piscina({
     filename: THREAD_FILE,
@@ -84,11 +94,24 @@ export function createJobPool(options: JobPoolOptions): JobPool {
         return (await pool.run(data, signal ? { signal } : {})) as JobResult;
       } catch (err) {
         if (signal?.aborted) await removeAbandonedResult(data.resultPath);
-        else if ((err as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY') {
+        else if (isOutOfMemory(err)) {
           // The thread is gone (piscina starts another); its partial result may remain.
           await removeAbandonedResult(data.resultPath);
           return OUT_OF_MEMORY;
         }
+        throw err;
+      } finally {
+        inFlight--;
+      }
+    },
+    async runLote(batch) {
+      if (inFlight >= capacity) throw new OverloadedError();
+      inFlight++;
+      try {
+        return (await pool.run(batch, { name: 'runLoteBatchInThread' })) as LoteFileOutcome[];
+      } catch (err) {
+        await removeAbandonedResult(batch.resultPath);
+        if (batch.files.length === 1 && isOutOfMemory(err)) return [{ ok: false, erro: OUT_OF_MEMORY.erro }];
         throw err;
       } finally {
         inFlight--;
@@ -99,6 +122,10 @@ export function createJobPool(options: JobPoolOptions): JobPool {
       return closing;
     },
   };
+}
+
+function isOutOfMemory(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException | null)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
 }
 
 /**

@@ -2,6 +2,7 @@
 // The vocabulary (COLUMNS_FILE additions) comes once per thread, as the pool's workerData.
 import { workerData } from 'piscina';
 import { runJob } from '../core/job.js';
+import { runLoteBatch, type LoteBatch, type LoteFileOutcome } from '../core/lote.js';
 import type { JobData, JobResult } from '../core/types.js';
 import { createVocabulary, type VocabularyAdditions } from '../core/vocabulary.js';
 
@@ -9,4 +10,9 @@ const vocabulary = createVocabulary((workerData as { vocabulary?: VocabularyAddi
 
 export default function runJobInThread(data: JobData): Promise<JobResult> {
   return runJob(data, { vocabulary });
+}
+
+/** `censo lote`'s batches (piscina's named task, JobPool.runLote). */
+export function runLoteBatchInThread(batch: LoteBatch): Promise<LoteFileOutcome[]> {
+  return runLoteBatch(batch, { vocabulary });
 }

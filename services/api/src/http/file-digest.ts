@@ -2,6 +2,7 @@
 // read, no copy kept (the access log of SPEC §8 names each file by its digest, never its content).
 import { createHash } from 'node:crypto';
 import { Transform, pipeline, type Readable } from 'node:stream';
+import { UPLOAD_BUFFER_BYTES } from '@censo/shared';
 
 export interface DigestingStream {
   /** `source`'s bytes, unchanged; its errors are this stream's errors. */
@@ -13,6 +14,9 @@ export interface DigestingStream {
 export function digesting(source: Readable): DigestingStream {
   const hash = createHash('sha256');
   const stream = new Transform({
+    // As much as the storage's own buffer: a small one here would pause the socket at every chunk.
+    readableHighWaterMark: UPLOAD_BUFFER_BYTES,
+    writableHighWaterMark: UPLOAD_BUFFER_BYTES,
     transform(chunk: Buffer, _encoding, done) {
       hash.update(chunk);
       done(null, chunk);

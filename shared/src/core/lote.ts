@@ -1,0 +1,97 @@
+// `censo lote`'s unit of work on a job thread: several returns, one after another, each read
+// through the divergence rules and written straight as the combined output's own text (CSV lines,
+// JSON items or rows for the workbook, the file's name first) into one file per batch. The process
+// that asked only copies byte ranges in order: parsing every file's divergences back from a result
+// file and formatting them there kept the main thread as busy as a job thread, and one task per
+// small file spent its time in hand-overs.
+import { open } from 'node:fs/promises';
+import { divergenciaBatches } from './divergencias.js';
+import { jobFailure } from './job.js';
+import { csvLine } from './output/csv.js';
+import { cellValues, DIVERGENCIA_COLUMNS } from './output/table.js';
+import { readRetornoBatches } from './retorno/index.js';
+import type { Divergencia, StoredRetorno } from './types.js';
+import type { Vocabulary } from './vocabulary.js';
+
+export type LoteFormat = 'csv' | 'json' | 'xlsx';
+
+/** The combined result's columns: the file's path in the folder, then a divergence's. */
+export const LOTE_COLUMNS: readonly string[] = ['arquivo', ...DIVERGENCIA_COLUMNS];
+
+/** One divergence of file `name` as the combined result's cells (CSV and workbook). */
+export function loteCells(name: string, divergencia: Divergencia): string[] {
+  return [name, ...cellValues(divergencia, DIVERGENCIA_COLUMNS)];
+}
+
+/** One divergence of file `name` as an item of the combined JSON list. */
+export function loteJsonItem(name: string, divergencia: Divergencia): string {
+  return JSON.stringify({ arquivo: name, ...divergencia });
+}
+
+export interface LoteBatchFile extends StoredRetorno {
+  /** Its path below the folder: the `arquivo` column. */
+  readonly name: string;
+}
+
+export interface LoteBatch {
+  readonly files: readonly LoteBatchFile[];
+  readonly format: LoteFormat;
+  /** Every file's text, one after another; a failed file's partial text lies outside every range. */
+  readonly resultPath: string;
+}
+
+/**
+ * A file's text is bytes [start, end) of the batch's result: CSV lines; JSON items joined by `,`
+ * (the caller puts the list around them and a `,` between files); or, for a workbook, a JSON array
+ * of rows of cells.
+ */
+export type LoteFileOutcome =
+  | { readonly ok: true; readonly start: number; readonly end: number; readonly rows: number }
+  /** A file the service would refuse, with the API's `erro`. */
+  | { readonly ok: false; readonly erro: string }
+  /** Anything else thrown while reading it (the file system, a bug): the caller words it. */
+  | { readonly ok: false; readonly thrown: Error };
+
+/** Text is written in pieces of about this many characters. */
+const WRITE_CHARS = 256 * 1024;
+
+export async function runLoteBatch(batch: LoteBatch, options: { readonly vocabulary?: Vocabulary } = {}): Promise<LoteFileOutcome[]> {
+  const { vocabulary } = options;
+  const out = await open(batch.resultPath, 'w', 0o600);
+  const outcomes: LoteFileOutcome[] = [];
+  let written = 0;
+  try {
+    for (const file of batch.files) {
+      const start = written;
+      let pending = batch.format === 'xlsx' ? '[' : '';
+      let rows = 0;
+      try {
+        const read = readRetornoBatches(file, vocabulary ? { names: vocabulary.columns } : {});
+        for await (const found of divergenciaBatches(read, vocabulary?.labels)) {
+          for (const divergencia of found) {
+            if (batch.format === 'csv') pending += csvLine(loteCells(file.name, divergencia));
+            else if (batch.format === 'json') pending += (rows === 0 ? '' : ',') + loteJsonItem(file.name, divergencia);
+            else pending += (rows === 0 ? '' : ',') + JSON.stringify(loteCells(file.name, divergencia));
+            rows++;
+          }
+          if (pending.length >= WRITE_CHARS) {
+            written += (await out.write(pending)).bytesWritten;
+            pending = '';
+          }
+        }
+        if (batch.format === 'xlsx') pending += ']';
+        written += (await out.write(pending)).bytesWritten;
+        // A workbook file without divergences still has its `[]`: an empty range is simpler to skip.
+        outcomes.push(rows === 0 ? { ok: true, start: written, end: written, rows } : { ok: true, start, end: written, rows });
+      } catch (err) {
+        const failure = jobFailure(err);
+        outcomes.push(
+          failure ? { ok: false, erro: failure.erro } : { ok: false, thrown: err instanceof Error ? err : new Error(String(err)) },
+        );
+      }
+    }
+  } finally {
+    await out.close();
+  }
+  return outcomes;
+}
