@@ -124,11 +124,15 @@ describe('the staff page', () => {
     ]);
     const tally = new Map<string, number>();
     for (const d of divergencias) tally.set(DADO[String(d.chave)]!, (tally.get(DADO[String(d.chave)]!) ?? 0) + 1);
-    const counts = await page.locator('#tabela-divergencias .contagens li').allTextContents();
-    expect(new Set(counts)).toEqual(new Set([...tally].map(([k, n]) => `${k}: ${n}`)));
+    await expect
+      .poll(async () => new Set(await page.locator('#tabela-divergencias .contagens li').allTextContents()))
+      .toEqual(new Set([...tally].map(([k, n]) => `${k}: ${n}`)));
     // The line above the table says how many, and how many the corrected file applies: the table's own numbers.
     const applied = divergencias.filter((d) => APPLIED.has(String(d.chave))).length;
     const explained = (await page.locator('#explica-divergencias').textContent()) ?? '';
+    expect(await page.locator('#tabela-divergencias .resumo').textContent()).toBe(
+      `${divergencias.length} de ${divergencias.length} linhas`,
+    );
     expect(explained).toContain(`${divergencias.length} divergências, uma por linha da tabela. ${applied} são corrigidas automaticamente`);
     expect(explained).toContain(
       `${divergencias.length - applied} não são: Nome da mãe, Nome do pai (filiação) e outros campos, como Sexo e Cor/Raça`,

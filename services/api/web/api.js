@@ -102,7 +102,8 @@ const FINISHED = new Set(['concluida', 'falhou', 'cancelada']);
 
 /**
  * Follows a task (or a batch, `path` its monitor) until it ends, calling `onState(monitor)` at
- * each look. Looks often at first (small files end in a moment), then less.
+ * each look. Looks often at first (small files end in a moment), then every half second: a
+ * person waits for the result, and each look is one small GET.
  */
 export async function follow(path, onState, finished = (m) => FINISHED.has(m.estado)) {
   let delay = 150;
@@ -111,7 +112,7 @@ export async function follow(path, onState, finished = (m) => FINISHED.has(m.est
     onState(monitor);
     if (finished(monitor)) return monitor;
     await new Promise((resolve) => setTimeout(resolve, delay));
-    delay = Math.min(delay * 1.5, 1500);
+    delay = Math.min(delay * 1.5, 500);
   }
 }
 

@@ -259,16 +259,27 @@ async function downloadFrom(path, fallback) {
   return headers;
 }
 
-/** Loads a concluded task's JSON result into a table (parsed in a worker). */
-async function showResult(tarefa, { container, caption, list, columns, textColumns, groupColumn }) {
+/**
+ * Shows a concluded task's JSON result as a table: its first screen page as soon as it arrives
+ * (parsed in a worker), the rest while it loads. Resolves once every row is in, with the source
+ * and the counts.
+ */
+async function showResult(tarefa, { container, caption, columns, textColumns, groupColumn }) {
   let source;
   try {
-    source = await workerSource(`/api/tarefas/${tarefa.id}/resultado`, getHeaders(), list, columns, { textColumns, groupColumn });
+    source = await workerSource(`/api/tarefas/${tarefa.id}/resultado`, getHeaders(), columns, { textColumns, groupColumn });
   } catch (err) {
     throw err instanceof Error ? err : apiErrorOf(err);
   }
-  renderTable(container, { caption, columns, source, first: source.first, textColumns, groupColumn });
-  return source;
+  container.parentElement.hidden = false;
+  const table = renderTable(container, { caption, columns, source, textColumns, groupColumn });
+  try {
+    const all = await table.ready;
+    return { source, ...all };
+  } catch (err) {
+    source.close();
+    throw err instanceof Error ? err : apiErrorOf(err);
+  }
 }
 
 // Divergências ---------------------------------------------------------------------------------
@@ -294,17 +305,16 @@ function explainDivergencias(counts) {
 async function verDivergencias(form, progress) {
   const tarefa = await runTask('/api/divergencias-rf', form, progress);
   progress.loading();
-  divergenciasSource = await showResult(tarefa, {
+  const shown = await showResult(tarefa, {
     container: $('tabela-divergencias'),
     caption: 'Divergências com a Receita Federal',
-    list: 'divergencias',
     columns: DIVERGENCIA_COLUMNS,
     textColumns: ['codigo_na_escola', 'campo', 'enviado', 'correto'],
     groupColumn: 'chave',
   });
-  explainDivergencias(divergenciasSource.counts);
-  $('resultado-divergencias').hidden = false;
-  const total = divergenciasSource.counts.reduce((sum, [, n]) => sum + n, 0);
+  divergenciasSource = shown.source;
+  explainDivergencias(shown.counts);
+  const total = shown.total;
   status(`${plural(total, 'divergência encontrada', 'divergências encontradas')}.`);
   return { tarefa };
 }
@@ -377,18 +387,16 @@ function explainPessoas(total) {
 async function verPessoas(form, progress) {
   const tarefa = await runTask('/api/retorno-rf', form, progress);
   progress.loading();
-  const source = (pessoasSource = await showResult(tarefa, {
+  const shown = await showResult(tarefa, {
     container: $('tabela-pessoas'),
     caption: 'Pessoas com divergência',
-    list: 'pessoas',
     columns: PESSOA_COLUMNS,
     textColumns: ['codigo_na_escola', 'nome', 'cpf'],
-  }));
-  const first = source.first;
-  explainPessoas(first.total);
-  $('resultado-retorno').hidden = false;
-  status(`${plural(first.total, 'pessoa com divergência', 'pessoas com divergência')}.`);
-  return { tarefa, form, pessoas: first.total, corrigido: null };
+  });
+  pessoasSource = shown.source;
+  explainPessoas(shown.total);
+  status(`${plural(shown.total, 'pessoa com divergência', 'pessoas com divergência')}.`);
+  return { tarefa, form, pessoas: shown.total, corrigido: null };
 }
 
 /** The corrected file is its own task of the same files, started the first time it is asked for. */
@@ -479,7 +487,7 @@ function queryPager(params, firstAnswer) {
   return {
     columns,
     source: {
-      counts: [],
+      done: Promise.resolve({ counts: [] }),
       async page({ page }) {
         while (cursor !== null && (page + 1) * 100 > rows.length) {
           const request = new URLSearchParams(params);

@@ -2,7 +2,7 @@
 // source that filters and sorts where the rows are (a worker for task results, the main thread
 // for small lists, the service itself for query pages). Sortable headers (aria-sort), a text
 // filter, an optional filter by one column's words with counts, one pager.
-import { PAGE_SIZE, TableData } from './table-data.js';
+import { TableData } from './table-data.js';
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -14,31 +14,49 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
-/** A source over rows held here (small lists). */
+/** A source over rows held here (small lists): complete from the start. */
 export function localSource(rows, columns, options) {
   const data = new TableData(rows, columns, options);
-  return { counts: data.counts(), page: async (view) => data.page(view), close() {} };
+  const counts = data.counts();
+  return { counts, done: Promise.resolve({ counts, total: rows.length }), page: async (view) => data.page(view), close() {} };
 }
 
 /**
- * A source over a task's result (`url`, the JSON list `list`) fetched and parsed in a worker.
- * Resolves once the first page is ready; rejects with `{ status, erro }` when the fetch fails.
+ * A source over a task's result (`url`) fetched and parsed in a worker as it arrives. Resolves
+ * with the first screen page as soon as the worker has it; `done` settles when the whole result
+ * is in (`{ counts, total }`), `onProgress(loaded)` is told meanwhile. Rejects with
+ * `{ status, erro }` when the fetch fails.
  */
-export function workerSource(url, headers, list, columns, options) {
+export function workerSource(url, headers, columns, options) {
   const worker = new Worker(new URL('./table-worker.js', import.meta.url), { type: 'module' });
   let next = 0;
   const waiting = new Map();
   let failed = null;
+  let progress = () => {};
+  let finish;
+  let fail;
+  const done = new Promise((resolve, reject) => {
+    finish = resolve;
+    fail = reject;
+  });
+  done.catch(() => {}); // also reported to whoever awaits it
+  const failAll = (error) => {
+    failed = error;
+    for (const settle of waiting.values()) settle({ error });
+    waiting.clear();
+    fail(error);
+  };
   worker.addEventListener('message', ({ data }) => {
+    if (data.type === 'progresso') return progress(data.loaded);
+    if (data.type === 'fim') return finish({ counts: data.counts, total: data.total });
     const settle = waiting.get(data.id);
     waiting.delete(data.id);
-    settle?.(data);
+    if (settle) settle(data);
+    else if (data.error) failAll(data.error); // the stream broke after the first page
   });
-  worker.addEventListener('error', (event) => {
-    failed = { status: 0, erro: `Falha ao ler o resultado: ${event.message ?? 'erro no processamento'}` };
-    for (const settle of waiting.values()) settle({ error: failed });
-    waiting.clear();
-  });
+  worker.addEventListener('error', (event) =>
+    failAll({ status: 0, erro: `Falha ao ler o resultado: ${event.message ?? 'erro no processamento'}` }),
+  );
   const ask = (message) =>
     new Promise((resolve, reject) => {
       if (failed) return reject(failed);
@@ -46,10 +64,11 @@ export function workerSource(url, headers, list, columns, options) {
       waiting.set(id, (data) => (data.error ? reject(data.error) : resolve(data)));
       worker.postMessage({ ...message, id });
     });
-  return ask({ type: 'load', url, headers, list, columns, options, view: {} }).then(
+  return ask({ type: 'load', url, headers, columns, options }).then(
     (loaded) => ({
-      counts: loaded.counts,
       first: loaded.page,
+      done,
+      onProgress: (callback) => (progress = callback),
       page: async (view) => (await ask({ type: 'page', view })).page,
       close: () => worker.terminate(),
     }),
@@ -62,34 +81,36 @@ export function workerSource(url, headers, list, columns, options) {
 
 /**
  * Renders a table into `container`. `columns`: `{ key, label }`; `source`: `page(view)` answers
- * `{ cells, matched, total, page, pages, more? }` (`more`: further rows the source has not
- * fetched yet). `first`: the first page when the source already has it. `textColumns` get a
- * text filter, `groupColumn` counts and a select; `sortable` makes the headers buttons.
+ * `{ cells, matched, total, page, pages, more? }` (`more`: rows the source has not fetched yet),
+ * `done` settles with `{ counts }` once every row is there (until then filters and orders wait),
+ * `first` is the first page when the source already has it. `textColumns` get a text filter,
+ * `groupColumn` counts and a select; `sortable` makes the headers buttons.
  */
-export function renderTable(container, { caption, columns, source, first = null, textColumns = [], groupColumn = null, sortable = true }) {
+export function renderTable(container, { caption, columns, source, textColumns = [], groupColumn = null, sortable = true }) {
   const view = { text: '', group: '', sort: null, dir: 'ascending', page: 0 };
   let asked = 0;
+  let loading = true;
   const id = container.id;
   const parts = [];
+  // Usable once every row is there: a filter or an order over part of the rows would mislead.
+  const waitForAll = [];
 
   const group = columns.find((c) => c.key === groupColumn);
-  if (group) {
-    const counts = el('ul', { class: 'contagens', 'aria-label': `Quantas por ${group.label.toLowerCase()}` });
-    for (const [word, n] of source.counts) counts.append(el('li', { text: `${word}: ${n}` }));
-    parts.push(counts);
-  }
+  const counts = el('ul', { class: 'contagens', 'aria-label': group ? `Quantas por ${group.label.toLowerCase()}` : '' });
+  if (group) parts.push(counts);
   const controls = el('div', { class: 'filtros-tabela' });
   if (textColumns.length > 0) {
     const searched = columns.filter((c) => textColumns.includes(c.key)).map((c) => c.label.toLowerCase());
     const input = el('input', { type: 'search', id: `${id}-filtro` });
     input.addEventListener('input', () => update({ text: input.value, page: 0 }));
     controls.append(el('label', { for: `${id}-filtro`, text: `Filtrar por ${searched.join(', ')}` }), input);
+    waitForAll.push(input);
   }
+  const select = el('select', { id: `${id}-grupo` }, el('option', { value: '', text: 'todas' }));
   if (group) {
-    const select = el('select', { id: `${id}-grupo` }, el('option', { value: '', text: 'todas' }));
-    for (const [word, n] of source.counts) select.append(el('option', { value: word, text: `${word} (${n})` }));
     select.addEventListener('change', () => update({ group: select.value, page: 0 }));
     controls.append(el('label', { for: `${id}-grupo`, text: `Mostrar só: ${group.label}` }), select);
+    waitForAll.push(select);
   }
   if (controls.childElementCount > 0) parts.push(controls);
 
@@ -105,6 +126,7 @@ export function renderTable(container, { caption, columns, source, first = null,
         update({ sort: column.key, dir, page: 0 });
       });
       th.append(button);
+      waitForAll.push(button);
     } else {
       th.textContent = column.label;
     }
@@ -120,18 +142,21 @@ export function renderTable(container, { caption, columns, source, first = null,
   const position = el('span', { class: 'posicao' });
   prev.addEventListener('click', () => update({ page: view.page - 1 }));
   next.addEventListener('click', () => update({ page: view.page + 1 }));
-  const pager = el('nav', { class: 'paginas', 'aria-label': `Páginas de ${caption.toLowerCase()}` }, prev, position, next);
+  const pager = el('nav', { class: 'paginas', 'aria-label': `Páginas: ${caption}` }, prev, position, next);
   parts.push(summary, box, pager);
   container.replaceChildren(...parts);
+  for (const control of waitForAll) control.disabled = true;
 
   function show(page) {
     view.page = page.page;
     body.replaceChildren(...page.cells.map((cells) => el('tr', {}, ...cells.map((text) => el('td', { text })))));
-    summary.textContent = `${page.matched} de ${page.total}${page.more ? '+' : ''} linhas`;
-    position.textContent = `Página ${page.page + 1} de ${page.pages}${page.more ? '+' : ''}`;
+    summary.textContent = loading
+      ? `${page.total.toLocaleString('pt-BR')} linhas carregadas até agora…`
+      : `${page.matched} de ${page.total}${page.more ? '+' : ''} linhas`;
+    position.textContent = `Página ${page.page + 1} de ${page.pages}${page.more || loading ? '+' : ''}`;
     prev.disabled = page.page === 0;
     next.disabled = page.page >= page.pages - 1 && !page.more;
-    headers.forEach((th, i) => sortable && th.setAttribute('aria-sort', columns[i].key === view.sort ? view.dir : 'none'));
+    if (sortable) headers.forEach((th, i) => th.setAttribute('aria-sort', columns[i].key === view.sort ? view.dir : 'none'));
   }
 
   /** Asks the source for the view with `change`; an answer overtaken by a later question is dropped. */
@@ -148,7 +173,27 @@ export function renderTable(container, { caption, columns, source, first = null,
     }
   }
 
-  if (first) show(first);
+  source.onProgress?.((loaded) => {
+    if (loading) summary.textContent = `${loaded.toLocaleString('pt-BR')} linhas carregadas até agora…`;
+  });
+  const ready = source.done.then(
+    (all) => {
+      loading = false;
+      if (!container.contains(body)) return all;
+      for (const [word, n] of all.counts) {
+        counts.append(el('li', { text: `${word}: ${n}` }));
+        select.append(el('option', { value: word, text: `${word} (${n})` }));
+      }
+      for (const control of waitForAll) control.disabled = false;
+      void update({});
+      return all;
+    },
+    (err) => {
+      container.dispatchEvent(new CustomEvent('falha', { detail: err, bubbles: true }));
+      throw err;
+    },
+  );
+  if (source.first) show(source.first);
   else void update({});
-  return { pageSize: PAGE_SIZE };
+  return { ready };
 }
