@@ -178,11 +178,13 @@ function progressIn(box) {
   };
 }
 
+/** The service's own 413 (SPEC §5), said before a byte is sent, with the file's name. */
+const tooBig = (file) => new ApiError(413, `Arquivo excede o limite de 25 MB: ${file.name}. Escolha um arquivo menor.`);
+
 /** Sends `form` to `route` as a task and follows it to its end; resolves with the concluded monitor. */
 async function runTask(route, form, progress) {
   for (const value of form.values()) {
-    if (value instanceof File && value.size > LIMITE)
-      throw new ApiError(413, `O arquivo ${value.name} tem ${mb(value.size)} MB: o limite é 25 MB.`);
+    if (value instanceof File && value.size > LIMITE) throw tooBig(value);
   }
   const monitor = await startTask(route, form, (loaded, total) => progress.sent(loaded, total));
   const ended = await follow(`/api/tarefas/${monitor.id}`, (m) => progress.state(m.estado));
@@ -338,7 +340,7 @@ function showLote(tarefas, files) {
 async function verLote(form, progress) {
   const files = form.getAll('retorno');
   for (const file of files) {
-    if (file.size > LIMITE) throw new ApiError(413, `O arquivo ${file.name} tem ${mb(file.size)} MB: o limite é 25 MB.`);
+    if (file.size > LIMITE) throw tooBig(file);
   }
   const total = files.reduce((sum, f) => sum + f.size, 0);
   const lote = await postJson('/api/lotes', { nome: `Página: ${files.length} retornos` });
