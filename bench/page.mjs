@@ -1,3 +1,4 @@
+/* global window -- page.evaluate callbacks run in the page */
 // The staff page with a large return (issue 25): time from "Ver divergências" to the first table
 // page in Debian's Chromium, and how long the tab's main thread was blocked meanwhile (long
 // tasks), for the page as it was at BEFORE (a git revision) and as it is now, alternated in one

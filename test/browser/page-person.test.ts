@@ -51,13 +51,23 @@ afterAll(async () => {
 const openPage = (): Promise<Page> => openPageIn(browser, server.url, consoleErrors);
 
 /** Whether the page itself scrolls sideways (a table scrolling inside its box does not count). */
-const scrollsSideways = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
+// (In-page code is written as text: these tests compile without the DOM's types.)
+const scrollsSideways = (page: Page) =>
+  page.evaluate<boolean>('document.documentElement.scrollWidth > document.documentElement.clientWidth');
 
-async function focusedId(page: Page): Promise<string> {
-  return page.evaluate(
-    () => document.activeElement?.id || document.activeElement?.textContent?.trim() || document.activeElement?.tagName || '',
+/** The focused element's id, or its text when it has none. */
+const focusedId = (page: Page) =>
+  page.evaluate<string>(
+    "document.activeElement?.id || document.activeElement?.textContent?.trim() || document.activeElement?.tagName || ''",
   );
-}
+
+/** Drops a file of `bytes` named `name` on the element, as a person dragging it from a folder. */
+const DROP = `(element, file) => {
+  const transfer = new DataTransfer();
+  transfer.items.add(new File([new Uint8Array(file.bytes)], file.name));
+  element.dispatchEvent(new DragEvent('dragover', { dataTransfer: transfer, bubbles: true, cancelable: true }));
+  element.dispatchEvent(new DragEvent('drop', { dataTransfer: transfer, bubbles: true, cancelable: true }));
+}`;
 
 /** Presses Tab until the element `id` (or the button named `name`) has focus; fails after 40 presses. */
 async function tabTo(page: Page, target: string, key = 'Tab'): Promise<void> {
@@ -137,10 +147,8 @@ describe('the staff page for a person', () => {
     expect(await page.getByRole('main').count()).toBe(1);
     expect(await page.getByRole('tablist').count()).toBe(1);
     // Every input has a label a screen reader reads.
-    const unlabelled = await page.evaluate(() =>
-      [...document.querySelectorAll('input, select')]
-        .filter((input) => !(input as HTMLInputElement).labels?.length)
-        .map((input) => input.id),
+    const unlabelled = await page.evaluate<string[]>(
+      "[...document.querySelectorAll('input, select')].filter((i) => !i.labels?.length).map((i) => i.id)",
     );
     expect(unlabelled).toEqual([]);
     await enterKey(page);
@@ -153,7 +161,7 @@ describe('the staff page for a person', () => {
     const previous = page.locator('#tabela-divergencias').getByRole('button', { name: 'Página anterior' });
     const next = page.locator('#tabela-divergencias').getByRole('button', { name: 'Página seguinte' });
     expect(await previous.isDisabled()).toBe(true);
-    const looks = (button: typeof previous) => button.evaluate((element) => Number(getComputedStyle(element).opacity));
+    const looks = (button: typeof previous) => button.evaluate('(element) => Number(getComputedStyle(element).opacity)').then(Number);
     expect(await looks(previous)).toBeLessThan(0.6);
     expect(await looks(page.getByRole('button', { name: 'Ver divergências' }))).toBe(1);
     expect(await next.isDisabled()).toBe(true); // one screen page only
@@ -163,39 +171,22 @@ describe('the staff page for a person', () => {
   it('files dropped on each of the three boxes are chosen, and clear the result on screen', async () => {
     const page = await openPage();
     await enterKey(page);
-    const drop = (box: string, name: string, content: string) =>
-      page.locator(box).evaluate(
-        (element, file) => {
-          const transfer = new DataTransfer();
-          transfer.items.add(new File([file.content], file.name));
-          element.dispatchEvent(new DragEvent('dragover', { dataTransfer: transfer, bubbles: true, cancelable: true }));
-          element.dispatchEvent(new DragEvent('drop', { dataTransfer: transfer, bubbles: true, cancelable: true }));
-        },
-        { name, content },
-      );
-    const [retorno, txt] = await Promise.all([readFile(basico.retorno.json, 'utf8'), readFile(basico.txt, 'latin1')]);
+    const drop = (box: string, name: string, bytes: Buffer) => page.locator(box).evaluate(DROP, { name, bytes: [...bytes] });
+    const [retorno, txt] = await Promise.all([readFile(basico.retorno.json), readFile(basico.txt)]);
 
     await drop('#painel-divergencias .caixa-arquivo', 'retorno.json', retorno);
-    expect(await page.locator('#retorno-divergencias').evaluate((input: HTMLInputElement) => input.files?.[0]?.name)).toBe('retorno.json');
+    expect(await page.locator('#retorno-divergencias').evaluate('(input) => input.files[0]?.name')).toBe('retorno.json');
     await page.getByRole('button', { name: 'Ver divergências' }).click();
     await expect.poll(() => page.locator('#tabela-divergencias tbody tr').count()).toBe(divergencias.length);
     // A new drop is a new choice: the result of the old file goes.
-    await drop('#painel-divergencias .caixa-arquivo', 'outro.json', RETORNO_B);
+    await drop('#painel-divergencias .caixa-arquivo', 'outro.json', Buffer.from(RETORNO_B));
     expect(await page.locator('#tabela-divergencias tbody tr').count()).toBe(0);
     expect(await page.locator('#resultado-divergencias').isVisible()).toBe(false);
 
     await page.getByRole('tab', { name: 'Retorno + txt' }).click();
-    const boxes = page.locator('#painel-retorno .caixa-arquivo');
     await drop('#painel-retorno .caixa-arquivo >> nth=0', 'retorno.json', retorno);
-    // Latin-1 text as a JS string would be re-encoded as UTF-8: compare the page's own bytes instead.
-    await boxes.nth(1).evaluate(
-      (element, bytes) => {
-        const transfer = new DataTransfer();
-        transfer.items.add(new File([new Uint8Array(bytes)], 'censo.txt'));
-        element.dispatchEvent(new DragEvent('drop', { dataTransfer: transfer, bubbles: true, cancelable: true }));
-      },
-      [...Buffer.from(txt, 'latin1')],
-    );
+    await drop('#painel-retorno .caixa-arquivo >> nth=1', 'censo.txt', txt);
+    expect(await page.locator('#txt-pessoas').evaluate('(input) => input.files[0]?.name')).toBe('censo.txt');
     await page.getByRole('button', { name: 'Ver pessoas corrigidas' }).click();
     await expect.poll(() => page.locator('#tabela-pessoas tbody tr').count()).toBe(pessoas.length);
     await page.context().close();
@@ -225,17 +216,10 @@ describe('the staff page for a person', () => {
     await enterKey(page);
     const words: string[] = [];
     await page.exposeFunction('sawProgress', (text: string) => words.push(text));
-    await page.evaluate(() => {
-      const target = document.querySelector('#form-divergencias .progresso-texto')!;
-      new MutationObserver(() => (window as unknown as { sawProgress(t: string): void }).sawProgress(target.textContent ?? '')).observe(
-        target,
-        {
-          childList: true,
-          characterData: true,
-          subtree: true,
-        },
-      );
-    });
+    await page.evaluate(`{
+      const target = document.querySelector('#form-divergencias .progresso-texto');
+      new MutationObserver(() => window.sawProgress(target.textContent ?? '')).observe(target, { childList: true, characterData: true, subtree: true });
+    }`);
     await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(basico.retorno.xlsx);
     await page.getByRole('button', { name: 'Ver divergências' }).click();
     await expect

@@ -154,11 +154,11 @@ describe('the staff page', () => {
     await expect.poll(() => campo.getAttribute('aria-sort')).toBe('descending');
     await expect.poll(async () => (await tableRows(page, 'tabela-divergencias')).map((r) => r[2])).toEqual([...sorted].reverse());
 
-    await page.getByLabel(/^Filtrar por código na escola/).fill('ALU0002');
+    await page.getByLabel(/^Filtrar por: Código na escola/).fill('ALU0002');
     await expect
       .poll(async () => (await tableRows(page, 'tabela-divergencias')).map((r) => r[0]))
       .toEqual(divergencias.filter((d) => d.codigo_na_escola === 'ALU0002').map(() => 'ALU0002'));
-    await page.getByLabel(/^Filtrar por código na escola/).fill('');
+    await page.getByLabel(/^Filtrar por: Código na escola/).fill('');
     await page.getByLabel('Mostrar só: Dado').selectOption('CPF');
     await expect
       .poll(async () => (await tableRows(page, 'tabela-divergencias')).map((r) => r[5]))

@@ -4,7 +4,7 @@
 // nothing on screen can belong to files other than the ones chosen. Several returns go as one
 // batch (§7.3).
 import { ApiError, apiErrorOf, filenameOf, follow, getBlob, getHeaders, getJson, key, postForm, postJson, save, startTask } from './api.js';
-import { el, localSource, renderTable, workerSource } from './table.js';
+import { el, renderTable, workerSource } from './table.js';
 import { ready as sessionReady, signedIn } from './session.js';
 
 const $ = (id) => document.getElementById(id);
@@ -323,8 +323,6 @@ async function verDivergencias(form, progress) {
 
 // A batch: several returns at once (SPEC §7.3) ---------------------------------------------------
 
-let loteShown = null;
-
 function showLote(tarefas, files) {
   const byName = new Map(tarefas.map((t) => [t.referencia, t]));
   $('lote-arquivos').replaceChildren(
@@ -371,7 +369,6 @@ async function verLote(form, progress) {
     (falhou ? `, ${plural(falhou, 'com erro', 'com erro')} (motivo ao lado de cada um)` : '') +
     '. A planilha combinada traz as divergências de todos, com o arquivo de origem em cada linha.';
   status(`Lote concluído: ${files.length} arquivos.`);
-  loteShown = lote.id;
   return { lote: lote.id };
 }
 
@@ -601,7 +598,6 @@ function init() {
     clear: () => {
       divergenciasSource?.close();
       divergenciasSource = null;
-      loteShown = null;
       $('tabela-divergencias').replaceChildren();
       $('explica-divergencias').textContent = '';
       $('lote-arquivos').replaceChildren();

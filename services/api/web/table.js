@@ -100,10 +100,10 @@ export function renderTable(container, { caption, columns, source, textColumns =
   if (group) parts.push(counts);
   const controls = el('div', { class: 'filtros-tabela' });
   if (textColumns.length > 0) {
-    const searched = columns.filter((c) => textColumns.includes(c.key)).map((c) => c.label.toLowerCase());
+    const searched = columns.filter((c) => textColumns.includes(c.key)).map((c) => c.label);
     const input = el('input', { type: 'search', id: `${id}-filtro` });
     input.addEventListener('input', () => update({ text: input.value, page: 0 }));
-    controls.append(el('label', { for: `${id}-filtro`, text: `Filtrar por ${searched.join(', ')}` }), input);
+    controls.append(el('label', { for: `${id}-filtro`, text: `Filtrar por: ${searched.join(', ')}` }), input);
     waitForAll.push(input);
   }
   const select = el('select', { id: `${id}-grupo` }, el('option', { value: '', text: 'todas' }));
