@@ -356,13 +356,26 @@ async function verLote(form, progress) {
   }
   await postJson(`/api/lotes/${lote.id}/fechar`);
   const tarefasOf = async () => (await getJson(`/api/lotes/${lote.id}/tarefas?limit=1000`)).tarefas;
+  // Each file's state as the batch runs; a list that arrives after a newer one is dropped.
+  let asked = 0;
+  let drawn = 0;
+  const refresh = async () => {
+    const mine = ++asked;
+    const tarefas = await tarefasOf();
+    if (mine > drawn) {
+      drawn = mine;
+      showLote(tarefas, files);
+    }
+  };
   const ended = await follow(
     `/api/lotes/${lote.id}`,
-    (m) => progress.state(m.estado === 'processando' ? 'processando' : 'aguardando'),
+    (m) => {
+      progress.state(m.estado === 'processando' ? 'processando' : 'aguardando');
+      refresh().catch(() => {}); // the final list below reports any failure
+    },
     (m) => m.estado === 'concluido' || m.estado === 'cancelado',
   );
-  const tarefas = await tarefasOf();
-  showLote(tarefas, files);
+  await refresh();
   const { concluida, falhou } = ended.tarefas;
   $('explica-lote').textContent =
     `Lote concluído: ${plural(concluida, 'arquivo lido', 'arquivos lidos')}` +
@@ -379,8 +392,8 @@ function explainPessoas(total) {
     total === 0
       ? 'Nenhuma pessoa do .txt tem divergência com a Receita Federal: o arquivo corrigido seria igual ao enviado.'
       : `${plural(total, 'pessoa do .txt tem', 'pessoas do .txt têm')} divergência com a Receita Federal, uma por linha, já com os valores ` +
-        'da Receita para CPF, Nome, Data de nascimento e INEP. Nome da mãe é o do .txt: filiação, Sexo e Cor/Raça são ' +
-        `${NAO_CORRIGIDO}s. Próximo passo: baixe o arquivo corrigido e importe-o no Educacenso.`;
+        'da Receita para CPF, Nome, Data de nascimento e INEP. Nome da mãe é o do .txt: filiação, Sexo e Cor/Raça não são ' +
+        'corrigidos automaticamente (corrija-os no Educacenso). Próximo passo: baixe o arquivo corrigido e importe-o no Educacenso.';
 }
 
 async function verPessoas(form, progress) {
