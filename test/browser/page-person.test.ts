@@ -166,6 +166,10 @@ describe('the staff page for a person', () => {
     expect(await looks('#tabela-divergencias .paginas button:first-child')).toBeLessThan(0.6);
     expect(await looks('#form-divergencias button[type="submit"]')).toBe(1);
     expect(await next.isDisabled()).toBe(true); // one screen page only
+    // A download re-enables its buttons, and leaves the pager's as they were.
+    await downloaded(page, dir, () => page.getByRole('button', { name: 'Baixar planilha (XLSX)' }).click());
+    expect(await previous.isDisabled()).toBe(true);
+    expect(await next.isDisabled()).toBe(true);
     await page.context().close();
   });
 

@@ -602,7 +602,9 @@ function init() {
   }
   for (const box of document.querySelectorAll('.caixa-arquivo')) dropZone(box, box.querySelector('input[type="file"]'));
 
-  const panelButtons = (panel) => () => [...$(panel).querySelectorAll('.acoes button, .paginas button')];
+  // The downloads wait while a task runs; the pager keeps its own state (its first page's
+  // "Página anterior" stays disabled, whatever ran meanwhile).
+  const panelButtons = (panel) => () => [...$(panel).querySelectorAll('.acoes button')];
 
   const divergencias = task({
     form: $('form-divergencias'),
