@@ -83,7 +83,11 @@ function apiCallsFromNow(): () => RecordedRequest[] {
 }
 
 const calls = (sent: RecordedRequest[]) => sent.map((request) => `${request.method} ${request.path}`);
-const keys = (sent: RecordedRequest[]) => sent.map((request) => [request.path, request.headers['x-api-key']]);
+/** The uploads among them: each set of files goes once, as a task (SPEC §3.6, §7.1); the rest are reads of tasks. */
+const uploads = (sent: RecordedRequest[]) => sent.filter((request) => request.method === 'POST');
+const keys = (sent: RecordedRequest[]) => [...new Set(sent.map((request) => request.headers['x-api-key']))];
+/** Every task id the service handed back to `sent`'s uploads (their 202's Location is what the page reads). */
+const taskPaths = /^\/api\/tarefas\/([A-Za-z0-9_-]+)(\/resultado)?(\?.*)?$/;
 
 async function routeAnswer(route: string, files: UploadFile[]): Promise<Buffer> {
   const response = await fetch(`${server.url}${route}`, { method: 'POST', headers: { 'x-api-key': API_KEY }, body: await formWith(files) });
@@ -100,7 +104,7 @@ async function pressable(page: Page, scope: string, name: string): Promise<boole
 /** How long a poll waits for the service's answer to reach the screen (a bound, not an assertion). */
 const SERVICE = { timeout: 20_000 };
 
-const RETORNO_DOWNLOADS = ['Baixar arquivo corrigido (.txt)', 'Baixar CSV', 'Baixar XLSX'];
+const RETORNO_DOWNLOADS = ['Baixar arquivo corrigido (.txt)', 'Baixar CSV (para programas)', 'Baixar planilha (XLSX)'];
 
 async function seePessoasOfA(page: Page): Promise<void> {
   await page.getByRole('tab', { name: 'Retorno + txt' }).click();
@@ -143,15 +147,26 @@ describe('the staff page keeps each school to its own files', () => {
     expect(corrected.name).toBe('censo-corrigido.txt');
     expect(corrected.bytes.equals(correctedB)).toBe(true);
 
-    // Exactly two uploads reached the service since B was chosen, both with B's files, none of A's.
+    // Exactly two uploads reached the service since B was chosen, both with B's files, none of A's...
     const [txtA, txtB, retornoB] = await Promise.all([readFile(basico.txt), readFile(escolaB.txt), readFile(escolaB.retorno)]);
-    expect(calls(sent())).toEqual(['POST /api/retorno-rf', 'POST /api/censo-corrigido']);
-    for (const request of sent()) {
+    expect(calls(uploads(sent()))).toEqual(['POST /api/retorno-rf', 'POST /api/censo-corrigido']);
+    for (const request of uploads(sent())) {
+      expect(request.headers.prefer).toBe('respond-async');
       expect(request.body.includes(txtB)).toBe(true);
       expect(request.body.includes(retornoB)).toBe(true);
       expect(request.body.includes(txtA)).toBe(false);
       expect(request.body.includes('ALU0001')).toBe(false);
     }
+    // ...and every other call read only the tasks those two uploads made, never A's task.
+    const bTasks = new Set<string>();
+    for (const request of sent()) {
+      const task = taskPaths.exec(request.path);
+      if (request.method === 'GET') {
+        expect(task, request.path).not.toBeNull();
+        bTasks.add(task![1]!);
+      }
+    }
+    expect(bTasks.size).toBe(2);
     await page.context().close();
   });
 
@@ -160,7 +175,9 @@ describe('the staff page keeps each school to its own files', () => {
     await enterKey(page);
     await seePessoasOfA(page);
     await downloadedTo(page, dir, () => page.getByRole('button', { name: 'Baixar arquivo corrigido (.txt)' }).click());
-    expect(await page.locator('#contagens-corrigido').textContent()).toBe('Pessoas corrigidas: 3. Correções não aplicadas: 0.');
+    expect(await page.locator('#contagens-corrigido').textContent()).toMatch(
+      /^Arquivo corrigido: 3 linhas alteradas de 4 pessoas da tabela\./,
+    );
 
     // School B's txt with school A's return: not the file A submitted.
     await page.locator('#txt-pessoas').setInputFiles(escolaB.txt);
@@ -168,7 +185,8 @@ describe('the staff page keeps each school to its own files', () => {
     await expect.poll(() => page.getByRole('alert').textContent(), SERVICE).toBe('O arquivo txt não corresponde ao retorno (linha 2).');
     expect(await page.locator('#tabela-pessoas tbody tr').count()).toBe(0);
     expect(await page.locator('#contagens-corrigido').textContent()).toBe('');
-    expect(await page.locator('#painel-retorno').getByText('Pessoas corrigidas:').count()).toBe(0);
+    expect(await page.locator('#painel-retorno').getByText('Arquivo corrigido:').count()).toBe(0);
+    expect(await page.locator('#explica-pessoas').textContent()).toBe('');
     for (const name of RETORNO_DOWNLOADS) expect(await pressable(page, '#painel-retorno', name), name).toBe(false);
     await page.context().close();
   });
@@ -179,7 +197,7 @@ describe('the staff page keeps each school to its own files', () => {
     await seePessoasOfA(page);
     await page.getByRole('button', { name: 'Trocar chave' }).click();
     await page.getByLabel('Chave de acesso (x-api-key)').fill('chave-de-outra-pessoa');
-    await page.locator('#resultado-retorno').getByRole('button', { name: 'Baixar CSV' }).click();
+    await page.locator('#resultado-retorno').getByRole('button', { name: 'Baixar CSV (para programas)' }).click();
     await expect.poll(() => page.getByRole('alert').textContent(), SERVICE).toBe('Credencial inválida (header x-api-key).');
     expect(await page.locator('#tabela-pessoas tbody tr').count()).toBe(0);
     for (const name of RETORNO_DOWNLOADS) expect(await pressable(page, '#painel-retorno', name), name).toBe(false);
@@ -202,7 +220,9 @@ describe('the staff page keeps each school to its own files', () => {
       .toBe('Arquivo retorno ilegível: as linhas do JSON devem ser objetos.');
     expect(await page.locator('#tabela-divergencias tbody tr').count()).toBe(0);
     expect(await page.locator('#tabela-divergencias .contagens li').count()).toBe(0);
-    for (const name of ['Baixar CSV', 'Baixar XLSX']) expect(await pressable(page, '#painel-divergencias', name), name).toBe(false);
+    expect(await page.locator('#explica-divergencias').textContent()).toBe('');
+    for (const name of ['Baixar CSV (para programas)', 'Baixar planilha (XLSX)'])
+      expect(await pressable(page, '#painel-divergencias', name), name).toBe(false);
     // The button is back for the next try.
     expect(await pressable(page, '#painel-divergencias', 'Ver divergências')).toBe(true);
     await page.context().close();
@@ -227,7 +247,10 @@ describe('the staff page keeps each school to its own files', () => {
     await downloadedTo(page, dir, () => page.getByRole('button', { name: 'Baixar arquivo corrigido (.txt)' }).dblclick());
     await expect.poll(() => pressable(page, '#painel-retorno', 'Baixar arquivo corrigido (.txt)'), SERVICE).toBe(true);
 
-    expect(calls(sent())).toEqual(['POST /api/divergencias-rf', 'POST /api/retorno-rf', 'POST /api/censo-corrigido']);
+    expect(calls(uploads(sent()))).toEqual(['POST /api/divergencias-rf', 'POST /api/retorno-rf', 'POST /api/censo-corrigido']);
+    // A second click on the corrected file downloads it again from its task: no new upload.
+    await downloadedTo(page, dir, () => page.getByRole('button', { name: 'Baixar arquivo corrigido (.txt)' }).click());
+    expect(uploads(sent())).toHaveLength(3);
     await page.context().close();
   });
 
@@ -256,7 +279,8 @@ describe('the staff page keeps each school to its own files', () => {
     await page.getByRole('button', { name: 'Ver divergências' }).click();
     await expect.poll(() => page.locator('#tabela-divergencias tbody tr').count(), SERVICE).toBeGreaterThan(0);
     expect(await page.getByRole('alert').isVisible()).toBe(false);
-    expect(keys(sent())).toEqual([['/api/divergencias-rf', API_KEY]]);
+    expect(calls(uploads(sent()))).toEqual(['POST /api/divergencias-rf']);
+    expect(keys(sent())).toEqual([API_KEY]);
     expect(await page.evaluate("sessionStorage.getItem('censo-api-key')")).toBe(API_KEY);
     await page.context().close();
   });
@@ -266,7 +290,7 @@ describe('the staff page keeps each school to its own files', () => {
     const sent = apiCallsFromNow();
     await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(basico.retorno.json);
     await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toBe('Informe a chave de acesso.');
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe('Informe a chave de acesso no alto da página e tente de novo.');
     expect(sent()).toEqual([]);
 
     for (const typed of ['', '   ']) {
@@ -281,7 +305,8 @@ describe('the staff page keeps each school to its own files', () => {
     expect(await page.evaluate("sessionStorage.getItem('censo-api-key')")).toBe(API_KEY);
     await page.getByRole('button', { name: 'Ver divergências' }).click();
     await page.locator('#tabela-divergencias tbody tr').first().waitFor();
-    expect(keys(sent())).toEqual([['/api/divergencias-rf', API_KEY]]);
+    expect(calls(uploads(sent()))).toEqual(['POST /api/divergencias-rf']);
+    expect(keys(sent())).toEqual([API_KEY]);
     await page.context().close();
   });
 

@@ -4,17 +4,16 @@
 // uploads a return whose divergences show as the table, with the session cookie and the CSRF token
 // and never a key, and signs out through the provider's logout.
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { screenshotsDir } from '../helpers/browser.js';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { startTestServer, type TestServer } from '../helpers/http.js';
 import { OP_HOST, freePort, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const SHOTS = fileURLToPath(new URL('./.screenshots/', import.meta.url));
+let SHOTS: string;
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const divergencias = (basico.expectedDivergencias as { divergencias: Record<string, unknown>[] }).divergencias;
 
@@ -36,7 +35,7 @@ beforeAll(async () => {
     executablePath: CHROMIUM,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
   });
-  await mkdir(SHOTS, { recursive: true });
+  SHOTS = await screenshotsDir();
 }, 60_000);
 
 afterAll(async () => {

@@ -1,8 +1,9 @@
 // The staff page in Debian's Chromium, driven by playwright-core (never a downloaded browser):
 // the launch, a fresh context per test, and the few steps every page test takes.
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { API_KEY } from './http.js';
@@ -57,4 +58,17 @@ export async function downloaded(page: Page, dir: string, click: () => Promise<v
   const target = path.join(dir, download.suggestedFilename());
   await download.saveAs(target);
   return { name: download.suggestedFilename(), bytes: await readFile(target) };
+}
+
+/**
+ * Where the page tests save their screenshots: test/browser/.screenshots (not committed), or
+ * SCREENSHOTS_DIR when set. `SCREENSHOTS_DIR=docs/screenshots npx vitest run test/browser`
+ * refreshes the ones the README shows.
+ */
+export async function screenshotsDir(): Promise<string> {
+  const dir = process.env.SCREENSHOTS_DIR
+    ? path.resolve(process.env.SCREENSHOTS_DIR)
+    : fileURLToPath(new URL('../browser/.screenshots/', import.meta.url));
+  await mkdir(dir, { recursive: true });
+  return dir;
 }

@@ -71,9 +71,26 @@ describe('compileCatalog', () => {
     [{ ...base, sql: 'SELECT id, x FROM t WHERE x = :x' }, /must be declared "required": true/],
     [{ ...base, filters: [{ name: 'x', type: 'text', notBefore: 'z' }] }, /notBefore must name another filter/],
     ['not an object', /must be a JSON object/],
+    [{ ...base, titulo: '' }, /"titulo" must be a non-empty string/],
+    [{ ...base, descricao: 1 }, /"descricao" must be a string/],
+    [{ ...base, filters: [{ name: 'x', type: 'text', titulo: '' }] }, /filter "x" titulo must be a non-empty string/],
+    [{ ...base, filters: [{ name: 'x', type: 'text', descricao: false }] }, /filter "x" descricao must be a string/],
   ])('refuses %j', (value, message) => {
     expect(() => compile(value)).toThrow(ConfigError);
     expect(() => compile(value)).toThrow(message);
+  });
+
+  it('keeps the Portuguese titulo and descricao of a query and of each filter (the staff page shows them)', () => {
+    const query = compile({
+      ...base,
+      titulo: 'Alunos',
+      descricao: 'Cada aluno.',
+      filters: [{ name: 'x', type: 'text', titulo: 'Turma', descricao: 'O código da turma.' }],
+    }).get('q')!;
+    expect([query.titulo, query.descricao]).toEqual(['Alunos', 'Cada aluno.']);
+    expect(query.filters[0]).toMatchObject({ titulo: 'Turma', descricao: 'O código da turma.' });
+    const plain = compile(base).get('q')!;
+    expect('titulo' in plain || 'titulo' in plain.filters[0]!).toBe(false);
   });
 
   it('refuses a query declared twice', () => {

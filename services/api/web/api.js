@@ -37,40 +37,83 @@ async function errorOf(status, body) {
 
 /** GET returning JSON. */
 export async function getJson(path) {
-  const response = await fetch(path, { headers: credentials('GET', key.get()) });
+  const response = await fetch(path, { headers: credentials('GET', key.get()), cache: 'no-store' });
   if (!response.ok) throw await errorOf(response.status, response);
   return response.json();
 }
 
-/** GET returning the body as a Blob (CSV export). */
+/** GET returning the body as a Blob (downloads) and its headers. */
 export async function getBlob(path) {
   const response = await fetch(path, { headers: credentials('GET', key.get()) });
   if (!response.ok) throw await errorOf(response.status, response);
   return { blob: await response.blob(), headers: response.headers };
 }
 
+/** POST of a small JSON body (a batch's creation, its closing). */
+export async function postJson(path, body = {}) {
+  const response = await fetch(path, {
+    method: 'POST',
+    headers: { ...credentials('POST', key.get()), 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw await errorOf(response.status, response);
+  return response.json();
+}
+
+/** The headers a GET to /api/* carries now (for the table worker's fetch). */
+export const getHeaders = () => credentials('GET', key.get());
+
+/** An error a worker reported as `{ status, erro }`, as a refused call. */
+export function apiErrorOf({ status, erro }) {
+  if (status === 401) sessionLost();
+  return new ApiError(status, erro);
+}
+
 /**
- * POST a form with upload progress (XMLHttpRequest: fetch has no upload progress). Resolves with
- * the body as `json` or `blob` and a header reader.
+ * POSTs a form (files) with upload progress (XMLHttpRequest: fetch has no upload progress) and
+ * resolves with the JSON answer. `onProgress(sent, total)`; `headers` are added to the call.
  */
-export function postForm(path, form, { as = 'json', onProgress } = {}) {
+export function postForm(path, form, { onProgress, headers = {} } = {}) {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open('POST', path);
-    for (const [name, value] of Object.entries(credentials('POST', key.get()))) xhr.setRequestHeader(name, value);
-    xhr.responseType = as === 'json' ? 'text' : 'blob';
-    if (onProgress) xhr.upload.addEventListener('progress', (e) => e.lengthComputable && onProgress(e.loaded / e.total));
+    for (const [name, value] of Object.entries({ ...credentials('POST', key.get()), ...headers })) xhr.setRequestHeader(name, value);
+    if (onProgress) xhr.upload.addEventListener('progress', (e) => e.lengthComputable && onProgress(e.loaded, e.total));
     xhr.addEventListener('load', async () => {
       if (xhr.status < 200 || xhr.status >= 300) {
-        reject(await errorOf(xhr.status, as === 'json' ? xhr.responseText : xhr.response));
+        reject(await errorOf(xhr.status, xhr.responseText));
         return;
       }
-      const header = (name) => xhr.getResponseHeader(name);
-      resolve({ body: as === 'json' ? JSON.parse(xhr.responseText) : xhr.response, header });
+      resolve(JSON.parse(xhr.responseText));
     });
-    xhr.addEventListener('error', () => reject(new ApiError(0, 'Falha de rede: o serviço não respondeu.')));
+    xhr.addEventListener('error', () =>
+      reject(new ApiError(0, 'Falha de rede: o serviço não respondeu. Verifique a conexão e tente de novo.')),
+    );
     xhr.send(form);
   });
+}
+
+/** Sends the files of `form` to `route` as an asynchronous task (SPEC §7.1); resolves with its monitor. */
+export function startTask(route, form, onProgress) {
+  return postForm(route, form, { onProgress, headers: { prefer: 'respond-async' } });
+}
+
+const FINISHED = new Set(['concluida', 'falhou', 'cancelada']);
+
+/**
+ * Follows a task (or a batch, `path` its monitor) until it ends, calling `onState(monitor)` at
+ * each look. Looks often at first (small files end in a moment), then every half second: a
+ * person waits for the result, and each look is one small GET.
+ */
+export async function follow(path, onState, finished = (m) => FINISHED.has(m.estado)) {
+  let delay = 150;
+  for (;;) {
+    const monitor = await getJson(path);
+    onState(monitor);
+    if (finished(monitor)) return monitor;
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 1.5, 500);
+  }
 }
 
 /** Saves a Blob as a file the browser downloads. */

@@ -16,6 +16,10 @@ export interface FilterDeclaration {
   readonly name: string;
   readonly type: FilterType;
   readonly description?: string;
+  /** The label staff read on the page (Portuguese); the page falls back to `name`. */
+  readonly titulo?: string;
+  /** A sentence for staff under the field: what to type and what it selects. */
+  readonly descricao?: string;
   /** A filter used outside an optional `[[ … ]]` block must always be given. */
   readonly required?: boolean;
   /** Name of another filter of the same type whose value this one may not precede (`fim` ≥ `inicio`). */
@@ -25,6 +29,10 @@ export interface FilterDeclaration {
 export interface QueryDeclaration {
   readonly name: string;
   readonly description?: string;
+  /** The query's name as staff read it on the page (Portuguese). */
+  readonly titulo?: string;
+  /** What the query lists, for staff. */
+  readonly descricao?: string;
   /** One text, or lines joined with "\n" so the JSON stays readable. */
   readonly sql: string | readonly string[];
   /** Unique, non-NULL column(s) of the SQL's output that order the rows and carry the cursor. */
@@ -41,6 +49,8 @@ export interface CompiledQuery {
   /** Where it was declared (`queries/audits.json`, `QUERIES_FILE <path>`), for messages. */
   readonly source: string;
   readonly description: string;
+  readonly titulo?: string;
+  readonly descricao?: string;
   readonly parts: readonly SqlPart[];
   readonly key: readonly string[];
   readonly columns: readonly string[];
@@ -138,6 +148,8 @@ function compileDeclaration(value: unknown, source: string): CompiledQuery {
     name,
     source,
     description: declaration.description ?? '',
+    ...(declaration.titulo === undefined ? {} : { titulo: declaration.titulo }),
+    ...(declaration.descricao === undefined ? {} : { descricao: declaration.descricao }),
     parts,
     key,
     columns,

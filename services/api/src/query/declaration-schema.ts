@@ -22,6 +22,8 @@ export const declarationSchema = {
   properties: {
     name: { type: 'string', pattern: NAME_PATTERN },
     description: { type: 'string' },
+    titulo: { type: 'string', minLength: 1 },
+    descricao: { type: 'string' },
     sql: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
     key: {
       anyOf: [
@@ -40,6 +42,8 @@ export const declarationSchema = {
           name: { type: 'string', pattern: NAME_PATTERN },
           type: { enum: [...FILTER_TYPES] },
           description: { type: 'string' },
+          titulo: { type: 'string', minLength: 1 },
+          descricao: { type: 'string' },
           required: { type: 'boolean' },
           notBefore: { type: 'string' },
         },
@@ -80,6 +84,10 @@ function describe(error: ErrorObject | undefined, value: unknown): string {
         return `${label} has type ${JSON.stringify(filter?.type)}, expected one of ${FILTER_TYPES.join(', ')}`;
       case 'description':
         return `${label} description must be a string`;
+      case 'titulo':
+        return `${label} titulo must be a non-empty string`;
+      case 'descricao':
+        return `${label} descricao must be a string`;
       case 'required':
         return `${label} required must be true or false`;
       case 'notBefore':
@@ -91,6 +99,10 @@ function describe(error: ErrorObject | undefined, value: unknown): string {
       return `"name" must match ${NAME_PATTERN}`;
     case 'description':
       return '"description" must be a string';
+    case 'titulo':
+      return '"titulo" must be a non-empty string';
+    case 'descricao':
+      return '"descricao" must be a string';
     case 'sql':
       return '"sql" must be a string or an array of strings';
     case 'filters':

@@ -39,12 +39,16 @@ export interface QueryListing {
   readonly queries: readonly {
     readonly name: string;
     readonly description: string;
+    readonly titulo?: string;
+    readonly descricao?: string;
     readonly columns: readonly string[];
     readonly filters: readonly {
       readonly name: string;
       readonly type: string;
       readonly required: boolean;
       readonly description?: string;
+      readonly titulo?: string;
+      readonly descricao?: string;
     }[];
   }[];
 }
@@ -296,12 +300,16 @@ function describeCatalog(catalog: Catalog, misdeclared: ReadonlyMap<string, stri
       .map((query) => ({
         name: query.name,
         description: query.description,
+        ...(query.titulo === undefined ? {} : { titulo: query.titulo }),
+        ...(query.descricao === undefined ? {} : { descricao: query.descricao }),
         columns: query.columns,
         filters: query.filters.map((filter) => ({
           name: filter.name,
           type: filter.type,
           required: filter.required,
           ...(filter.description === undefined ? {} : { description: filter.description }),
+          ...(filter.titulo === undefined ? {} : { titulo: filter.titulo }),
+          ...(filter.descricao === undefined ? {} : { descricao: filter.descricao }),
         })),
       })),
   };

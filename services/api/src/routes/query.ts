@@ -43,6 +43,8 @@ const listingSchema = {
         properties: {
           name: { type: 'string' },
           description: { type: 'string' },
+          titulo: { type: 'string', description: 'O nome da consulta para a equipe (o que a página mostra).' },
+          descricao: { type: 'string', description: 'O que a consulta lista, para a equipe.' },
           columns: { type: 'array', items: { type: 'string' } },
           filters: {
             type: 'array',
@@ -53,6 +55,8 @@ const listingSchema = {
                 type: { type: 'string', enum: ['integer', 'text', 'date'] },
                 required: { type: 'boolean' },
                 description: { type: 'string' },
+                titulo: { type: 'string', description: 'O rótulo do filtro na página.' },
+                descricao: { type: 'string', description: 'O que digitar e o que o filtro seleciona.' },
               },
             },
           },

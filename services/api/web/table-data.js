@@ -1,0 +1,78 @@
+// The rows behind a table, and the one screen page of them the table shows. Used inside the
+// table worker (large results: parsed, filtered and sorted off the main thread) and on the main
+// thread for small ones. Only the page on screen is ever turned into text cells: 150,000 rows
+// are neither rendered nor sorted until someone asks for an order (issue 25).
+
+export const PAGE_SIZE = 100;
+
+/**
+ * A column: `key` (the item's field), `label` (the header), optional `from` (the field whose
+ * value it shows, when that is not `key`) and `values` (the words shown for a value; `null` and
+ * a missing value look up `"null"`).
+ */
+export function cellText(row, column) {
+  const raw = row[column.from ?? column.key];
+  if (column.values) {
+    const word = column.values[raw === null || raw === undefined ? 'null' : String(raw)];
+    if (word !== undefined) return word;
+  }
+  return raw === null || raw === undefined ? '' : String(raw);
+}
+
+export class TableData {
+  /** `textColumns`: keys the text filter searches; `groupColumn`: the key counted and filtered by value. */
+  constructor(rows, columns, { textColumns = [], groupColumn = null } = {}) {
+    this.rows = rows;
+    this.columns = columns;
+    this.searched = columns.filter((c) => textColumns.includes(c.key));
+    this.group = columns.find((c) => c.key === groupColumn) ?? null;
+    this.viewKey = '';
+    this.view = rows;
+  }
+
+  /** How many rows hold each word of the group column, most frequent first. */
+  counts() {
+    if (this.group === null) return [];
+    const tally = new Map();
+    for (const row of this.rows) {
+      const word = cellText(row, this.group);
+      tally.set(word, (tally.get(word) ?? 0) + 1);
+    }
+    return [...tally].sort((a, b) => b[1] - a[1]);
+  }
+
+  /** `view`: `{ text, group, sort, dir, page }`; answers the page's cells and where it is. */
+  page({ text = '', group = '', sort = null, dir = 'ascending', page = 0 } = {}) {
+    const key = JSON.stringify([text, group, sort, dir]);
+    // Paging through the same view reuses it; only a new filter or order recomputes.
+    if (key !== this.viewKey) {
+      this.viewKey = key;
+      this.view = this.select(text.trim().toLowerCase(), group, sort, dir);
+    }
+    const pages = Math.max(1, Math.ceil(this.view.length / PAGE_SIZE));
+    const at = Math.min(Math.max(0, page), pages - 1);
+    const cells = this.view.slice(at * PAGE_SIZE, (at + 1) * PAGE_SIZE).map((row) => this.columns.map((c) => cellText(row, c)));
+    return { cells, matched: this.view.length, total: this.rows.length, page: at, pages };
+  }
+
+  select(text, group, sort, dir) {
+    let view = this.rows;
+    if (text || group) {
+      view = view.filter(
+        (row) =>
+          (!group || cellText(row, this.group) === group) &&
+          (!text || this.searched.some((column) => cellText(row, column).toLowerCase().includes(text))),
+      );
+    }
+    const column = this.columns.find((c) => c.key === sort);
+    if (column) {
+      const factor = dir === 'ascending' ? 1 : -1;
+      const collator = new Intl.Collator('pt-BR', { numeric: true });
+      // Each row's text once, not once per comparison.
+      const keyed = view.map((row, i) => [cellText(row, column), i, row]);
+      keyed.sort((a, b) => factor * collator.compare(a[0], b[0]) || a[1] - b[1]);
+      view = keyed.map((entry) => entry[2]);
+    }
+    return view;
+  }
+}
