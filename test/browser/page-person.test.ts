@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { downloaded, enterKey, launchChromium, openPage as openPageIn, screenshotsDir } from '../helpers/browser.js';
+import { downloaded, enterKey, launchChromium, openPage as openPageIn, RETORNO_ESCOLA_B, screenshotsDir } from '../helpers/browser.js';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, startTestServer, type TestServer } from '../helpers/http.js';
 import { workbookSheets } from '../helpers/tarefas.js';
@@ -22,18 +22,6 @@ let server: TestServer;
 let dir: string;
 let shots: string;
 const consoleErrors: string[] = [];
-
-/** A second school's return: one divergence. */
-const RETORNO_B = JSON.stringify([
-  {
-    Registro: '30',
-    Linha: '2',
-    'Código na Escola': 'BVX0001',
-    Campo: 'Nome completo',
-    Mensagem: 'O campo não está de acordo com a base da Receita Federal.',
-    Conteúdo: 'PEDRO ALVES -- PEDRO ALVES DA SILVA',
-  },
-]);
 
 beforeAll(async () => {
   browser = await launchChromium();
@@ -185,7 +173,7 @@ describe('the staff page for a person', () => {
     await page.getByRole('button', { name: 'Ver divergências' }).click();
     await expect.poll(() => page.locator('#tabela-divergencias tbody tr').count()).toBe(divergencias.length);
     // A new drop is a new choice: the result of the old file goes.
-    await drop('#painel-divergencias .caixa-arquivo', 'outro.json', Buffer.from(RETORNO_B));
+    await drop('#painel-divergencias .caixa-arquivo', 'outro.json', Buffer.from(JSON.stringify(RETORNO_ESCOLA_B)));
     expect(await page.locator('#tabela-divergencias tbody tr').count()).toBe(0);
     expect(await page.locator('#resultado-divergencias').isVisible()).toBe(false);
 
@@ -245,7 +233,7 @@ describe('the staff page for a person', () => {
       .first()
       .setInputFiles([
         { name: 'retorno.xlsx', mimeType: 'application/octet-stream', buffer: await readFile(basico.retorno.xlsx) },
-        { name: 'escola-b.json', mimeType: 'application/json', buffer: Buffer.from(RETORNO_B) },
+        { name: 'escola-b.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(RETORNO_ESCOLA_B)) },
         { name: 'quebrado.json', mimeType: 'application/json', buffer: Buffer.from('[1, 2]') },
       ]);
     await page.getByRole('button', { name: 'Ver divergências' }).click();

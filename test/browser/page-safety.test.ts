@@ -7,7 +7,14 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { downloaded as downloadedTo, enterKey, launchChromium, openPage as openPageIn, tableRows } from '../helpers/browser.js';
+import {
+  downloaded as downloadedTo,
+  enterKey,
+  launchChromium,
+  openPage as openPageIn,
+  RETORNO_ESCOLA_B,
+  tableRows,
+} from '../helpers/browser.js';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
@@ -37,16 +44,6 @@ const TXT_B = [
   '99|',
   '',
 ].join('\n');
-const RETORNO_B = [
-  {
-    Registro: '30',
-    Linha: '2',
-    'Código na Escola': 'BVX0001',
-    Campo: 'Nome completo',
-    Mensagem: 'O campo não está de acordo com a base da Receita Federal.',
-    Conteúdo: 'PEDRO ALVES -- PEDRO ALVES DA SILVA',
-  },
-];
 
 beforeAll(async () => {
   browser = await launchChromium();
@@ -61,7 +58,7 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'censo-page-safety-'));
   await mkdir(path.join(dir, 'escola-b'));
   escolaB = { retorno: path.join(dir, 'escola-b', 'retorno.json'), txt: path.join(dir, 'escola-b', path.basename(basico.txt)) };
-  await writeFile(escolaB.retorno, JSON.stringify(RETORNO_B));
+  await writeFile(escolaB.retorno, JSON.stringify(RETORNO_ESCOLA_B));
   await writeFile(escolaB.txt, TXT_B, 'latin1');
 }, 120_000);
 

@@ -72,3 +72,15 @@ export async function screenshotsDir(): Promise<string> {
   await mkdir(dir, { recursive: true });
   return dir;
 }
+
+/** A second school's return (JSON rows): one divergence, so its answer can never be school A's. */
+export const RETORNO_ESCOLA_B = [
+  {
+    Registro: '30',
+    Linha: '2',
+    'Código na Escola': 'BVX0001',
+    Campo: 'Nome completo',
+    Mensagem: 'O campo não está de acordo com a base da Receita Federal.',
+    Conteúdo: 'PEDRO ALVES -- PEDRO ALVES DA SILVA',
+  },
+];
