@@ -1,17 +1,19 @@
 import os from 'node:os';
 import { defineConfig } from 'vitest/config';
 
-// The fault suite in network namespaces times recovery against its own healthy baseline: it runs
-// after everything else, alone, so no other test file's load lands in one phase and not another.
-const ALONE = ['test/integration/cluster.test.ts'];
-
 // Tests import the workspace packages by name (@censo/shared, @censo/api, @censo/worker), which
 // resolve to their compiled dist/: the suite exercises exactly the JavaScript that ships, and
 // worker threads / sandboxed processors load real .js files. `npm test` builds first.
 //
-// Two test files at a time even on 2 cores (vitest's default there is one): most of the suite's
-// time is spent waiting on child processes, sockets and deadlines, and one at a time took over
-// 12 minutes.
+// Three groups, one after the other. The unit and in-process HTTP files run two at a time even on
+// 2 cores (vitest's default there is one): they mostly wait on sockets and deadlines. The files
+// that start processes, Redis topologies or Chromium and time their failovers and drains run one
+// at a time (two at a time made a worker's SIGTERM drain and a Sentinel failover miss their
+// bounds). The fault suite in network namespaces times recovery against its own healthy
+// baseline, so it runs last, alone.
+const ALONE = ['test/integration/cluster.test.ts'];
+const IN_PROCESS = ['test/unit/**/*.test.ts', 'test/http/**/*.test.ts'];
+
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -20,15 +22,19 @@ export default defineConfig({
     projects: [
       {
         extends: true,
+        test: { name: 'in-process', include: IN_PROCESS, maxWorkers: Math.max(2, os.availableParallelism()), sequence: { groupOrder: 0 } },
+      },
+      {
+        extends: true,
         test: {
-          name: 'suite',
+          name: 'processes',
           include: ['test/**/*.test.ts'],
-          exclude: ALONE,
-          maxWorkers: Math.max(2, os.availableParallelism()),
-          sequence: { groupOrder: 0 },
+          exclude: [...IN_PROCESS, ...ALONE],
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
         },
       },
-      { extends: true, test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 2 } } },
     ],
   },
 });
