@@ -4,8 +4,9 @@
 // uploads a return whose divergences show as the table, with the session cookie and the CSRF token
 // and never a key, and signs out through the provider's logout.
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { screenshotsDir } from '../helpers/browser.js';
 import { fixtureCases } from '../helpers/fixtures.js';
@@ -29,6 +30,7 @@ beforeAll(async () => {
   publicUrl = `http://127.0.0.1:${port}`;
   provider = await startTestProvider([publicUrl], {
     ana: { name: 'Ana Lima', email: 'ana@seduc.example', groups: ['censo-retorno', 'censo-consulta'] },
+    davi: { name: 'Davi Melo', email: 'davi@seduc.example', groups: [] },
   });
   server = await startTestServer({ PORT: String(port), ...signInEnv(provider, publicUrl) });
   browser = await chromium.launch({
@@ -44,15 +46,31 @@ afterAll(async () => {
   await provider?.close();
 });
 
+/** A context that reaches only this machine: the provider's development pages link a web font, which never loads here. */
+async function localContext() {
+  const context = await browser.newContext();
+  const local = new RegExp(`^http://(127\\.0\\.0\\.1|${OP_HOST.replace(/\./g, '\\.')}):`);
+  await context.route(
+    (url) => !local.test(url.href),
+    (route) => route.abort(),
+  );
+  return context;
+}
+
+/** From the page's "Entrar" through the provider's login form and consent, as `login`. */
+async function signInOnPage(page: Page, login: string) {
+  await page.goto(publicUrl);
+  await page.getByRole('link', { name: 'Entrar' }).click();
+  await page.waitForURL(new RegExp(`^${provider.issuer}/interaction/`));
+  await page.locator('input[name="login"]').fill(login);
+  await page.locator('input[name="password"]').fill('qualquer');
+  await page.getByRole('button', { name: 'Sign-in' }).click();
+  await page.getByRole('button', { name: 'Continue' }).click();
+}
+
 describe('the staff page with sign-in', () => {
   it('signs in on the provider’s form, uploads a return with the session, and signs out', async () => {
-    const context = await browser.newContext();
-    // Only this machine: the provider's development pages link a web font, which never loads here.
-    const local = new RegExp(`^http://(127\\.0\\.0\\.1|${OP_HOST.replace(/\./g, '\\.')}):`);
-    await context.route(
-      (url) => !local.test(url.href),
-      (route) => route.abort(),
-    );
+    const context = await localContext();
     const page = await context.newPage();
     const pageErrors: string[] = [];
     page.on('pageerror', (err) => pageErrors.push(err.message));
@@ -68,12 +86,7 @@ describe('the staff page with sign-in', () => {
     expect(await page.getByRole('button', { name: 'Ver divergências' }).isVisible()).toBe(false);
     await page.screenshot({ path: path.join(SHOTS, 'entrar.png') });
 
-    await enter.click();
-    await page.waitForURL(new RegExp(`^${provider.issuer}/interaction/`));
-    await page.locator('input[name="login"]').fill('ana');
-    await page.locator('input[name="password"]').fill('qualquer');
-    await page.getByRole('button', { name: 'Sign-in' }).click();
-    await page.getByRole('button', { name: 'Continue' }).click();
+    await signInOnPage(page, 'ana');
     await page.waitForURL(`${publicUrl}/`);
 
     await page.getByRole('button', { name: 'Sair' }).waitFor();
@@ -90,6 +103,11 @@ describe('the staff page with sign-in', () => {
     const upload = apiCalls.find((headers) => headers['x-csrf-token'] !== undefined);
     expect(upload?.['x-csrf-token']).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(apiCalls.every((headers) => headers['x-api-key'] === undefined)).toBe(true);
+    // The same session cookie on a POST without the page's token (a forged cross-site form): refused.
+    const forged = await context.request.post(`${publicUrl}/api/divergencias-rf`, {
+      multipart: { retorno: { name: 'retorno.json', mimeType: 'application/json', buffer: await readFile(basico.retorno.json) } },
+    });
+    expect([forged.status(), await forged.json()]).toEqual([403, { erro: 'Token CSRF inválido.' }]);
 
     await page.getByRole('button', { name: 'Sair' }).click();
     await page.waitForURL(new RegExp(`^${provider.issuer}/session/end`));
@@ -97,6 +115,23 @@ describe('the staff page with sign-in', () => {
     await page.waitForURL(`${publicUrl}/`);
     await page.getByRole('link', { name: 'Entrar' }).waitFor();
     expect(pageErrors).toEqual([]);
+    await context.close();
+  });
+
+  it('default deny: a person whose groups grant nothing is told so, uses nothing, and can sign out', async () => {
+    const context = await localContext();
+    const page = await context.newPage();
+    await signInOnPage(page, 'davi');
+    await page.waitForURL(`${publicUrl}/auth/negado`);
+    expect(await page.getByRole('heading', { name: 'Acesso negado' }).count()).toBe(1);
+    expect(await page.locator('body').textContent()).toContain(
+      'Você entrou como Davi Melo, mas sua conta não tem permissão para usar este serviço.',
+    );
+    // The API refuses the session too (the browser's own cookies; this page's CSP allows no fetch).
+    const api = await context.request.get(`${publicUrl}/api/query`);
+    expect([api.status(), await api.json()]).toEqual([403, { erro: 'Permissão insuficiente.' }]);
+    await page.getByRole('button', { name: 'Sair' }).click();
+    await page.waitForURL(new RegExp(`^${provider.issuer}/session/end`));
     await context.close();
   });
 });
