@@ -3,11 +3,29 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
 import { resolveTestService, type TestService } from './test-service.js';
 
 export const LOCAL_REDIS_URL = 'redis://127.0.0.1:6379';
 
 export type TestRedis = TestService;
+
+/** The file's test Redis, started before its tests and stopped after them; `url` once started. */
+export function useTestRedis(): { readonly url: string } {
+  let server: TestRedis | undefined;
+  beforeAll(async () => {
+    server = await startTestRedis();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  return {
+    get url() {
+      if (!server) throw new Error('the test Redis is not started yet (use it inside a test or hook)');
+      return server.url;
+    },
+  };
+}
 
 export function startTestRedis(): Promise<TestRedis> {
   return resolveTestService({

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, type UploadFile } from '../helpers/http.js';
 import { BOUNDARY, closing, openUpload, partHead } from '../helpers/raw-http.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { useTestRedis } from '../helpers/redis.js';
 import { MODES, postAsync, request, startHarness, uniqueName, waitForTarefa, type Harness, type Mode } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -21,13 +21,7 @@ const otherTxt: UploadFile = { field: 'txt', path: utf8.txt, filename: 'censo.tx
 const REPLAY_OTHER = { erro: 'Idempotency-Key já usada com outra requisição.' };
 const IN_PROGRESS = { erro: 'Requisição com esta Idempotency-Key em andamento.' };
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startTestRedis();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useTestRedis();
 
 describe.each(MODES)('%s mode', (mode: Mode) => {
   let server: Harness;

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { formWith, type UploadFile } from '../helpers/http.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { useTestRedis } from '../helpers/redis.js';
 import {
   MODES,
   areaFiles,
@@ -31,13 +31,7 @@ const COLUMNS = ['referencia', 'arquivo', 'codigo_na_escola', 'linha', 'campo', 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 const LOTE_KEYS = ['concluido_em', 'criado_em', 'estado', 'expira_em', 'fechado_em', 'id', 'nome', 'tarefas'];
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startTestRedis();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useTestRedis();
 
 async function createLote(
   server: Harness,

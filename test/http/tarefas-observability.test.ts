@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { formWith, type UploadFile } from '../helpers/http.js';
 import { parseMetrics, sampleValue } from '../helpers/metrics.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { useTestRedis } from '../helpers/redis.js';
 import { MODES, MONITOR_KEYS, postAsync, request, startHarness, waitForTarefa, type Harness, type Mode } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -20,13 +20,7 @@ const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const retorno: UploadFile = { field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' };
 const unreadable: UploadFile = { field: 'retorno', content: '[', filename: 'x.json' };
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startTestRedis();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useTestRedis();
 
 describe.each(MODES)('%s mode', (mode: Mode) => {
   const lines: Array<Record<string, unknown>> = [];

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliverWebhook } from '@censo/api';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { formWith } from '../helpers/http.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { useTestRedis } from '../helpers/redis.js';
 import { MODES, request, startHarness, waitForTarefa, type Harness, type Mode } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -50,13 +50,7 @@ function expectedSignature(secret: string, received: Received): string {
   return `v1,${createHmac('sha256', key).update(signed).digest('base64')}`;
 }
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startTestRedis();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useTestRedis();
 
 describe.each(MODES)('%s mode', (mode: Mode) => {
   let server: Harness;

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { formWith, type UploadFile } from '../helpers/http.js';
-import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { useTestRedis } from '../helpers/redis.js';
 import {
   MODES,
   MONITOR_KEYS,
@@ -37,13 +37,7 @@ const otherTxt: UploadFile = { field: 'txt', content: '00|12345678|1\n', filenam
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startTestRedis();
-});
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useTestRedis();
 
 async function syncAnswer(server: { url: string }, route: string, files: readonly UploadFile[]) {
   return request(server, 'POST', route, { body: await formWith(files) });
