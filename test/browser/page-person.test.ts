@@ -72,6 +72,16 @@ async function fileChooserFromKeyboard(page: Page): Promise<FileChooser> {
   throw new Error('Space on the file box never opened a file chooser');
 }
 
+/** The key entered, the basico return sent with a click, and its whole table shown. */
+async function showBasicoDivergencias(page: Page): Promise<void> {
+  await enterKey(page);
+  await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(basico.retorno.json);
+  await page.getByRole('button', { name: 'Ver divergências' }).click();
+  await expect
+    .poll(() => page.locator('#tabela-divergencias .resumo').textContent())
+    .toBe(`${divergencias.length} de ${divergencias.length} linhas`);
+}
+
 async function tabTo(page: Page, target: string, key = 'Tab'): Promise<void> {
   for (let i = 0; i < 40; i++) {
     if ((await focusedId(page)) === target) return;
@@ -86,12 +96,7 @@ describe('the staff page for a person', () => {
     const page = await context.newPage();
     await page.goto(server.url);
     expect(await scrollsSideways(page)).toBe(false);
-    await enterKey(page);
-    await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(basico.retorno.json);
-    await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect
-      .poll(() => page.locator('#tabela-divergencias .resumo').textContent())
-      .toBe(`${divergencias.length} de ${divergencias.length} linhas`);
+    await showBasicoDivergencias(page);
     expect(await scrollsSideways(page)).toBe(false);
     const box = page.locator('#tabela-divergencias .tabela-caixa');
     expect(await box.evaluate((element) => element.scrollWidth > element.clientWidth)).toBe(true);
@@ -152,12 +157,7 @@ describe('the staff page for a person', () => {
       "[...document.querySelectorAll('input, select')].filter((i) => !i.labels?.length).map((i) => i.id)",
     );
     expect(unlabelled).toEqual([]);
-    await enterKey(page);
-    await page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first().setInputFiles(basico.retorno.json);
-    await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect
-      .poll(() => page.locator('#tabela-divergencias .resumo').textContent())
-      .toBe(`${divergencias.length} de ${divergencias.length} linhas`);
+    await showBasicoDivergencias(page);
     expect(await page.getByRole('region', { name: 'Divergências com a Receita Federal' }).count()).toBe(1);
     const previous = page.locator('#tabela-divergencias').getByRole('button', { name: 'Página anterior' });
     const next = page.locator('#tabela-divergencias').getByRole('button', { name: 'Página seguinte' });
