@@ -1,12 +1,15 @@
 // Section 1–2: the core readers and the merge, each run in its own process (peak RSS is the
 // process's own), cases interleaved run by run so that ratios compare like with like.
 import path from 'node:path';
+import { sharedAt } from './before.mjs';
 import { median, runNodeJson } from './lib.mjs';
 
 const ONE = path.join('bench', 'one.mjs');
 
 /** The cases of this section, given the data sets. */
 export function coreCases(data) {
+  // The merge's memory work is judged against the core as it was, in the same run.
+  const before = { BENCH_SHARED: sharedAt() };
   const x100 = data.p100k.files.xlsx;
   const x25 = data.x25.files.xlsx;
   const j25 = data.j25.files.json;
@@ -75,6 +78,24 @@ export function coreCases(data) {
       expect: data.t25.pessoas,
     },
     {
+      id: 'merge-t25-before',
+      group: 'merge',
+      label: 'runJob retorno-rf, the core before (bench/before.mjs)',
+      args: ['job-rf', data.t25.files.xlsx, data.t25.files.txt],
+      env: before,
+      rows: data.t25.rows,
+      expect: data.t25.pessoas,
+    },
+    {
+      id: 'merge-t25-pool-before',
+      group: 'merge',
+      label: 'the same job on a one-thread job pool, the core before',
+      args: ['pool-rf', data.t25.files.xlsx, data.t25.files.txt],
+      env: before,
+      rows: data.t25.rows,
+      expect: data.t25.pessoas,
+    },
+    {
       id: 'merge-p100k',
       group: 'merge',
       label: 'runJob retorno-rf (read + extract + merge + write)',
@@ -87,6 +108,15 @@ export function coreCases(data) {
       group: 'corrigido',
       label: 'runJob censo-corrigido (the same merge + the corrected txt)',
       args: ['job-corrigido', data.t25.files.xlsx, data.t25.files.txt],
+      rows: data.t25.rows,
+      expect: data.t25.pessoas,
+    },
+    {
+      id: 'corrigido-t25-before',
+      group: 'corrigido',
+      label: 'runJob censo-corrigido, the core before',
+      args: ['job-corrigido', data.t25.files.xlsx, data.t25.files.txt],
+      env: before,
       rows: data.t25.rows,
       expect: data.t25.pessoas,
     },
@@ -122,7 +152,7 @@ export async function runCore(data, runs, log = console.log) {
   const samples = Object.fromEntries(cases.map((c) => [c.id, []]));
   for (let run = 1; run <= runs; run++) {
     for (const c of cases) {
-      const r = await runNodeJson(['--expose-gc', ONE, ...c.args]);
+      const r = await runNodeJson(['--expose-gc', ONE, ...c.args], c.env ? { env: c.env } : {});
       if (c.expect !== undefined && r.out !== c.expect) throw new Error(`${c.id}: ${r.out} results, expected ${c.expect}`);
       samples[c.id].push(r);
     }
@@ -153,6 +183,8 @@ export async function runCore(data, runs, log = console.log) {
     xlsx25CoreVsFloor: ratio('xlsx25-core', 'xlsx25-floor'),
     json25CoreVsParse: ratio('json25-core', 'json25-parse'),
     corrigidoVsRf: ratio('corrigido-t25', 'merge-t25'),
+    mergeVsBefore: ratio('merge-t25', 'merge-t25-before'),
+    corrigidoVsBefore: ratio('corrigido-t25', 'corrigido-t25-before'),
     csvVsJson: ratio('div100-csv', 'div100-json'),
     xlsxVsJson: ratio('div100-xlsx', 'div100-json'),
   };

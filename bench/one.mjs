@@ -13,6 +13,8 @@
 //   job-div-json|csv|xlsx  runJob divergencias writing that format
 //   pool-rf     the retorno-rf job as the service runs it: on a one-thread job pool (the whole
 //               process's peak: main thread, pool and the job thread)
+// BENCH_SHARED=<path of a shared/dist/index.js> runs the case on that build of the core instead
+// (bench/before.mjs builds an earlier revision's).
 // Peak RSS is VmHWM from /proc/self/status: resourceUsage().maxRSS is inherited from the parent
 // at fork, so a large parent (bench/run.mjs) would be reported for every case.
 import { readFileSync, rmSync, mkdtempSync } from 'node:fs';
@@ -20,15 +22,17 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
 import { createInflateRaw } from 'node:zlib';
 
 const [kind, file, txt] = process.argv.slice(2);
 const require = createRequire(import.meta.url);
 const format = file.toLowerCase().endsWith('.xlsx') ? 'xlsx' : 'json';
+const SHARED = process.env.BENCH_SHARED ? pathToFileURL(process.env.BENCH_SHARED).href : '@censo/shared';
 
 async function core() {
   // The job's own path (core/job.ts): rows in batches to the rules, the divergences one at a time.
-  const { readRetornoBatches, divergenciaBatches, itemsOf } = await import('@censo/shared');
+  const { readRetornoBatches, divergenciaBatches, itemsOf } = await import(SHARED);
   return async () => {
     let out = 0;
     for await (const _divergencia of itemsOf(divergenciaBatches(readRetornoBatches({ path: file, format })))) out++;
@@ -100,7 +104,7 @@ async function jsonParse() {
 
 function job(kind, output = 'json') {
   return async () => {
-    const { runJob } = await import('@censo/shared');
+    const { runJob } = await import(SHARED);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'censo-bench-'));
     return async () => {
       try {
@@ -124,7 +128,7 @@ function job(kind, output = 'json') {
 
 function pooled(kind) {
   return async () => {
-    const { createJobPool } = await import('@censo/shared');
+    const { createJobPool } = await import(SHARED);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'censo-bench-'));
     const pool = createJobPool({ threads: 1 });
     return async () => {

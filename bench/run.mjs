@@ -9,11 +9,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { PROBE_GAP_MS, runBurst } from './burst.mjs';
 import { runCli } from './cli.mjs';
+import { BEFORE_REV } from './before.mjs';
 import { runCore } from './core.mjs';
 import { ensureData } from './data.mjs';
 import { redisAvailable, runHttp } from './http.mjs';
 import { runSpan } from './span.mjs';
 import { runStorage } from './storage.mjs';
+import { runWorkerMemory } from './worker-memory.mjs';
 import { DATA, ROOT, fmt, runNodeJson, table, versionOf } from './lib.mjs';
 import { postgresAvailable, runQuery } from './query.mjs';
 
@@ -104,6 +106,7 @@ section(
   '2. retorno-rf merge',
   [
     '`runJob` of kind `retorno-rf` in one process: read and extract the xlsx return, merge with the text file (SPEC §3.2), write the `{"pessoas": [...]}` body to disk.',
+    `"Before" rows run the same case on the core built at ${BEFORE_REV} (\`bench/before.mjs\`), alternating with the current build in the same run.`,
     '',
     table(
       ['input', 'time ms', 'return rows/s', 'pessoas', 'pessoas/s', 'result MiB', 'peak RSS MiB'],
@@ -113,6 +116,8 @@ section(
           `t25: txt ${(data.t25.sizes.txt / MiB).toFixed(1)} MiB (${fmt(data.t25.persons)} persons) + xlsx ${(data.t25.sizes.xlsx / MiB).toFixed(1)} MiB`,
         ),
         mergeRow('merge-t25-pool', 't25 on a one-thread job pool (whole process: main thread, pool, job thread)'),
+        mergeRow('merge-t25-before', `t25, the core at ${BEFORE_REV} (before the merge kept one object per person)`),
+        mergeRow('merge-t25-pool-before', `t25 on a one-thread job pool, the core at ${BEFORE_REV}`),
         mergeRow(
           'merge-p100k',
           `p100k: txt ${(data.p100k.sizes.txt / MiB).toFixed(1)} MiB + xlsx ${(data.p100k.sizes.xlsx / MiB).toFixed(1)} MiB`,
@@ -138,8 +143,8 @@ target(
 );
 target(
   'retorno-rf job peak RSS ≤ 150 MiB (t25; in one process / on a job pool)',
-  `${fmt(core['merge-t25'].maxRssMB)} / ${fmt(core['merge-t25-pool'].maxRssMB)} MiB`,
-  core['merge-t25'].maxRssMB <= 150,
+  `${fmt(core['merge-t25'].maxRssMB)} / ${fmt(core['merge-t25-pool'].maxRssMB)} MiB (before: ${fmt(core['merge-t25-before'].maxRssMB)} / ${fmt(core['merge-t25-pool-before'].maxRssMB)})`,
+  core['merge-t25'].maxRssMB <= 150 && core['merge-t25-pool'].maxRssMB <= 150,
 );
 target('json ≤ 2× a bare JSON.parse of the same file', `${core.ratios.json25CoreVsParse.toFixed(2)}×`, core.ratios.json25CoreVsParse <= 2);
 target(
@@ -162,11 +167,14 @@ section(
       [
         jobRow('merge-t25', 't25 retorno-rf (pessoas JSON)', 'merge-t25'),
         jobRow('corrigido-t25', 't25 censo-corrigido (the txt, ISO-8859-1)', 'merge-t25'),
+        jobRow('corrigido-t25-before', `t25 censo-corrigido, the core at ${BEFORE_REV}`, 'merge-t25'),
         jobRow('div100-json', 'p100k divergencias, json', 'div100-json'),
         jobRow('div100-csv', 'p100k divergencias, csv', 'div100-json'),
         jobRow('div100-xlsx', 'p100k divergencias, xlsx', 'div100-json'),
       ],
     ),
+    '',
+    `Same-run time ratios to the core at ${BEFORE_REV}: retorno-rf ${core.ratios.mergeVsBefore.toFixed(2)}×, censo-corrigido ${core.ratios.corrigidoVsBefore.toFixed(2)}×.`,
     '',
     `Same-run ratios: censo-corrigido / retorno-rf = ${core.ratios.corrigidoVsRf.toFixed(2)}×; csv / json = ${core.ratios.csvVsJson.toFixed(2)}×; xlsx / json = ${core.ratios.xlsxVsJson.toFixed(2)}×.`,
   ].join('\n'),
@@ -175,7 +183,7 @@ target('censo-corrigido ≤ 1.3× the retorno-rf time (t25)', `${core.ratios.cor
 target('xlsx answer ≤ 2× the JSON answer (p100k divergences)', `${core.ratios.xlsxVsJson.toFixed(2)}×`, core.ratios.xlsxVsJson <= 2);
 target(
   'censo-corrigido peak RSS ≤ 1.2× the retorno-rf job',
-  `${fmt(core['corrigido-t25'].maxRssMB)} / ${fmt(core['merge-t25'].maxRssMB)} MiB`,
+  `${fmt(core['corrigido-t25'].maxRssMB)} / ${fmt(core['merge-t25'].maxRssMB)} MiB (censo-corrigido before: ${fmt(core['corrigido-t25-before'].maxRssMB)} MiB)`,
   core['corrigido-t25'].maxRssMax <= 1.2 * core['merge-t25'].maxRssMax,
 );
 
@@ -337,6 +345,45 @@ if (storage) {
 } else {
   section(
     '3b. Storage: an S3 bucket against the shared folder',
+    redisVersion ? '_Failed, see the console output._' : '_Redis not reachable: skipped._',
+  );
+}
+
+// --- 2c. A worker process with two 25 MB jobs ---------------------------------------------------
+let workerMemory = null;
+if (redisVersion) {
+  log('\nWorker memory (two t25 jobs at once)...');
+  try {
+    workerMemory = await runWorkerMemory(data, { redisUrl, log });
+  } catch (err) {
+    log(`  worker memory section failed: ${err.message}`);
+  }
+}
+if (workerMemory) {
+  const row = (kind) => {
+    const r = workerMemory[kind];
+    return [kind, fmt(r.idle), fmt(r.peak), fmt(r.apiPeak), fmt(r.ms), (r.bytes / MiB).toFixed(1)];
+  };
+  section(
+    '2c. A worker process with two 25 MB jobs at once',
+    [
+      "Queue mode: one API and one worker process (`WORKER_CONCURRENCY=2`, so two job threads), the local Redis. Two t25 requests (txt 24.8 MiB + xlsx 14.6 MiB each) are sent at the same moment; the worker's peak RSS (`VmHWM`) is read when both answers are in. A fresh deployment per job kind.",
+      '',
+      table(
+        ['job ×2', 'worker idle RSS MiB', 'worker peak RSS MiB', 'API peak RSS MiB', 'both answered ms', 'answer MiB'],
+        [row('retorno-rf'), row('censo-corrigido')],
+      ),
+    ].join('\n'),
+  );
+  const peak = Math.max(workerMemory['retorno-rf'].peak, workerMemory['censo-corrigido'].peak);
+  target(
+    'a worker process with 2 threads holds two 25 MB jobs under 400 MiB',
+    `${fmt(workerMemory['retorno-rf'].peak)} MiB (retorno-rf) / ${fmt(workerMemory['censo-corrigido'].peak)} MiB (censo-corrigido)`,
+    peak < 400,
+  );
+} else {
+  section(
+    '2c. A worker process with two 25 MB jobs at once',
     redisVersion ? '_Failed, see the console output._' : '_Redis not reachable: skipped._',
   );
 }

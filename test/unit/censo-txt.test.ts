@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { detached, LineSplitter, parseRecord30, selectRecords30, visitCensoLines, type LineScan } from '@censo/shared';
+import { detached, LineSplitter, mergePessoas, parseRecord30, visitCensoLines, type Divergencia, type LineScan } from '@censo/shared';
 
 let dir: string;
 beforeAll(async () => {
@@ -42,6 +42,15 @@ async function lines(p: string, highWaterMark?: number): Promise<{ lines: string
 }
 
 const latin1 = (text: string) => Buffer.from(text, 'latin1');
+const divergencia = (linha: string, codigo: string): Divergencia => ({
+  codigo_na_escola: codigo,
+  linha,
+  campo: 'CPF',
+  enviado: '',
+  correto: '',
+  is_filiacao: false,
+  chave: null,
+});
 
 describe('census text decoding', () => {
   it('reads valid UTF-8 as UTF-8', async () => {
@@ -83,9 +92,12 @@ describe('census text decoding', () => {
       expect(r.lines[0]).toBe('30|1|ALU1|x|y|JOSÃ©|d|1|m|p');
       expect(r.lines[5001]).toBe('30|1|ALU2|x|y|JOSÉ|d|1|m|p');
     }
-    const selected = await selectRecords30(p, { lines: new Set([1, 5002]) }, { highWaterMark: 1024 });
-    expect(selected.byLine.get(1)?.fields[5]).toBe('JOSÃ©');
-    expect(selected.byLine.get(5002)?.fields[5]).toBe('JOSÉ');
+    // The merge's two passes agree on the decoding: both records keep their names as decoded.
+    const pessoas = await mergePessoas([divergencia('1', 'ALU1'), divergencia('5002', 'ALU2')], p, { highWaterMark: 1024 });
+    expect(pessoas.map((pessoa) => [pessoa.linha, pessoa.nome])).toEqual([
+      ['1', 'JOSÃ©'],
+      ['5002', 'JOSÉ'],
+    ]);
   });
 
   it('treats a UTF-8 sequence cut by the end of the file as invalid', async () => {
@@ -142,31 +154,9 @@ describe('record 30', () => {
     expect(parseRecord30('30')).toBeNull();
   });
 
-  it('a selected record gives the same fields as its line, from lines of any length', async () => {
-    const lines = [
-      '30|s|A1|123|11122233344|JOSÉ DA SILVA|01/02/2010|1|MARIA|JOÃO',
-      `30|s|B2||||||||${'|extra'.repeat(300)}`,
-      '30|s|C3|4|5|6|7|8|9|10',
-    ];
-    const selected = await selectRecords30(await file(lines.join('\r\n')), { lines: new Set([1, 2, 3]) });
-    for (const [linha, text] of lines.entries()) {
-      const record = selected.byLine.get(linha + 1)!;
-      const expected = parseRecord30(text)!;
-      expect(record.fields).toEqual(expected);
-    }
-  });
-
   it('detached() keeps the text exactly, whatever its length or characters', () => {
     for (const text of ['', 'abc', 'x'.repeat(13), 'JOSÉ DA SILVA -- JOSE DA SILVA', '\u{1F600}\ud800 fim'.repeat(5)]) {
       expect(detached(text)).toBe(text);
     }
-  });
-
-  it('keeps only the wanted lines and the first record for each wanted code', async () => {
-    const p = await file(['00|x', '30|s|A1|||||||', '30|s|B2|||||||', '30|s|B2|||||||', '30|s|C3', '40|s|A1|||||||'].join('\n'));
-    const selected = await selectRecords30(p, { lines: new Set([1, 2, 5, 9]), codes: new Set(['B2', 'C3']) });
-    expect([...selected.byLine.keys()]).toEqual([2]);
-    expect([...selected.byCode.entries()].map(([k, r]) => [k, r.linha])).toEqual([['B2', 3]]);
-    expect(selected.lines).toBe(6);
   });
 });

@@ -1,8 +1,18 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { codigoKey, mergePessoas, TxtMismatchError, type Chave, type Divergencia } from '@censo/shared';
+import {
+  codigoKey,
+  mergePessoas,
+  parseRecord30,
+  toDataBr,
+  TxtMismatchError,
+  type Chave,
+  type Divergencia,
+  type Pessoa,
+} from '@censo/shared';
 
 let dir: string;
 let txt: string;
@@ -199,4 +209,101 @@ describe('mergePessoas', () => {
       expect(await mergePessoas(divs, txt, { highWaterMark })).toEqual(expected);
     }
   });
+});
+
+/**
+ * SPEC §3.2 read literally, one divergence at a time against the whole text file in memory: the
+ * merge groups rows per person as they are read and reads the file twice to save memory, and must
+ * answer exactly this, the same persons or the same first mismatch.
+ */
+function literalMerge(divergencias: readonly Divergencia[], lines: readonly string[]): Pessoa[] | string {
+  const records = lines.map((text) => parseRecord30(text));
+  const byCode = new Map<string, number>();
+  records.forEach((fields, i) => {
+    if (fields && !byCode.has(codigoKey(fields[2]))) byCode.set(codigoKey(fields[2]), i + 1);
+  });
+  const changes = new Map<number, Partial<Record<Chave, string>>>();
+  for (const d of divergencias) {
+    const linha = d.linha.trim();
+    const codigo = d.codigo_na_escola.trim();
+    let line: number | undefined;
+    if (linha) {
+      const n = /^\d+$/.test(linha) ? Number(linha) : 0;
+      const fields = n > 0 && Number.isSafeInteger(n) ? records[n - 1] : null;
+      if (!fields || (codigo && codigoKey(codigo) !== codigoKey(fields[2]))) return new TxtMismatchError({ linha }).message;
+      line = n;
+    } else {
+      line = codigo ? byCode.get(codigoKey(codigo)) : undefined;
+      if (line === undefined) return new TxtMismatchError({ codigo }).message;
+    }
+    const person = changes.get(line) ?? {};
+    changes.set(line, person);
+    if (d.chave && ['cpf', 'nome', 'data_nascimento', 'inep'].includes(d.chave)) person[d.chave] = d.correto;
+  }
+  return [...changes.keys()]
+    .sort((a, b) => a - b)
+    .map((line) => {
+      const f = records[line - 1]!;
+      const c = changes.get(line)!;
+      return {
+        codigo_na_escola: f[2],
+        linha: String(line),
+        cpf: c.cpf ?? f[4],
+        nome: c.nome ?? f[5],
+        data_nascimento: toDataBr(c.data_nascimento ?? f[6]),
+        inep: c.inep ?? f[3],
+        nome_mae: f[8],
+      };
+    });
+}
+
+describe('mergePessoas against SPEC §3.2 read row by row', () => {
+  const codes = ['7', '007', 'A1', 'B2', ' 0 ', '00', ''];
+  // Mostly usable records 30, so that most cases get past the mismatches to the persons.
+  const line = fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc
+        .record({ code: fc.constantFrom(...codes), name: fc.constantFrom('ANA', 'JOSÉ', 'X') })
+        .map(({ code, name }) => `30|s|${code}|1|2|${name}|01/02/2010|1|MAE|PAI`),
+    },
+    { weight: 1, arbitrary: fc.constantFrom('30|s|A1|short', '40|s|A1|1|2|3|4|5|6|7', '00|x', '') },
+  );
+  const row = (linha: fc.Arbitrary<string>, codigo: fc.Arbitrary<string>): fc.Arbitrary<Divergencia> =>
+    fc.record({
+      linha,
+      codigo_na_escola: codigo,
+      campo: fc.constant('x'),
+      enviado: fc.constant(''),
+      correto: fc.constantFrom('NOVO', 'OUTRO', '2014-03-15', '15/03/2014', '12345678901', ''),
+      is_filiacao: fc.constant(false),
+      chave: fc.constantFrom<Chave | null>('cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae', null),
+    });
+  // Mostly rows that can match (by line, the code empty or checked; by code alone), some that cannot.
+  const divergencia = (lineCount: number) =>
+    fc.oneof(
+      { weight: 4, arbitrary: row(fc.integer({ min: 1, max: lineCount }).map(String), fc.constantFrom('', '', '', ...codes)) },
+      { weight: 3, arbitrary: row(fc.constant(''), fc.constantFrom(...codes.filter(Boolean), ' 07', ' A1 ')) },
+      { weight: 1, arbitrary: row(fc.constantFrom('01', ' 2 ', '0', 'x', '', String(lineCount + 1)), fc.constantFrom('', 'ZZ', 'B2')) },
+    );
+  const cases = fc
+    .array(line, { minLength: 1, maxLength: 12 })
+    .chain((lines) => fc.tuple(fc.constant(lines), fc.array(divergencia(lines.length), { maxLength: 10 })));
+
+  it('answers the same persons, or the same first mismatch, as the literal reading', async () => {
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(cases, async ([lines, divergencias]) => {
+        const file = path.join(dir, `model-${n++}.txt`);
+        await writeFile(file, lines.join('\n'), 'latin1');
+        const expected = literalMerge(divergencias, lines);
+        const actual = await mergePessoas(divergencias, file).catch((err: unknown) => {
+          if (err instanceof TxtMismatchError) return err.message;
+          throw err;
+        });
+        expect(actual).toEqual(divergencias.length === 0 ? [] : expected);
+      }),
+      { numRuns: 1000, seed: Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31) },
+    );
+  }, 30_000);
 });

@@ -7,13 +7,13 @@ import { writeCensoCorrigido } from './censo/corrigido.js';
 import { divergenciaBatches } from './divergencias.js';
 import { itemsOf } from './item-stream.js';
 import { CensoError } from './errors.js';
-import { matchPersons, toPessoa, type MatchedPerson } from './merge.js';
+import { matchPersons, pessoaBatches } from './merge.js';
 import { csvChunks } from './output/csv.js';
 import { jsonListChunks, writeChunks } from './output/json.js';
 import { DIVERGENCIAS_TABLE, PESSOAS_TABLE, tableRows, type TableShape } from './output/table.js';
 import { writeXlsx } from './output/xlsx.js';
 import { readRetornoBatches } from './retorno/index.js';
-import type { JobData, JobResult, OutputFormat, Pessoa } from './types.js';
+import type { JobData, JobResult, OutputFormat } from './types.js';
 import type { Vocabulary } from './vocabulary.js';
 
 export interface RunJobOptions {
@@ -39,14 +39,21 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
     if (data.kind === 'retorno-rf') {
       return {
         ok: true,
-        // One Pessoa at a time as the writer asks: 100k of them at once would double the merge's heap.
-        ...(await writeTable(data.resultPath, data.format ?? 'json', PESSOAS_TABLE, pessoas(matched.persons), signal)),
+        // The persons are read from the text file's second pass as the writer asks for them: held
+        // all at once, 100k of them would double the merge's heap.
+        ...(await writeTable(
+          data.resultPath,
+          data.format ?? 'json',
+          PESSOAS_TABLE,
+          itemsOf(pessoaBatches(matched, data.txt.path, { ...(signal ? { signal } : {}) })),
+          signal,
+        )),
       };
     }
     const { bytes, pessoasCorrigidas, naoAplicadas } = await writeCensoCorrigido(data.txt.path, matched, data.resultPath, {
       ...(signal ? { signal } : {}),
     });
-    return { ok: true, count: matched.persons.length, bytes, corrigido: { pessoasCorrigidas, naoAplicadas } };
+    return { ok: true, count: matched.lines.size, bytes, corrigido: { pessoasCorrigidas, naoAplicadas } };
   } catch (err) {
     await rm(data.resultPath, { force: true });
     const failure = jobFailure(err);
@@ -61,10 +68,6 @@ export function jobFailure(err: unknown): (JobResult & { ok: false }) | null {
     return { ok: false, status: err.status as 400 | 413 | 422, code: err.code, erro: err.message };
   }
   return null;
-}
-
-function* pessoas(persons: Iterable<MatchedPerson>): Generator<Pessoa> {
-  for (const person of persons) yield toPessoa(person);
 }
 
 /** Writes a list answer in `format`; returns how many items it holds and the file's size. */

@@ -1,9 +1,14 @@
 // Corrected persons (SPEC §3.2): each divergence is matched to its record 30 in the census text
-// file, and the diverged fields take the tax authority's value. The divergences are read first
-// (only what the merge needs of each), so the text file is read once and only the referenced
-// lines are kept.
-import { selectRecords30, CENSO_FIELD, censoField, type Record30 } from './censo/txt.js';
-import type { CensoEncoding, DecodeOptions } from './censo/decode.js';
+// file, and the diverged fields take the tax authority's value.
+//
+// Memory is the design constraint: a return near the upload limit holds ~180k divergences for
+// ~105k persons, and a job thread must stay well under its heap budget while the return's reader
+// is still alive. So the divergences are grouped per person as they are read (one small object
+// per person, holding only the values the merge applies), the text file's first pass keeps no
+// record text at all (only which groups it accounts for), and the persons' fields are read again
+// from the text file by a second pass as the answer is written (`pessoaBatches`).
+import { LineSplitter, parseRecord30, visitCensoLines, CENSO_FIELD, censoField, type Record30Fields } from './censo/txt.js';
+import { decodeCensoFile, type CensoEncoding, type DecodeOptions } from './censo/decode.js';
 import { toDataBr } from './dates.js';
 import { detached } from './strings.js';
 import { TxtMismatchError } from './errors.js';
@@ -11,7 +16,8 @@ import type { Divergencia, Pessoa } from './types.js';
 
 /** Fields a divergence replaces; `nome_mae`, `nome_pai` and `null` replace nothing. */
 export type AppliedChave = 'cpf' | 'nome' | 'data_nascimento' | 'inep';
-const APPLIED: ReadonlySet<string> = new Set<AppliedChave>(['cpf', 'nome', 'data_nascimento', 'inep']);
+export const APPLIED_CHAVES: readonly AppliedChave[] = ['cpf', 'nome', 'data_nascimento', 'inep'];
+const APPLIED: ReadonlySet<string> = new Set<string>(APPLIED_CHAVES);
 
 /**
  * Canonical form of a person code for comparison: trimmed, and an all-digit code without its
@@ -24,12 +30,40 @@ export function codigoKey(codigo: string): string {
   return text.replace(/^0+(?=\d)/, '');
 }
 
-interface Pending {
-  /** The divergence's `linha` as written (trimmed); `""` means "match by code". */
-  readonly linha: string;
-  readonly codigo: string;
-  readonly chave: AppliedChave | null;
-  readonly correto: string;
+/**
+ * What the divergences of one person change: the `correto` of the last row (in return order) for
+ * each applied field. Each value keeps the return position of the row that set it, so two groups
+ * that turn out to be the same person (one by line, one by code) merge as if read as one.
+ */
+export class Changes {
+  private cpf: string | undefined = undefined;
+  private nome: string | undefined = undefined;
+  private data_nascimento: string | undefined = undefined;
+  private inep: string | undefined = undefined;
+  private cpfAt = -1;
+  private nomeAt = -1;
+  private data_nascimentoAt = -1;
+  private inepAt = -1;
+
+  set(chave: AppliedChave, correto: string, at: number): void {
+    const atKey = `${chave}At` as const;
+    if (at < this[atKey]) return;
+    this[chave] = correto;
+    this[atKey] = at;
+  }
+
+  /** The tax authority's value for `chave`, as the return wrote it; undefined when it did not diverge. */
+  get(chave: AppliedChave): string | undefined {
+    return this[chave];
+  }
+
+  /** Takes `other`'s values where they come later in the return. */
+  absorb(other: Changes): void {
+    for (const chave of APPLIED_CHAVES) {
+      const value = other[chave];
+      if (value !== undefined) this.set(chave, value, other[`${chave}At`]);
+    }
+  }
 }
 
 export interface MergeOptions {
@@ -38,16 +72,9 @@ export interface MergeOptions {
   readonly highWaterMark?: number;
 }
 
-/** A record 30 with at least one divergence, and the tax authority's values for its fields. */
-export interface MatchedPerson {
-  readonly record: Record30;
-  /** The `correto` of the last divergence of each applied field, as the return wrote it. */
-  readonly changes: Readonly<Partial<Record<AppliedChave, string>>>;
-}
-
 export interface MatchedPersons {
-  /** In line order. */
-  readonly persons: readonly MatchedPerson[];
+  /** Each record-30 line with at least one divergence (in no particular order), and what its divergences change. */
+  readonly lines: ReadonlyMap<number, Changes>;
   /** How the text file was decoded; null when there was nothing to match, so it was not read. */
   readonly encoding: CensoEncoding | null;
 }
@@ -55,29 +82,137 @@ export interface MatchedPersons {
 /**
  * One Pessoa per record-30 line with at least one divergence, in line order. Throws
  * TxtMismatchError for the first divergence, in return order, that the text file cannot
- * account for; nothing is returned then.
+ * account for; nothing is returned then. (The job streams the same persons; this collects them.)
  */
 export async function mergePessoas(
   divergencias: AsyncIterable<Divergencia> | Iterable<Divergencia>,
   txtPath: string,
   options: MergeOptions = {},
 ): Promise<Pessoa[]> {
-  return (await matchPersons(divergencias, txtPath, options)).persons.map(toPessoa);
+  const matched = await matchPersons(divergencias, txtPath, options);
+  const pessoas: Pessoa[] = [];
+  for await (const batch of pessoaBatches(matched, txtPath, options)) pessoas.push(...batch);
+  return pessoas;
 }
 
-/** The person `/api/retorno-rf` answers for a matched record (SPEC §3.2). */
-export function toPessoa({ record, changes }: MatchedPerson): Pessoa {
-  const fields = record.fields;
+/** The value a changed field takes in the answer: birth dates as DD/MM/YYYY, the rest as written. */
+function answered(chave: AppliedChave, value: string): string {
+  return chave === 'data_nascimento' ? toDataBr(value) : value;
+}
+
+/** The tax authority's value of each changed field, as `/api/retorno-rf` answers it. */
+export function answeredChanges(changes: Changes): Array<[AppliedChave, string]> {
+  const out: Array<[AppliedChave, string]> = [];
+  for (const chave of APPLIED_CHAVES) {
+    const value = changes.get(chave);
+    if (value !== undefined) out.push([chave, answered(chave, value)]);
+  }
+  return out;
+}
+
+/** The person `/api/retorno-rf` answers for record-30 `fields` at `linha` (SPEC §3.2). */
+export function toPessoa(linha: number, fields: Record30Fields, changes: Changes): Pessoa {
   return {
     codigo_na_escola: censoField(fields, CENSO_FIELD.codigo),
-    linha: String(record.linha),
-    cpf: changes.cpf ?? censoField(fields, CENSO_FIELD.cpf),
-    nome: changes.nome ?? censoField(fields, CENSO_FIELD.nome),
-    data_nascimento: toDataBr(changes.data_nascimento ?? censoField(fields, CENSO_FIELD.dataNascimento)),
-    inep: changes.inep ?? censoField(fields, CENSO_FIELD.inep),
+    linha: String(linha),
+    cpf: changes.get('cpf') ?? censoField(fields, CENSO_FIELD.cpf),
+    nome: changes.get('nome') ?? censoField(fields, CENSO_FIELD.nome),
+    data_nascimento: toDataBr(changes.get('data_nascimento') ?? censoField(fields, CENSO_FIELD.dataNascimento)),
+    inep: changes.get('inep') ?? censoField(fields, CENSO_FIELD.inep),
     // Never the tax authority's value: the answer reports the mother as the school has her.
     nome_mae: censoField(fields, CENSO_FIELD.filiacao1),
   };
+}
+
+/**
+ * The persons of `matched`, in line order, a text-file chunk's worth at a time: the text file's
+ * second pass, with the encoding the first pass found. Nothing is read when nothing matched.
+ */
+export async function* pessoaBatches(matched: MatchedPersons, txtPath: string, options: MergeOptions = {}): AsyncGenerator<Pessoa[]> {
+  if (matched.encoding === null || matched.lines.size === 0) return;
+  let batch: Pessoa[] = [];
+  const splitter = new LineSplitter((linha, text) => {
+    const changes = matched.lines.get(linha);
+    if (changes === undefined) return;
+    // The first pass found a usable record 30 here, with the same decoder.
+    batch.push(toPessoa(linha, parseRecord30(text)!, changes));
+  });
+  for await (const event of decodeCensoFile(txtPath, { ...options, encoding: matched.encoding })) {
+    if (event.type !== 'text') continue;
+    splitter.push(event.text);
+    if (batch.length > 0) {
+      yield batch;
+      batch = [];
+    }
+  }
+  splitter.end();
+  if (batch.length > 0) yield batch;
+}
+
+/** A row that is certain to fail, whatever the text file holds. */
+interface Failure {
+  readonly at: number;
+  readonly error: TxtMismatchError;
+}
+
+/**
+ * The rows that point at one line number. It is its person's Changes itself, and holds as few
+ * fields as it can: one of these per person is the merge's whole live state while the return is
+ * read (~105k of them near the upload limit).
+ */
+class LineGroup extends Changes {
+  /**
+   * The code the group's first row gave (its key), checked against field 3; null when that row
+   * left it empty. Any other code, or a code first given by a later row, is in `others`.
+   */
+  private code: string | null = null;
+  private others: CodeClaim[] | null = null;
+  /** Set by the text-file pass: false until a usable record 30 is found at the line, then the first row whose code is not the record's (or null). */
+  scanned: false | Failure | null = false;
+
+  constructor(
+    /** Return position of the group's first row: it fails first when the line is no record 30. */
+    readonly first: number,
+    /** That row's `linha` as written, null when it is the number's plain text (the usual case). */
+    readonly written: string | null,
+  ) {
+    super();
+  }
+
+  claim(key: string, at: number, linha: string | null): void {
+    if (at === this.first) this.code = key;
+    else if (key !== this.code && !this.others?.some((other) => other.key === key)) (this.others ??= []).push({ key, at, linha });
+  }
+
+  /** The first row (in return order) whose code is not `recordKey`, or null when all agree. */
+  firstOtherCode(line: number, recordKey: string): Failure | null {
+    let first: CodeClaim | null =
+      this.code !== null && this.code !== recordKey ? { key: this.code, at: this.first, linha: this.written } : null;
+    for (const other of this.others ?? []) {
+      if (other.key !== recordKey && (!first || other.at < first.at)) first = other;
+    }
+    return first && { at: first.at, error: new TxtMismatchError({ linha: first.linha ?? String(line) }) };
+  }
+}
+
+interface CodeClaim {
+  readonly key: string;
+  readonly at: number;
+  readonly linha: string | null;
+}
+
+/** The rows without a line that give one code: the first record 30 with that code is theirs. */
+class CodeGroup extends Changes {
+  /** Set by the text-file pass: the line of the first usable record 30 with the code, 0 for none. */
+  line = 0;
+
+  constructor(
+    readonly first: number,
+    /** The first row's code, trimmed, for the 422. */
+    readonly codigo: string,
+  ) {
+    super();
+  }
 }
 
 /** The merge itself: which record 30 each divergence belongs to, and what it changes. */
@@ -86,64 +221,92 @@ export async function matchPersons(
   txtPath: string,
   options: MergeOptions = {},
 ): Promise<MatchedPersons> {
-  const pending: Pending[] = [];
-  const lines = new Set<number>();
-  const codes = new Set<string>();
+  const byLine = new Map<number, LineGroup>();
+  const byCode = new Map<string, CodeGroup>();
+  let certain: Failure | null = null;
+  let at = 0;
   for await (const d of divergencias) {
+    at++;
+    // Nothing read after a row that must fail can fail before it, or be answered: keep reading
+    // the return only so that a malformed file still answers 400.
+    if (certain) continue;
+    const chave = d.chave !== null && APPLIED.has(d.chave) ? (d.chave as AppliedChave) : null;
     const linha = d.linha.trim();
-    pending.push({
-      linha: detached(linha),
-      codigo: detached(d.codigo_na_escola.trim()),
-      chave: d.chave !== null && APPLIED.has(d.chave) ? (d.chave as AppliedChave) : null,
-      correto: detached(d.correto),
-    });
+    const codigo = d.codigo_na_escola.trim();
     if (linha) {
       const n = lineNumber(linha);
-      if (n !== null) lines.add(n);
-    } else if (d.codigo_na_escola.trim()) {
-      codes.add(codigoKey(d.codigo_na_escola));
+      if (n === null) {
+        certain = { at, error: new TxtMismatchError({ linha }) };
+        continue;
+      }
+      const written = linha === String(n) ? null : detached(linha);
+      let group = byLine.get(n);
+      if (!group) {
+        group = new LineGroup(at, written);
+        byLine.set(n, group);
+      }
+      if (codigo) group.claim(detached(codigoKey(codigo)), at, written);
+      if (chave) group.set(chave, detached(d.correto), at);
+    } else if (codigo) {
+      const key = codigoKey(codigo);
+      let group = byCode.get(key);
+      if (!group) {
+        group = new CodeGroup(at, detached(codigo));
+        byCode.set(detached(key), group);
+      }
+      if (chave) group.set(chave, detached(d.correto), at);
+    } else {
+      // Decision: without a line and without a code nothing identifies the person, and picking the
+      // first record 30 with an empty own code could correct the wrong one: that is a mismatch too.
+      certain = { at, error: new TxtMismatchError({ codigo: '' }) };
     }
   }
-  if (pending.length === 0) return { persons: [], encoding: null };
+  if (at === 0) return { lines: new Map(), encoding: null };
 
-  const decodeOptions: DecodeOptions = {
-    ...(options.signal ? { signal: options.signal } : {}),
-    ...(options.highWaterMark ? { highWaterMark: options.highWaterMark } : {}),
+  const scan = await visitCensoLines(
+    txtPath,
+    {
+      line(linha, text) {
+        const group = byLine.get(linha);
+        if (group === undefined && byCode.size === 0) return;
+        const fields = parseRecord30(text);
+        if (!fields) return;
+        const key = codigoKey(censoField(fields, CENSO_FIELD.codigo));
+        if (group) group.scanned = group.firstOtherCode(linha, key);
+        const coded = byCode.get(key);
+        if (coded && coded.line === 0) coded.line = linha;
+      },
+      restart() {
+        for (const group of byLine.values()) group.scanned = false;
+        for (const group of byCode.values()) group.line = 0;
+      },
+    },
+    { ...(options.signal ? { signal: options.signal } : {}), ...(options.highWaterMark ? { highWaterMark: options.highWaterMark } : {}) },
+  );
+
+  let failure = certain;
+  const fails = (candidate: Failure | null): void => {
+    if (candidate && (!failure || candidate.at < failure.at)) failure = candidate;
   };
-  const txt = await selectRecords30(txtPath, { lines, codes, codeKey: codigoKey }, decodeOptions);
-
-  const persons = new Map<number, { record: Record30; changes: Partial<Record<AppliedChave, string>> }>();
-  for (const p of pending) {
-    const record = locate(p, txt.byLine, txt.byCode);
-    let person = persons.get(record.linha);
-    if (!person) {
-      person = { record, changes: {} };
-      persons.set(record.linha, person);
-    }
-    // Return order: a later row for the same field overwrites an earlier one.
-    if (p.chave) person.changes[p.chave] = p.correto;
+  for (const [n, group] of byLine) {
+    fails(
+      group.scanned === false ? { at: group.first, error: new TxtMismatchError({ linha: group.written ?? String(n) }) } : group.scanned,
+    );
   }
-
-  return {
-    persons: [...persons.keys()].sort((a, b) => a - b).map((linha) => persons.get(linha)!),
-    encoding: txt.encoding,
-  };
-}
-
-function locate(p: Pending, byLine: ReadonlyMap<number, Record30>, byCode: ReadonlyMap<string, Record30>): Record30 {
-  if (p.linha) {
-    const n = lineNumber(p.linha);
-    const record = n === null ? undefined : byLine.get(n);
-    if (!record || (p.codigo && codigoKey(p.codigo) !== codigoKey(censoField(record.fields, CENSO_FIELD.codigo)))) {
-      throw new TxtMismatchError({ linha: p.linha });
-    }
-    return record;
+  for (const group of byCode.values()) {
+    if (group.line === 0) fails({ at: group.first, error: new TxtMismatchError({ codigo: group.codigo }) });
   }
-  // Decision: without a line and without a code nothing identifies the person, and picking the
-  // first record 30 with an empty own code could correct the wrong one: that is a mismatch too.
-  const record = p.codigo ? byCode.get(codigoKey(p.codigo)) : undefined;
-  if (!record) throw new TxtMismatchError({ codigo: p.codigo });
-  return record;
+  if (failure) throw (failure as Failure).error;
+
+  // The persons by line: the line groups themselves, each code group added to (or merged into)
+  // its line's. Unordered: both writers take the persons in the text file's own order.
+  const lines: Map<number, Changes> = byLine;
+  for (const group of byCode.values()) {
+    const same = lines.get(group.line);
+    if (same) same.absorb(group);
+    else lines.set(group.line, group);
+  }
+  return { lines, encoding: scan.encoding };
 }
 
 /** A positive line number from its text (`15`, `015`); anything else cannot be a txt line. */

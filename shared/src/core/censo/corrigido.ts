@@ -5,7 +5,7 @@
 // becomes one string.
 import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import { toPessoa, type AppliedChave, type MatchedPersons } from '../merge.js';
+import { answeredChanges, type AppliedChave, type Changes, type MatchedPersons } from '../merge.js';
 import { decodeCensoFile, type CensoEncoding, type DecodeOptions } from './decode.js';
 import { inepCpf, inepData, inepId, inepNome } from './inep-values.js';
 import { LineSplitter, visitCensoLines, type LineEnd } from './txt.js';
@@ -27,28 +27,22 @@ const REWRITTEN: Readonly<Record<AppliedChave, { readonly field: number; readonl
 
 const BATCH_CHARS = 64 * 1024;
 
-interface Plan {
-  /** Line number → (field index, 0-based → new value). */
-  readonly lines: ReadonlyMap<number, ReadonlyMap<number, string>>;
-  readonly naoAplicadas: number;
-}
-
-/** What each changed line gets: the value `pessoas` gives each diverged field, INEP-style. */
-function plan(matched: MatchedPersons): Plan {
-  const lines = new Map<number, Map<number, string>>();
+/**
+ * The new value of each field `changes` rewrites (0-based field index), INEP-style, and how many
+ * values the layout cannot hold. Worked out line by line as the file streams: kept for every
+ * person at once, these maps would outweigh the merge itself.
+ */
+function rewrites(changes: Changes): { fields: Map<number, string>; naoAplicadas: number } {
+  const fields = new Map<number, string>();
   let naoAplicadas = 0;
-  for (const person of matched.persons) {
-    const pessoa = toPessoa(person);
-    const fields = new Map<number, string>();
-    for (const chave of Object.keys(person.changes) as AppliedChave[]) {
-      const { field, write } = REWRITTEN[chave];
-      const value = write(pessoa[chave]);
-      if (value === null) naoAplicadas++;
-      else fields.set(field - 1, value);
-    }
-    if (fields.size > 0) lines.set(person.record.linha, fields);
+  // The values `/api/retorno-rf` answers (birth dates as DD/MM/YYYY), so the file and the persons agree.
+  for (const [chave, answered] of answeredChanges(changes)) {
+    const { field, write } = REWRITTEN[chave];
+    const value = write(answered);
+    if (value === null) naoAplicadas++;
+    else fields.set(field - 1, value);
   }
-  return { lines, naoAplicadas };
+  return { fields, naoAplicadas };
 }
 
 function rewrite(line: string, fields: ReadonlyMap<number, string>): string {
@@ -99,18 +93,20 @@ export async function writeCensoCorrigido(
   outPath: string,
   options: Pick<DecodeOptions, 'signal' | 'highWaterMark'> = {},
 ): Promise<CorrigidoCounts & { bytes: number }> {
-  const { lines, naoAplicadas } = plan(matched);
   // Nothing matched: the merge did not read the file, so its encoding is found first.
   const encoding = matched.encoding ?? (await visitCensoLines(txtPath, { line() {}, restart() {} }, options)).encoding;
   const encode = encoderFor(encoding);
   let pessoasCorrigidas = 0;
+  let naoAplicadas = 0;
 
   async function* corrected(): AsyncGenerator<Buffer> {
     let batch = '';
     const splitter = new LineSplitter((linha: number, text: string, end: LineEnd) => {
-      const fields = lines.get(linha);
-      if (fields) {
-        const next = rewrite(text, fields);
+      const changes = matched.lines.get(linha);
+      if (changes) {
+        const planned = rewrites(changes);
+        naoAplicadas += planned.naoAplicadas;
+        const next = planned.fields.size > 0 ? rewrite(text, planned.fields) : text;
         if (next !== text) pessoasCorrigidas++;
         batch += next + end;
       } else {

@@ -1,28 +1,11 @@
 // Census text file (SPEC §1.1): lines numbered from 1 counting every line, `|`-separated fields,
-// record 30 = natural person. The merge needs only the few lines the divergences point at, so the
-// reader hands every line to a visitor and keeps nothing itself; `selectRecords30` keeps only the
-// requested records, which bounds memory by the return, not by the text file.
+// record 30 = natural person. The reader hands every line to a visitor and keeps nothing itself:
+// the merge (merge.ts) decides what a line is worth keeping, which bounds memory by the return,
+// not by the text file.
 import { decodeCensoFile, type CensoEncoding, type DecodeOptions } from './decode.js';
 
 /** Fields 1–10 of a record 30; index 0 is field 1 (`30`). */
 export type Record30Fields = readonly [string, string, string, string, string, string, string, string, string, string];
-
-/**
- * A usable record 30. It keeps the text of its first 10 fields and parses them when asked: a
- * return near the upload limit matches ~100k persons, and the whole line (hundreds of characters)
- * or ten field strings and an array each would cost several times that for the whole merge.
- */
-export class Record30 {
-  constructor(
-    readonly linha: number,
-    private readonly text: string,
-  ) {}
-
-  /** Fields 1–10; index 0 is field 1. A new array on every call: read it once per use. */
-  get fields(): Record30Fields {
-    return parseRecord30(this.text)!;
-  }
-}
 
 /** Field positions (1-based, as in INEP's layout) used by the merge. */
 export const CENSO_FIELD = { codigo: 3, inep: 4, cpf: 5, nome: 6, dataNascimento: 7, filiacao1: 9, filiacao2: 10 } as const;
@@ -138,54 +121,4 @@ export async function visitCensoLines(path: string, visitor: LineVisitor, option
   }
   splitter.end();
   return { lines: splitter.lines, encoding };
-}
-
-export interface Records30Selection {
-  /** Line numbers whose record 30 is wanted. */
-  readonly lines: ReadonlySet<number>;
-  /** Keys of codes whose FIRST record 30 is wanted, each field 3 mapped through `codeKey`. */
-  readonly codes?: ReadonlySet<string>;
-  readonly codeKey?: (codigo: string) => string;
-}
-
-export interface SelectedRecords30 extends LineScan {
-  /** Wanted lines that are usable records 30; a wanted line missing here is not one (or beyond EOF). */
-  readonly byLine: ReadonlyMap<number, Record30>;
-  /** The first usable record 30 for each wanted code key. */
-  readonly byCode: ReadonlyMap<string, Record30>;
-}
-
-export async function selectRecords30(
-  path: string,
-  selection: Records30Selection,
-  options: DecodeOptions = {},
-): Promise<SelectedRecords30> {
-  const byLine = new Map<number, Record30>();
-  const byCode = new Map<string, Record30>();
-  const codes = selection.codes && selection.codes.size > 0 ? selection.codes : null;
-  const codeKey = selection.codeKey ?? ((codigo: string) => codigo);
-  const scan = await visitCensoLines(
-    path,
-    {
-      line(linha, text) {
-        const wantedLine = selection.lines.has(linha);
-        if (!wantedLine && !codes) return;
-        const fields = parseRecord30(text);
-        if (!fields) return;
-        // Joined again, the fields are a string of their own: the line's 64 KiB chunk is not kept.
-        const record = new Record30(linha, fields.join('|'));
-        if (wantedLine) byLine.set(linha, record);
-        if (codes) {
-          const key = codeKey(fields[2]);
-          if (codes.has(key) && !byCode.has(key)) byCode.set(key, record);
-        }
-      },
-      restart() {
-        byLine.clear();
-        byCode.clear();
-      },
-    },
-    options,
-  );
-  return { ...scan, byLine, byCode };
 }

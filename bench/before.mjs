@@ -1,0 +1,26 @@
+// The core as it was at an earlier revision, built beside the current one, so that a section can
+// run the same case on both builds in one run (alternating) instead of quoting an older run.
+// Only `shared/` is rebuilt: its dependencies resolve from the repo's own node_modules, since the
+// build lives under .bench/ inside the repo.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { DATA, ROOT } from './lib.mjs';
+
+/** The revision the "before" rows are built from: the tree before the Performance III memory work. */
+export const BEFORE_REV = '7879009';
+
+/** Path of `shared/dist/index.js` built at `rev` (built once, then reused). */
+export function sharedAt(rev = BEFORE_REV) {
+  const dir = path.join(DATA, `before-${rev}`);
+  const entry = path.join(dir, 'shared', 'dist', 'index.js');
+  if (existsSync(entry)) return entry;
+  mkdirSync(dir, { recursive: true });
+  const archive = execFileSync('git', ['archive', rev, 'shared', 'tsconfig.base.json'], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
+  execFileSync('tar', ['-x', '-C', dir], { input: archive });
+  execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(dir, 'shared')], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+  return entry;
+}
