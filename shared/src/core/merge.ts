@@ -8,7 +8,7 @@
 // record text at all (only which groups it accounts for), and the persons' fields are read again
 // from the text file by a second pass as the answer is written (`pessoaBatches`).
 import { LineSplitter, parseRecord30, visitCensoLines, CENSO_FIELD, censoField, type Record30Fields } from './censo/txt.js';
-import { decodeCensoFile, type CensoEncoding, type DecodeOptions } from './censo/decode.js';
+import { decodeCensoFile, type CensoEncoding } from './censo/decode.js';
 import { toDataBr } from './dates.js';
 import { detached } from './strings.js';
 import { TxtMismatchError } from './errors.js';
