@@ -10,10 +10,10 @@ import { DATA, ROOT } from './lib.mjs';
 /** The revision the "before" rows are built from: the tree before the Performance III memory work. */
 export const BEFORE_REV = '7879009';
 
-/** Path of `shared/dist/index.js` built at `rev` (built once, then reused). */
+/** Path of `shared/dist/local.js` (the core alone) built at `rev` (built once, then reused). */
 export function sharedAt(rev = BEFORE_REV) {
   const dir = path.join(DATA, `before-${rev}`);
-  const entry = path.join(dir, 'shared', 'dist', 'index.js');
+  const entry = path.join(dir, 'shared', 'dist', 'local.js');
   if (existsSync(entry)) return entry;
   mkdirSync(dir, { recursive: true });
   const archive = execFileSync('git', ['archive', rev, 'shared', 'tsconfig.base.json'], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });

@@ -13,8 +13,10 @@
 //   job-div-json|csv|xlsx  runJob divergencias writing that format
 //   pool-rf     the retorno-rf job as the service runs it: on a one-thread job pool (the whole
 //               process's peak: main thread, pool and the job thread)
-// BENCH_SHARED=<path of a shared/dist/index.js> runs the case on that build of the core instead
-// (bench/before.mjs builds an earlier revision's).
+// Every case loads the core alone (`@censo/shared/local`, as the CLI does), not the service's
+// queue, logging and metrics modules, so a peak is the work's own. BENCH_SHARED=<path of a
+// shared/dist/local.js> runs the case on that build of the core instead (bench/before.mjs builds
+// an earlier revision's).
 // Peak RSS is VmHWM from /proc/self/status: resourceUsage().maxRSS is inherited from the parent
 // at fork, so a large parent (bench/run.mjs) would be reported for every case.
 import { readFileSync, rmSync, mkdtempSync } from 'node:fs';
@@ -28,7 +30,7 @@ import { createInflateRaw } from 'node:zlib';
 const [kind, file, txt] = process.argv.slice(2);
 const require = createRequire(import.meta.url);
 const format = file.toLowerCase().endsWith('.xlsx') ? 'xlsx' : 'json';
-const SHARED = process.env.BENCH_SHARED ? pathToFileURL(process.env.BENCH_SHARED).href : '@censo/shared';
+const SHARED = process.env.BENCH_SHARED ? pathToFileURL(process.env.BENCH_SHARED).href : '@censo/shared/local';
 
 async function core() {
   // The job's own path (core/job.ts): rows in batches to the rules, the divergences one at a time.
