@@ -77,7 +77,7 @@ const H = ['reader', 'time ms', 'return rows/s', 'peak RSS MiB', 'time vs core']
 section(
   '1. Core read + extract',
   [
-    `Each case runs ${RUNS} times in a fresh \`node\` process (\`bench/one.mjs\`); cases are interleaved run by run, the table shows medians and peak RSS is the process's \`VmHWM\`. "core" is the return read in batches through the divergence rules (\`readRetornoBatches\` + \`divergenciaBatches\`, as \`runJob\` does), the work of a \`/api/divergencias-rf\` job minus writing the result. Ratios below are computed within each run, then the median taken.`,
+    `Each case runs ${RUNS} times in a fresh \`node\` process (\`bench/one.mjs\`); cases are interleaved run by run, the table shows medians and peak RSS is the process's \`VmHWM\` (each process loads the core alone, \`@censo/shared/local\`). "core" is the return read in batches through the divergence rules (\`readRetornoBatches\` + \`divergenciaBatches\`, as \`runJob\` does), the work of a \`/api/divergencias-rf\` job minus writing the result. Ratios below are computed within each run, then the median taken.`,
     '',
     `**xlsx, 300k rows (p100k, ${(data.p100k.sizes.xlsx / MiB).toFixed(1)} MiB)**`,
     '',
