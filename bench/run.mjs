@@ -500,7 +500,7 @@ try {
           part('… of which the job (jobMs)', m.job, null, ''),
           part('download of the answer', m.download, m.downloadFloor, 'a bare server sending the same bytes'),
           part('client JSON.parse of the answer', m.parse, m.parse, 'itself'),
-          part('**whole span**', m.total, m.bareParse, 'bare readFile + JSON.parse of the upload (main thread)'),
+          part('**whole span**', m.total, m.bareParse, 'bare readFile + JSON.parse of the upload (main thread, median of three)'),
           part('whole span, client building the body in memory first', m.totalInMemory, m.bareParse, ''),
           part('(multipart encoding alone, file-backed)', m.encodeOnly, null, ''),
         ],
