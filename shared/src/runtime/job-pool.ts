@@ -19,6 +19,11 @@ export interface JobPoolOptions {
   readonly heapLimitMb?: number;
   /** COLUMNS_FILE additions every thread recognises (loadColumnsFile). */
   readonly vocabulary?: VocabularyAdditions;
+  /**
+   * Start every thread now (each loads the job module as it starts) instead of on the first
+   * tasks: `censo lote` starts them while it walks the folder and loads its own modules.
+   */
+  readonly startThreads?: boolean;
 }
 
 /**
@@ -70,7 +75,7 @@ export function createJobPool(options: JobPoolOptions): LotePool {
   const threads = Math.max(1, Math.floor(options.threads));
   const pool = new Piscina({
     filename: THREAD_FILE,
-    minThreads: 0,
+    minThreads: options.startThreads ? threads : 0,
     maxThreads: threads,
     idleTimeout: options.idleTimeoutMs ?? 30_000,
     closeTimeout: options.closeTimeoutMs ?? 5_000,
