@@ -3,7 +3,7 @@
 // Files run in parallel but are written in a stable order (sorted paths). A file that fails, for
 // whatever reason, is one line on stderr and the batch goes on; only -o failing stops it.
 import { createReadStream, mkdtempSync, rmSync, type Stats } from 'node:fs';
-import { rm, stat } from 'node:fs/promises';
+import { readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -64,6 +64,8 @@ interface FileText {
   readonly resultPath: string;
   readonly start: number;
   readonly end: number;
+  /** The whole result file, when it was read at once (texts()); else the range is streamed. */
+  readonly whole?: Buffer;
 }
 
 type Outcome = (FileText & { readonly ok: true; readonly rows: number }) | { readonly ok: false; readonly erro: string };
@@ -196,6 +198,7 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
   startBatches();
 
   async function* texts(): AsyncGenerator<FileText> {
+    let whole: { readonly path: string; readonly bytes: Buffer | undefined } | undefined;
     for (const [i, batch] of batches.entries()) {
       const settled = await outcomes[i]!.promise;
       for (const [j, file] of batch.entries()) {
@@ -208,7 +211,14 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
         }
         read++;
         rows += outcome.rows;
-        if (outcome.end > outcome.start) yield outcome;
+        if (outcome.end <= outcome.start) continue;
+        if (whole?.path !== outcome.resultPath) {
+          // A batch's file is read at once (one read instead of an open, reads and a close per
+          // school-sized file on the thread that feeds the job threads), unless it is large.
+          const size = Math.max(...settled.map((o) => (o.ok && o.resultPath === outcome.resultPath ? o.end : 0)));
+          whole = { path: outcome.resultPath, bytes: size <= WHOLE_RESULT_BYTES ? await readFile(outcome.resultPath) : undefined };
+        }
+        yield whole.bytes ? { ...outcome, whole: whole.bytes } : outcome;
       }
       for (const resultPath of new Set(settled.flatMap((o) => (o.ok ? [o.resultPath] : [])))) await rm(resultPath, { force: true });
     }
@@ -282,6 +292,9 @@ export function batchesOf(files: readonly ReturnFile[], threads: number): Return
   return batches;
 }
 
+/** A batch's result file up to this size is read at once. */
+const WHOLE_RESULT_BYTES = 32 * 1024 * 1024;
+
 const JSON_OPEN = '{"divergencias":[';
 const JSON_CLOSE = ']}\n';
 
@@ -340,7 +353,8 @@ async function* xlsxRows(results: AsyncIterable<FileResult>): AsyncGenerator<str
 }
 
 /** The bytes a job thread wrote for one file (runLoteBatch). */
-function bytesOf(text: FileText): AsyncIterable<Buffer> {
+function bytesOf(text: FileText): Iterable<Buffer> | AsyncIterable<Buffer> {
+  if (text.whole) return [text.whole.subarray(text.start, text.end)];
   return createReadStream(text.resultPath, { start: text.start, end: text.end - 1 });
 }
 

@@ -45,7 +45,10 @@ async function locate(path: string, name: string): Promise<Located> {
   try {
     for (;;) {
       const entry = await new Promise<yauzl.Entry | null>((resolve, reject) => {
-        zip.once('entry', resolve).once('end', () => resolve(null)).once('error', reject);
+        zip
+          .once('entry', resolve)
+          .once('end', () => resolve(null))
+          .once('error', reject);
         zip.readEntry();
       });
       if (entry === null) throw new Error(`${name} not in ${path}`);
@@ -69,7 +72,14 @@ async function patch(path: string, change: (bytes: Buffer, sheet: Located) => vo
 
 function sheetParts(rows: number, seed: number): Record<string, Part> {
   const body = Array.from({ length: rows }, (_, i) =>
-    textRow(i + 2, ['30', String(i), `P${(i * 7919 + seed) % 100_003}`, 'Número do CPF', 'Diverge da base da Receita Federal.', `${i} -- ${seed}`]),
+    textRow(i + 2, [
+      '30',
+      String(i),
+      `P${(i * 7919 + seed) % 100_003}`,
+      'Número do CPF',
+      'Diverge da base da Receita Federal.',
+      `${i} -- ${seed}`,
+    ]),
   ).join('');
   return workbookParts({ sheets: [{ rows: textRow(1, [...HEADER]) + body }] });
 }

@@ -146,6 +146,6 @@ class TextFile {
   }
 
   private writeAll(bytes: Buffer, length: number): void {
-    for (let at = 0; at < length; ) at += writeSync(this.fd, bytes, at, length - at);
+    for (let at = 0; at < length;) at += writeSync(this.fd, bytes, at, length - at);
   }
 }
