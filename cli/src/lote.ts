@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import cliProgress from 'cli-progress';
+import { createRequire } from 'node:module';
+import type * as CliProgress from 'cli-progress';
 import {
   createJobPool,
   csvLine,
@@ -23,6 +24,9 @@ import {
 import { BadUsage, quote, reasonOf } from './failures.js';
 import { identityOf, listReturns, type FolderListing, type ReturnFile } from './folder.js';
 import { openOutput, writeFailure, type Output } from './output.js';
+
+// CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
+const cliProgress = createRequire(import.meta.url)('cli-progress') as typeof CliProgress;
 
 export type { LoteFormat };
 

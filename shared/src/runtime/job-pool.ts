@@ -1,11 +1,15 @@
 // CPU work (xlsx/JSON parsing, the merge) runs on worker threads so the API's event loop keeps
 // answering health checks and other requests while a 25 MB file is processed.
 import { rm } from 'node:fs/promises';
-import { Piscina } from 'piscina';
+import { createRequire } from 'node:module';
+import type * as PiscinaModule from 'piscina';
 import { OverloadedError, badInput } from '../core/errors.js';
 import type { LoteBatch, LoteFileOutcome } from '../core/lote.js';
 import type { JobData, JobResult } from '../core/types.js';
 import type { VocabularyAdditions } from '../core/vocabulary.js';
+
+// CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
+const { Piscina } = createRequire(import.meta.url)('piscina') as typeof PiscinaModule;
 
 export interface JobPoolOptions {
   readonly threads: number;

@@ -12,8 +12,15 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { Readable, type Transform } from 'node:stream';
 import { createInflateRaw, inflateRawSync } from 'node:zlib';
-import yauzl from 'yauzl';
+import { createRequire } from 'node:module';
+import type * as Yauzl from 'yauzl';
 import { badInput } from '../../errors.js';
+
+// Loaded with require, not import: importing a CommonJS package from ESM makes Node scan its
+// source for export names (cjs-module-lexer), in every job thread, and V8 then optimizes that
+// scanner in each one: about a third of a short `censo lote` run's background compilation
+// (--trace-opt). See runtime/job-thread.ts.
+const yauzl = createRequire(import.meta.url)('yauzl') as typeof Yauzl;
 
 /** SPEC §5: decompressed content over 400 MB makes the file unreadable. */
 export const MAX_INFLATED_BYTES = 400 * 1024 * 1024;
@@ -53,16 +60,16 @@ export class ZipArchive {
     // Where parts' compressed bytes come from: the whole file, or the same file opened once more
     // for reading them in large blocks.
     private readonly source: { readonly bytes: Buffer } | { readonly file: FileHandle },
-    private readonly zip: yauzl.ZipFile,
+    private readonly zip: Yauzl.ZipFile,
     // OPC part names are case-insensitive, so lookups go through lower case.
-    private readonly entries: ReadonlyMap<string, yauzl.Entry>,
+    private readonly entries: ReadonlyMap<string, Yauzl.Entry>,
   ) {}
 
   static async open(path: string): Promise<ZipArchive> {
     const bytes = readWhole(path);
     const options = { lazyEntries: true, autoClose: false, validateEntrySizes: true };
-    const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => {
-      const done = (err: Error | null, file: yauzl.ZipFile) => (err ? reject(err) : resolve(file));
+    const zip = await new Promise<Yauzl.ZipFile>((resolve, reject) => {
+      const done = (err: Error | null, file: Yauzl.ZipFile) => (err ? reject(err) : resolve(file));
       if (bytes) yauzl.fromBuffer(bytes, options, done);
       else yauzl.open(path, options, done);
     });
@@ -200,7 +207,7 @@ export class ZipArchive {
    * path would read without an error: then that path reads it, so a damaged or crafted part
    * fails exactly as it always has (the same error, after the same chunks).
    */
-  private inflatedWhole(entry: yauzl.Entry, raw: Buffer): Buffer | null {
+  private inflatedWhole(entry: Yauzl.Entry, raw: Buffer): Buffer | null {
     const declared = entry.uncompressedSize;
     // Within the budget with a chunk to spare: the streaming path could not have refused it.
     if (declared > WHOLE_PART_BYTES || this.inflated + declared + INFLATE_CHUNK > MAX_INFLATED_BYTES) return null;
@@ -290,10 +297,10 @@ async function* readBlocks(file: FileHandle, start: number, length: number): Asy
   }
 }
 
-function listEntries(zip: yauzl.ZipFile): Promise<Map<string, yauzl.Entry>> {
+function listEntries(zip: Yauzl.ZipFile): Promise<Map<string, Yauzl.Entry>> {
   return new Promise((resolve, reject) => {
-    const entries = new Map<string, yauzl.Entry>();
-    zip.on('entry', (entry: yauzl.Entry) => {
+    const entries = new Map<string, Yauzl.Entry>();
+    zip.on('entry', (entry: Yauzl.Entry) => {
       if (entries.size >= MAX_ENTRIES) {
         zip.removeAllListeners('entry');
         reject(badInput.unreadableRetorno('o arquivo zip tem partes demais.'));
