@@ -3,12 +3,13 @@
 // Files run in parallel but are written in a stable order (sorted paths). A file that fails, for
 // whatever reason, is one line on stderr and the batch goes on; only -o failing stops it.
 import { createReadStream, mkdtempSync, rmSync, type Stats } from 'node:fs';
-import { rm, stat } from 'node:fs/promises';
+import { readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import cliProgress from 'cli-progress';
+import { createRequire } from 'node:module';
+import type * as CliProgress from 'cli-progress';
 import {
   createJobPool,
   csvLine,
@@ -21,8 +22,11 @@ import {
   type VocabularyAdditions,
 } from '@censo/shared/local';
 import { BadUsage, quote, reasonOf } from './failures.js';
-import { identityOf, listReturns, type ReturnFile } from './folder.js';
+import { identityOf, listReturns, type FolderListing, type ReturnFile } from './folder.js';
 import { openOutput, writeFailure, type Output } from './output.js';
+
+// CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
+const cliProgress = createRequire(import.meta.url)('cli-progress') as typeof CliProgress;
 
 export type { LoteFormat };
 
@@ -64,6 +68,8 @@ interface FileText {
   readonly resultPath: string;
   readonly start: number;
   readonly end: number;
+  /** The whole result file, when it was read at once (texts()); else the range is streamed. */
+  readonly whole?: Buffer;
 }
 
 type Outcome = (FileText & { readonly ok: true; readonly rows: number }) | { readonly ok: false; readonly erro: string };
@@ -114,9 +120,27 @@ export async function refuseInputAsOutput(output: string, files: readonly Return
 }
 
 export async function lote(options: LoteOptions): Promise<LoteSummary> {
-  const { files, problems } = await listReturns(options.folder);
-  if (options.output !== undefined) await refuseInputAsOutput(options.output, files);
-  const out = await openOutput(options.output);
+  const threads = options.concurrency ?? os.availableParallelism();
+  // Started first: each thread loads the job module (a good part of a small folder's time) while
+  // the folder is walked. In flight at once: a batch per thread, one waiting, and a failed
+  // batch's files run again one by one (runBatch).
+  const pool = createJobPool({
+    threads,
+    maxQueue: (threads + 1) * BATCH_MAX_FILES,
+    vocabulary: options.vocabulary,
+    startThreads: true,
+  });
+  let out: Output;
+  let listing: FolderListing;
+  try {
+    listing = await listReturns(options.folder);
+    if (options.output !== undefined) await refuseInputAsOutput(options.output, listing.files);
+    out = await openOutput(options.output);
+  } catch (err) {
+    await pool.close();
+    throw err;
+  }
+  const { files, problems } = listing;
   // From here to the handlers, one synchronous stretch: a signal is handled on the event loop, so
   // none can come between the scratch folder's creation and the handler that removes it.
   const work = mkdtempSync(path.join(os.tmpdir(), 'censo-lote-'));
@@ -131,9 +155,7 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
-  const threads = options.concurrency ?? os.availableParallelism();
   const batches = batchesOf(files, threads);
-  const pool = createJobPool({ threads, maxQueue: files.length, vocabulary: options.vocabulary });
   let read = 0;
   let failed = problems.length;
   let rows = 0;
@@ -156,16 +178,33 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
           ? (await Promise.all(batch.map((file, j) => runBatch([file], `${resultPath}.${j}`)))).flat()
           : batch.map(() => ({ ok: false, erro: unreadable(err) })),
     );
-  // Every batch is queued at once (the pool runs `threads` at a time).
-  const outcomes = batches.map((batch, i) =>
-    runBatch(batch, path.join(work, `${i}.txt`)).finally(() => {
-      for (let n = 0; n < batch.length; n++) bar.tick();
-    }),
-  );
+  // Batches go to the pool in output order, a thread's worth and one more at a time: queued all at
+  // once, piscina handed them out of order (a task it could not place at once went to the back),
+  // so the output waited for early batches until the end and was then copied while both threads
+  // sat idle. The one waiting is taken by the first thread to finish, with no round trip.
+  const outcomes = batches.map(() => deferred<Outcome[]>());
+  let started = 0;
+  let running = 0;
+  const startBatches = () => {
+    while (running < threads + 1 && started < batches.length && !stopped) {
+      const i = started++;
+      const batch = batches[i]!;
+      running++;
+      outcomes[i]!.resolve(
+        runBatch(batch, path.join(work, `${i}.txt`)).finally(() => {
+          running--;
+          for (let n = 0; n < batch.length; n++) bar.tick();
+          startBatches();
+        }),
+      );
+    }
+  };
+  startBatches();
 
   async function* texts(): AsyncGenerator<FileText> {
+    let whole: { readonly path: string; readonly bytes: Buffer | undefined } | undefined;
     for (const [i, batch] of batches.entries()) {
-      const settled = await outcomes[i]!;
+      const settled = await outcomes[i]!.promise;
       for (const [j, file] of batch.entries()) {
         if (stopped) return;
         const outcome = settled[j]!;
@@ -176,7 +215,14 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
         }
         read++;
         rows += outcome.rows;
-        if (outcome.end > outcome.start) yield outcome;
+        if (outcome.end <= outcome.start) continue;
+        if (whole?.path !== outcome.resultPath) {
+          // A batch's file is read at once (one read instead of an open, reads and a close per
+          // school-sized file on the thread that feeds the job threads), unless it is large.
+          const size = Math.max(...settled.map((o) => (o.ok && o.resultPath === outcome.resultPath ? o.end : 0)));
+          whole = { path: outcome.resultPath, bytes: size <= WHOLE_RESULT_BYTES ? await readFile(outcome.resultPath) : undefined };
+        }
+        yield whole.bytes ? { ...outcome, whole: whole.bytes } : outcome;
       }
       for (const resultPath of new Set(settled.flatMap((o) => (o.ok ? [o.resultPath] : [])))) await rm(resultPath, { force: true });
     }
@@ -206,6 +252,12 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
   return { read, failed, rows };
 }
 
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T | Promise<T>) => void } {
+  let resolve!: (value: T | Promise<T>) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
 /** A batch's input is at most this many bytes of returns, and this many files. */
 const BATCH_MAX_BYTES = 4 * 1024 * 1024;
 const BATCH_MAX_FILES = 8;
@@ -213,19 +265,29 @@ const BATCH_MAX_FILES = 8;
 /**
  * Consecutive files (in output order) handed to a thread as one task. A task per school-sized
  * file spent as much time in hand-overs as in reading; batches stay small enough that every
- * thread gets several (the last to end sets the batch's time) and the output starts early.
+ * thread gets several and the output starts early. Toward the end a batch is at most a
+ * 1/(2 × threads) share of what remains (down to one file), so the threads end together instead
+ * of one finishing a full batch alone.
  */
 export function batchesOf(files: readonly ReturnFile[], threads: number): ReturnFile[][] {
-  const total = files.reduce((sum, file) => sum + file.size, 0);
-  const target = Math.min(BATCH_MAX_BYTES, total / (Math.max(1, threads) * 8));
+  const share = 2 * Math.max(1, threads);
+  let remainingBytes = files.reduce((sum, file) => sum + file.size, 0);
+  const target = Math.min(BATCH_MAX_BYTES, remainingBytes / (share * 4));
   const batches: ReturnFile[][] = [];
   let current: ReturnFile[] = [];
   let bytes = 0;
-  for (const file of files) {
-    if (current.length > 0 && (bytes + file.size > target || current.length >= BATCH_MAX_FILES)) {
+  let maxFiles = 0;
+  let maxBytes = 0;
+  for (const [i, file] of files.entries()) {
+    if (current.length > 0 && (bytes + file.size > maxBytes || current.length >= maxFiles)) {
       batches.push(current);
+      remainingBytes -= bytes;
       current = [];
       bytes = 0;
+    }
+    if (current.length === 0) {
+      maxFiles = Math.min(BATCH_MAX_FILES, Math.ceil((files.length - i) / share));
+      maxBytes = Math.min(target, remainingBytes / share);
     }
     current.push(file);
     bytes += file.size;
@@ -233,6 +295,9 @@ export function batchesOf(files: readonly ReturnFile[], threads: number): Return
   if (current.length > 0) batches.push(current);
   return batches;
 }
+
+/** A batch's result file up to this size is read at once. */
+const WHOLE_RESULT_BYTES = 32 * 1024 * 1024;
 
 const JSON_OPEN = '{"divergencias":[';
 const JSON_CLOSE = ']}\n';
@@ -292,7 +357,8 @@ async function* xlsxRows(results: AsyncIterable<FileResult>): AsyncGenerator<str
 }
 
 /** The bytes a job thread wrote for one file (runLoteBatch). */
-function bytesOf(text: FileText): AsyncIterable<Buffer> {
+function bytesOf(text: FileText): Iterable<Buffer> | AsyncIterable<Buffer> {
+  if (text.whole) return [text.whole.subarray(text.start, text.end)];
   return createReadStream(text.resultPath, { start: text.start, end: text.end - 1 });
 }
 

@@ -3,7 +3,8 @@
 // boundary (`runJob`, the worker-thread pool), with no server and no Redis (SPEC §6). Data goes to
 // stdout (or -o), messages and progress to stderr. Exit 0 ok, 1 bad input, 2 wrong usage.
 import { readFileSync } from 'node:fs';
-import { CommanderError, InvalidArgumentError, Option } from 'commander';
+import { createRequire } from 'node:module';
+import type * as Commander from 'commander';
 import { ConfigError, loadColumnsFile, type OutputFormat } from '@censo/shared/local';
 import { corrigir, listOne } from './single.js';
 import { lote, maxConcurrency, type LoteFormat } from './lote.js';
@@ -11,6 +12,9 @@ import { loteServidor } from './servidor.js';
 import { BadUsage, errnoCode, fail, InputError, quote, reasonOf } from './failures.js';
 import { formatFor } from './output.js';
 import { CensoCommand, PORTUGUESE_HELP } from './usage.js';
+
+// CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
+const { CommanderError, InvalidArgumentError, Option } = createRequire(import.meta.url)('commander') as typeof Commander;
 
 const FORMATS = ['json', 'csv', 'xlsx'] as const;
 

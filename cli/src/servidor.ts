@@ -10,12 +10,16 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import cliProgress from 'cli-progress';
+import { createRequire } from 'node:module';
+import type * as CliProgress from 'cli-progress';
 import type { Divergencia } from '@censo/shared';
 import { BadUsage, InputError, quote } from './failures.js';
 import { listReturns } from './folder.js';
 import { refuseInputAsOutput, write, type FileResult, type LoteFormat, type LoteSummary } from './lote.js';
 import { openOutput, writeFailure } from './output.js';
+
+// CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
+const cliProgress = createRequire(import.meta.url)('cli-progress') as typeof CliProgress;
 
 export interface LoteServidorOptions {
   readonly folder: string;

@@ -3,8 +3,13 @@
 // rewrites each template (known by its `code`) before commander prints it. A value the user typed
 // is quoted like a file name: it may hold a line break. Commander is pinned (14.0.3); a template
 // this does not know is still printed (in English), never swallowed.
-import { Command, type HelpConfiguration } from 'commander';
+import { createRequire } from 'node:module';
+import type * as Commander from 'commander';
+import type { HelpConfiguration } from 'commander';
 import { quote } from './failures.js';
+
+// CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
+const { Command } = createRequire(import.meta.url)('commander') as typeof Commander;
 
 /** Commander writes its section titles in English; the help is Portuguese. */
 const HELP_TITLES: Readonly<Record<string, string>> = {

@@ -1,9 +1,11 @@
 // The readers release the file on every path: full read, a consumer that stops early, an
-// abort, and an error.
+// abort, and an error. An xlsx of up to 1 MiB is read whole when it is opened (nothing stays open
+// while its rows are read); a larger one, streamed, holds its file until the reader ends.
+import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { readRetorno } from '@censo/shared';
 import { describe, expect, it } from 'vitest';
-import { buildXlsx, HEADER, readError, textRow, writeTemp } from '../helpers/xlsx-builders.js';
+import { buildXlsx, HEADER, readError, textRow, workbookParts, writeTemp, zipParts } from '../helpers/xlsx-builders.js';
 
 async function openFds(): Promise<number> {
   return (await readdir('/proc/self/fd')).length;
@@ -17,7 +19,11 @@ async function settle(): Promise<void> {
 async function files(): Promise<{ xlsx: string; json: string }> {
   const n = 5000;
   const rows = Array.from({ length: n }, (_, i) => textRow(i + 2, ['30', String(i), `P${i}`, 'Campo', 'Mensagem', 'a -- b'])).join('');
-  const xlsx = await buildXlsx({ sheets: [{ rows: textRow(1, [...HEADER]) + rows }, { rows: textRow(1, [...HEADER]) + rows }] });
+  // A part the reader never opens makes the file too large to be read whole.
+  const xlsx = await zipParts({
+    ...workbookParts({ sheets: [{ rows: textRow(1, [...HEADER]) + rows }, { rows: textRow(1, [...HEADER]) + rows }] }),
+    'docProps/noise.bin': randomBytes(1200 * 1024),
+  });
   const json = await writeTemp(
     'json',
     JSON.stringify(Array.from({ length: n }, (_, i) => ({ 'Código na Escola': `P${i}`, Campo: 'c', Mensagem: 'm' }))),
@@ -62,6 +68,20 @@ describe('reader lifecycle', () => {
       await settle();
       expect(await openFds()).toBe(before);
     }
+  });
+
+  it('holds no file open while a small xlsx is read', async () => {
+    const rows = Array.from({ length: 500 }, (_, i) => textRow(i + 2, ['30', String(i), `P${i}`, 'Campo', 'Mensagem', 'a -- b'])).join('');
+    const path = await buildXlsx({ sheets: [{ rows: textRow(1, [...HEADER]) + rows }] });
+    const before = await openFds();
+    let seen = 0;
+    for await (const _row of readRetorno({ path, format: 'xlsx' })) {
+      if (++seen === 3) {
+        expect(await openFds()).toBe(before);
+        break;
+      }
+    }
+    expect(seen).toBe(3);
   });
 
   it('refuses to start with an aborted signal', async () => {

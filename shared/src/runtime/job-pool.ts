@@ -1,11 +1,15 @@
 // CPU work (xlsx/JSON parsing, the merge) runs on worker threads so the API's event loop keeps
 // answering health checks and other requests while a 25 MB file is processed.
 import { rm } from 'node:fs/promises';
-import { Piscina } from 'piscina';
+import { createRequire } from 'node:module';
+import type * as PiscinaModule from 'piscina';
 import { OverloadedError, badInput } from '../core/errors.js';
 import type { LoteBatch, LoteFileOutcome } from '../core/lote.js';
 import type { JobData, JobResult } from '../core/types.js';
 import type { VocabularyAdditions } from '../core/vocabulary.js';
+
+// CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
+const { Piscina } = createRequire(import.meta.url)('piscina') as typeof PiscinaModule;
 
 export interface JobPoolOptions {
   readonly threads: number;
@@ -19,6 +23,11 @@ export interface JobPoolOptions {
   readonly heapLimitMb?: number;
   /** COLUMNS_FILE additions every thread recognises (loadColumnsFile). */
   readonly vocabulary?: VocabularyAdditions;
+  /**
+   * Start every thread now (each loads the job module as it starts) instead of on the first
+   * tasks: `censo lote` starts them while it walks the folder and loads its own modules.
+   */
+  readonly startThreads?: boolean;
 }
 
 /**
@@ -70,7 +79,7 @@ export function createJobPool(options: JobPoolOptions): LotePool {
   const threads = Math.max(1, Math.floor(options.threads));
   const pool = new Piscina({
     filename: THREAD_FILE,
-    minThreads: 0,
+    minThreads: options.startThreads ? threads : 0,
     maxThreads: threads,
     idleTimeout: options.idleTimeoutMs ?? 30_000,
     closeTimeout: options.closeTimeoutMs ?? 5_000,

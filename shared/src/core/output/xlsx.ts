@@ -5,7 +5,14 @@
 import { createWriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
-import yazl from 'yazl';
+import { createRequire } from 'node:module';
+import type * as Yazl from 'yazl';
+
+// Loaded with require, not import: importing a CommonJS package from ESM makes Node scan its
+// source for export names (cjs-module-lexer), in every job thread, and V8 then optimizes that
+// scanner in each one: about a third of a short `censo lote` run's background compilation
+// (--trace-opt). See runtime/job-thread.ts.
+const yazl = createRequire(import.meta.url)('yazl') as typeof Yazl;
 
 const XML_HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n';
 const MAIN_NS = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';

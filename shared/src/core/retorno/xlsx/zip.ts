@@ -1,12 +1,26 @@
 // The zip layer of the xlsx reader: the central directory is listed once, then parts are
 // inflated one at a time as streams of text. Every inflated byte is counted against one budget
 // for the whole file, so a zip bomb is refused while streaming, never buffered (SPEC §5).
+//
+// A small file (a school's return, tens of KiB) is read whole, synchronously, and its parts
+// inflated synchronously: the readers only run on job threads, where blocking holds up nothing
+// else, and every asynchronous read or inflate is a round trip through libuv's thread pool, which
+// all the process's threads share. With two job threads on two cores each such file took about
+// twenty of them, and a thread spent a third of `censo lote` idle, waiting for its turn.
+import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { Readable, type Transform } from 'node:stream';
-import { createInflateRaw } from 'node:zlib';
-import yauzl from 'yauzl';
+import { createInflateRaw, inflateRawSync } from 'node:zlib';
+import { createRequire } from 'node:module';
+import type * as Yauzl from 'yauzl';
 import { badInput } from '../../errors.js';
+
+// Loaded with require, not import: importing a CommonJS package from ESM makes Node scan its
+// source for export names (cjs-module-lexer), in every job thread, and V8 then optimizes that
+// scanner in each one: about a third of a short `censo lote` run's background compilation
+// (--trace-opt). See runtime/job-thread.ts.
+const yauzl = createRequire(import.meta.url)('yauzl') as typeof Yauzl;
 
 /** SPEC §5: decompressed content over 400 MB makes the file unreadable. */
 export const MAX_INFLATED_BYTES = 400 * 1024 * 1024;
@@ -15,6 +29,13 @@ const MAX_ENTRIES = 50_000;
 const INFLATE_CHUNK = 64 * 1024;
 /** Reads of a part's compressed bytes: each feeds zlib about ten output chunks. */
 const RAW_CHUNK = 256 * 1024;
+/** Files up to this size are read whole (see the top of this file). */
+export const WHOLE_FILE_BYTES = 1024 * 1024;
+/**
+ * A part of a file read whole is inflated in one call when it declares at most this much: it is
+ * then held at once (the streaming path holds a chunk), so the bound keeps a thread's memory small.
+ */
+const WHOLE_PART_BYTES = 16 * 1024 * 1024;
 
 export const NOT_A_ZIP = 'não é um arquivo xlsx (zip) válido.';
 export const TOO_BIG = 'conteúdo descompactado excede 400 MB.';
@@ -36,24 +57,27 @@ export class ZipArchive {
   private readonly open = new Set<Readable>();
 
   private constructor(
-    // The same file, opened once more for reading parts' compressed bytes in large blocks.
-    private readonly file: FileHandle,
-    private readonly zip: yauzl.ZipFile,
+    // Where parts' compressed bytes come from: the whole file, or the same file opened once more
+    // for reading them in large blocks.
+    private readonly source: { readonly bytes: Buffer } | { readonly file: FileHandle },
+    private readonly zip: Yauzl.ZipFile,
     // OPC part names are case-insensitive, so lookups go through lower case.
-    private readonly entries: ReadonlyMap<string, yauzl.Entry>,
+    private readonly entries: ReadonlyMap<string, Yauzl.Entry>,
   ) {}
 
   static async open(path: string): Promise<ZipArchive> {
-    const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => {
-      yauzl.open(path, { lazyEntries: true, autoClose: false, validateEntrySizes: true }, (err, file) =>
-        err ? reject(err) : resolve(file),
-      );
+    const bytes = readWhole(path);
+    const options = { lazyEntries: true, autoClose: false, validateEntrySizes: true };
+    const zip = await new Promise<Yauzl.ZipFile>((resolve, reject) => {
+      const done = (err: Error | null, file: Yauzl.ZipFile) => (err ? reject(err) : resolve(file));
+      if (bytes) yauzl.fromBuffer(bytes, options, done);
+      else yauzl.open(path, options, done);
     });
     try {
       const entries = await listEntries(zip);
       // yauzl reports late errors as events; without a listener they would crash the process.
       zip.on('error', () => {});
-      return new ZipArchive(await open(path, 'r'), zip, entries);
+      return new ZipArchive(bytes ? { bytes } : { file: await open(path, 'r') }, zip, entries);
     } catch (err) {
       zip.close();
       throw err;
@@ -102,15 +126,26 @@ export class ZipArchive {
     // time through two more transforms, ~1,600 reads and their stream hops for x25's sheet.
     // Inflated here with large output chunks: far fewer thread-pool round trips and hops.
     const { fileDataStart } = await this.zip.readLocalFileHeaderPromise(entry, { minimal: true });
-    let stream: Readable;
-    if (entry.compressionMethod === 8) {
+    let stream: Readable | Iterable<Buffer>;
+    if ('bytes' in this.source) {
+      // yauzl has checked that the data lies within the file.
+      const raw = this.source.bytes.subarray(fileDataStart, fileDataStart + entry.compressedSize);
+      const whole = entry.compressionMethod === 8 ? this.inflatedWhole(entry, raw) : raw;
+      // A stored part in the blocks readBlocks would yield; an inflated one as the stream would.
+      if (whole !== null) stream = slices(whole, entry.compressionMethod === 8 ? INFLATE_CHUNK : RAW_CHUNK);
+      else {
+        const inflate = createInflateRaw({ chunkSize: INFLATE_CHUNK });
+        stream = Readable.from([raw], { objectMode: false }).pipe(inflate);
+      }
+    } else if (entry.compressionMethod === 8) {
+      const { file } = this.source;
       const inflate = createInflateRaw({ chunkSize: INFLATE_CHUNK });
-      pump(this.file, fileDataStart, entry.compressedSize, inflate).catch((err: unknown) => inflate.destroy(err as Error));
+      pump(file, fileDataStart, entry.compressedSize, inflate).catch((err: unknown) => inflate.destroy(err as Error));
       stream = inflate;
     } else {
-      stream = Readable.from(readBlocks(this.file, fileDataStart, entry.compressedSize), { objectMode: false });
+      stream = Readable.from(readBlocks(this.source.file, fileDataStart, entry.compressedSize), { objectMode: false });
     }
-    this.open.add(stream);
+    if (stream instanceof Readable) this.open.add(stream);
     const decoder = new StringDecoder('utf8');
     let bytes = 0;
     // The bytes after the last '>' wait at the start of `spare`, one buffer reused for the whole
@@ -120,7 +155,7 @@ export class ZipArchive {
     // Whether the decoder holds no bytes of an unfinished character (true after every cut).
     let clean = true;
     try {
-      for await (const chunk of stream as AsyncIterable<Buffer>) {
+      for await (const chunk of stream as AsyncIterable<Buffer> | Iterable<Buffer>) {
         signal?.throwIfAborted();
         bytes += chunk.length;
         this.inflated += chunk.length;
@@ -160,8 +195,28 @@ export class ZipArchive {
       const tail = decoder.end();
       if (tail.length > 0) yield { text: tail, ascii: null };
     } finally {
-      this.open.delete(stream);
-      stream.destroy();
+      if (stream instanceof Readable) {
+        this.open.delete(stream);
+        stream.destroy();
+      }
+    }
+  }
+
+  /**
+   * A part of a file read whole, inflated in one call; null when it is not one the streaming
+   * path would read without an error: then that path reads it, so a damaged or crafted part
+   * fails exactly as it always has (the same error, after the same chunks).
+   */
+  private inflatedWhole(entry: Yauzl.Entry, raw: Buffer): Buffer | null {
+    const declared = entry.uncompressedSize;
+    // Within the budget with a chunk to spare: the streaming path could not have refused it.
+    if (declared > WHOLE_PART_BYTES || this.inflated + declared + INFLATE_CHUNK > MAX_INFLATED_BYTES) return null;
+    try {
+      // One byte over the declared size is enough to know it lies.
+      const whole = inflateRawSync(raw, { maxOutputLength: declared + 1 });
+      return whole.length === declared ? whole : null;
+    } catch {
+      return null;
     }
   }
 
@@ -170,8 +225,38 @@ export class ZipArchive {
     this.open.clear();
     this.zip.close();
     // Waits for reads under way on the thread pool; nothing is left to report by then.
-    this.file.close().catch(() => {});
+    if ('file' in this.source) this.source.file.close().catch(() => {});
   }
+}
+
+/**
+ * A regular file of at most WHOLE_FILE_BYTES, read whole; null for anything else (larger, or not
+ * a regular file), which the streaming path reads (and, if it must, fails) as always.
+ */
+function readWhole(path: string): Buffer | null {
+  // Stat first: opening a FIFO would block the thread until a writer came.
+  const named = statSync(path, { throwIfNoEntry: false });
+  if (named === undefined || !named.isFile() || named.size > WHOLE_FILE_BYTES) return null;
+  const fd = openSync(path, 'r');
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile() || info.size > WHOLE_FILE_BYTES) return null;
+    const bytes = Buffer.allocUnsafe(info.size);
+    let at = 0;
+    while (at < bytes.length) {
+      const read = readSync(fd, bytes, at, bytes.length - at, at);
+      if (read === 0) break; // it shrank meanwhile: yauzl reads what is there
+      at += read;
+    }
+    return at === bytes.length ? bytes : bytes.subarray(0, at);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Views of `bytes`, `size` at a time (what an inflate stream with that chunk size yields). */
+function* slices(bytes: Buffer, size: number): Generator<Buffer, void, undefined> {
+  for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
 }
 
 /**
@@ -212,10 +297,10 @@ async function* readBlocks(file: FileHandle, start: number, length: number): Asy
   }
 }
 
-function listEntries(zip: yauzl.ZipFile): Promise<Map<string, yauzl.Entry>> {
+function listEntries(zip: Yauzl.ZipFile): Promise<Map<string, Yauzl.Entry>> {
   return new Promise((resolve, reject) => {
-    const entries = new Map<string, yauzl.Entry>();
-    zip.on('entry', (entry: yauzl.Entry) => {
+    const entries = new Map<string, Yauzl.Entry>();
+    zip.on('entry', (entry: Yauzl.Entry) => {
       if (entries.size >= MAX_ENTRIES) {
         zip.removeAllListeners('entry');
         reject(badInput.unreadableRetorno('o arquivo zip tem partes demais.'));
