@@ -1,4 +1,4 @@
-/* global window -- page.evaluate callbacks run in the page */
+/* global window, document, MutationObserver, requestAnimationFrame -- page.evaluate callbacks run in the page */
 // The staff page with a large return (issue 25): time from "Ver divergências" to the first table
 // page in Debian's Chromium, and how long the tab's main thread was blocked meanwhile (long
 // tasks), for the page as it was at BEFORE (a git revision) and as it is now, alternated in one
@@ -18,7 +18,7 @@ import { DATA, ROOT, median } from './lib.mjs';
 
 const { values } = parseArgs({
   options: {
-    before: { type: 'string', default: '0cdc54e' },
+    before: { type: 'string', default: '7879009' },
     runs: { type: 'string', default: '3' },
     persons: { type: 'string', default: '100000' },
   },
@@ -59,10 +59,23 @@ function pageServer(dir, service) {
     res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream' }).end(readFileSync(file));
   });
   return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() })),
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ url: `http://127.0.0.1:${server.address().port}`, close: () => (server.close(), server.closeAllConnections()) }),
+    ),
   );
 }
 
+/** The job of each task, as the service's executor saw it start and end (epoch ms). */
+const jobs = new Map();
+
+/**
+ * One press of "Ver divergências", timed inside the page: from the button's click event to the
+ * frame after the first table row is in the DOM (a MutationObserver, then a frame), so neither
+ * Playwright's actionability checks before the click nor its polling of the table (up to 500 ms
+ * between looks) count. Phases, all epoch ms: the upload (the POST's request start to its 202),
+ * the job (the executor's own start and end), how late the page learned of the end (the last
+ * monitor GET's response), and the page's own part after that.
+ */
 async function once(browser, url, retorno) {
   const context = await browser.newContext();
   const page = await context.newPage();
@@ -77,54 +90,72 @@ async function once(browser, url, retorno) {
   await page.locator('#chave').fill(API_KEY);
   await page.locator('#entrar').click();
   await page.locator('#retorno-divergencias').setInputFiles(retorno);
-  await page.evaluate(() => (window.__blocked.length = 0));
-  // When the service's part ended: the synchronous answer's last byte (before), or the first
-  // monitor that says concluida (after). What follows is the page's own part.
-  let serviceDone = null;
-  page.on('requestfinished', async (request) => {
-    const at = Date.now();
-    if (request.method() !== 'POST' || !request.url().endsWith('/api/divergencias-rf')) return;
-    if ((await request.response())?.status() === 200) serviceDone ??= at;
-  });
+  let tarefa = null;
   page.on('response', async (response) => {
-    if (!/\/api\/tarefas\/[^/]+$/.test(new URL(response.url()).pathname)) return;
-    const monitor = await response.json().catch(() => null);
-    if (monitor?.estado === 'concluida') serviceDone ??= Date.now();
+    if (response.request().method() === 'POST' && new URL(response.url()).pathname === '/api/divergencias-rf')
+      tarefa = (await response.json().catch(() => null))?.id ?? null;
   });
-  const marks = {};
-  page.on('response', async (response) => {
-    if (response.url().includes('/resultado')) marks.resultHeaders ??= Date.now();
-    if (process.env.BENCH_PAGE_MARKS && response.url().includes('/api/')) {
-      const at = Date.now() - started;
-      const body = response.url().includes('/resultado') ? '' : await response.text().catch(() => '');
-      console.log(
-        `  ${at} ms ${response.request().method()} ${new URL(response.url()).pathname} ${response.status()} ${/"estado":"(\w+)"/.exec(body)?.[1] ?? ''}`,
-      );
-    }
+  await page.evaluate(() => {
+    window.__blocked.length = 0;
+    const at = () => performance.timeOrigin + performance.now();
+    window.__t = {};
+    const button = [...document.querySelectorAll('#form-divergencias button')].find((b) => b.textContent.includes('Ver divergências'));
+    button.addEventListener('click', () => (window.__t.click ??= at()), { capture: true });
+    const table = document.getElementById('tabela-divergencias');
+    new MutationObserver((_, observer) => {
+      if (!table.querySelector('tbody tr')) return;
+      observer.disconnect();
+      window.__t.inDom = at();
+      // On screen: the frame that shows it has been produced (a task queued from its rAF runs after it).
+      requestAnimationFrame(() => setTimeout(() => (window.__t.shown = at())));
+    }).observe(table, { childList: true, subtree: true });
   });
-  page.on('requestfinished', (request) => {
-    if (request.url().includes('/resultado')) marks.resultEnd ??= Date.now();
-  });
-  const started = Date.now();
   await page.getByRole('button', { name: 'Ver divergências' }).click();
-  await page.locator('#tabela-divergencias tbody tr').first().waitFor({ timeout: 180_000 });
-  const shown = Date.now();
-  const firstPageMs = shown - started;
-  const blocked = await page.evaluate(() => window.__blocked);
+  await page.waitForFunction(() => window.__t.shown, null, { timeout: 180_000, polling: 1000 });
+  const t = await page.evaluate(() => {
+    const resources = performance.getEntriesByType('resource').filter((e) => new URL(e.name).pathname.startsWith('/api/'));
+    const epoch = (ms) => performance.timeOrigin + ms;
+    const post = resources.find((e) => new URL(e.name).pathname === '/api/divergencias-rf');
+    const monitors = resources.filter((e) => /^\/api\/tarefas\/[^/]+$/.test(new URL(e.name).pathname));
+    return {
+      ...window.__t,
+      postStart: post && epoch(post.requestStart || post.startTime),
+      postEnd: post && epoch(post.responseEnd),
+      learned: monitors.length ? epoch(monitors.at(-1).responseEnd) : null,
+      looks: monitors.length,
+      blocked: window.__blocked,
+    };
+  });
   await context.close();
-  if (process.env.BENCH_PAGE_MARKS) {
-    const at = (t) => (t ? t - started : '-');
-    console.log(
-      `  service done ${at(serviceDone)}, result headers ${at(marks.resultHeaders)}, first row ${at(shown)}, result end ${at(marks.resultEnd)}`,
-    );
-  }
+  const job = jobs.get(tarefa) ?? {};
+  const ms = (a, b) => (a && b ? Math.round(b - a) : NaN);
   return {
-    firstPageMs,
-    pageMs: shown - serviceDone,
-    blockedMs: Math.round(blocked.reduce((a, b) => a + b, 0)),
-    longestMs: Math.round(Math.max(0, ...blocked)),
+    firstPageMs: ms(t.click, t.shown),
+    beforeUploadMs: ms(t.click, t.postStart),
+    uploadMs: ms(t.postStart, t.postEnd),
+    queuedMs: ms(t.postEnd, job.startedAt),
+    jobMs: ms(job.startedAt, job.finishedAt),
+    lateMs: ms(job.finishedAt, t.learned),
+    pageMs: ms(t.learned, t.shown),
+    looks: t.looks,
+    blockedMs: Math.round(t.blocked.reduce((a, b) => a + b, 0)),
+    longestMs: Math.round(Math.max(0, ...t.blocked)),
   };
 }
+
+const PHASES = [
+  ['firstPageMs', 'first page'],
+  ['beforeUploadMs', 'click to upload'],
+  ['uploadMs', 'upload'],
+  ['queuedMs', 'queued'],
+  ['jobMs', 'job'],
+  ['lateMs', 'end seen after'],
+  ['pageMs', "page's own part"],
+  ['looks', 'monitor looks'],
+  ['blockedMs', 'main thread blocked'],
+  ['longestMs', 'longest task'],
+];
+const line = (r) => PHASES.map(([k, label]) => `${label} ${r[k]}${k === 'looks' ? '' : ' ms'}`).join(', ');
 
 const big = path.join(DATA, `page-big-${values.persons}`);
 const summary = await generate({ persons: Number(values.persons), perPerson: 3, out: big, formats: ['xlsx'] });
@@ -132,6 +163,11 @@ const uploadDir = path.join(os.tmpdir(), `censo-bench-page-${process.pid}`);
 const service = await startServer(
   loadConfig({ API_KEY, HOST: '127.0.0.1', PORT: '0', UPLOAD_DIR: uploadDir, LOG_LEVEL: 'silent', ACCESS_LOG: '/dev/null' }),
   'all',
+);
+// The executor's own view of each job: when it started and ended, whatever the page saw.
+const { execution } = service.app.tarefas.service;
+execution.onSettled(
+  (id) => void execution.inspect(id).then((o) => o.state === 'done' && jobs.set(id, { startedAt: o.startedAt, finishedAt: o.finishedAt })),
 );
 const pages = { before: await pageServer(webAt(values.before), service.url), after: await pageServer(WEB, service.url) };
 const browser = await chromium.launch({
@@ -145,16 +181,12 @@ try {
     for (const which of i % 2 === 0 ? ['before', 'after'] : ['after', 'before']) {
       const r = await once(browser, pages[which].url, path.join(big, 'retorno.xlsx'));
       results[which].push(r);
-      console.log(
-        `${which.padEnd(6)} first page ${r.firstPageMs} ms (the page's own part ${r.pageMs} ms), main thread blocked ${r.blockedMs} ms (longest ${r.longestMs} ms)`,
-      );
+      console.log(`${which.padEnd(6)} ${line(r)}`);
     }
   }
   for (const which of ['before', 'after']) {
-    const m = (k) => median(results[which].map((r) => r[k]));
-    console.log(
-      `median ${which.padEnd(6)} first page ${m('firstPageMs')} ms, page's part ${m('pageMs')} ms, blocked ${m('blockedMs')} ms, longest ${m('longestMs')} ms`,
-    );
+    const m = Object.fromEntries(PHASES.map(([k]) => [k, median(results[which].map((r) => r[k]))]));
+    console.log(`median ${which.padEnd(6)} ${line(m)}`);
   }
 } finally {
   await browser.close();
