@@ -6,7 +6,6 @@
 //   node bench/page.mjs [--before <rev>] [--runs 3] [--persons 100000]
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -39,30 +38,34 @@ function webAt(rev) {
   return dir;
 }
 
-/** Serves `dir` as the page and forwards /api and /auth to the service. */
-function pageServer(dir, service) {
-  const upstream = new URL(service);
-  const server = http.createServer((req, res) => {
-    if (req.url.startsWith('/api/') || req.url.startsWith('/auth/')) {
-      const forward = http.request(
-        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
-        (answer) => {
-          res.writeHead(answer.statusCode, answer.headers);
-          answer.pipe(res);
+/**
+ * The page's files from `dir`, served to a browser context at the service's own origin through
+ * Playwright's routing, so the uploads and results go straight to the service, as they do from
+ * the page it serves itself (a forwarding proxy in this process would sit in the upload's path
+ * and share the service's event loop). `served` records what was answered, so a file the route
+ * did not see (a worker's script fetched around it) is noticed instead of measuring the wrong page.
+ */
+function pageFiles(dir) {
+  const served = new Set();
+  return {
+    served,
+    async install(context, origin) {
+      await context.route(
+        (url) => url.origin === origin && !url.pathname.startsWith('/api/') && !url.pathname.startsWith('/auth/'),
+        (route) => {
+          const { pathname } = new URL(route.request().url());
+          const file = path.join(dir, pathname === '/' ? 'index.html' : pathname.slice(1));
+          if (!file.startsWith(dir) || !existsSync(file)) return route.fulfill({ status: 404 });
+          served.add(path.basename(file));
+          return route.fulfill({
+            status: 200,
+            contentType: TYPES[path.extname(file)] ?? 'application/octet-stream',
+            body: readFileSync(file),
+          });
         },
       );
-      req.pipe(forward);
-      return;
-    }
-    const file = path.join(dir, req.url === '/' ? 'index.html' : req.url.slice(1).split('?')[0]);
-    if (!file.startsWith(dir) || !existsSync(file)) return res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream' }).end(readFileSync(file));
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
-      resolve({ url: `http://127.0.0.1:${server.address().port}`, close: () => (server.close(), server.closeAllConnections()) }),
-    ),
-  );
+    },
+  };
 }
 
 /** The job of each task, as the service's executor saw it start and end (epoch ms). */
@@ -73,16 +76,19 @@ const jobs = new Map();
  * frame after the first table row is in the DOM (a MutationObserver, then a frame), so neither
  * Playwright's actionability checks before the click nor its polling of the table (up to 500 ms
  * between looks) count. Phases, all epoch ms: the upload (the POST's request start to its 202),
- * the job (the executor's own start and end), how late the page learned of the end (the last
+ * the job (the executor's own start and end; it starts before the 202 is sent), how late the page learned of the end (the last
  * monitor GET's response), and the page's own part after that.
  */
-async function once(browser, url, retorno) {
+async function once(browser, files, url, retorno) {
   const context = await browser.newContext();
+  await files.install(context, url);
   const page = await context.newPage();
   await page.goto(url);
   await page.evaluate(() => {
     window.__blocked = [];
-    new PerformanceObserver((list) => window.__blocked.push(...list.getEntries().map((e) => e.duration))).observe({
+    new PerformanceObserver((list) =>
+      window.__blocked.push(...list.getEntries().map((e) => [performance.timeOrigin + e.startTime, e.duration])),
+    ).observe({
       type: 'longtask',
       buffered: true,
     });
@@ -133,13 +139,17 @@ async function once(browser, url, retorno) {
     firstPageMs: ms(t.click, t.shown),
     beforeUploadMs: ms(t.click, t.postStart),
     uploadMs: ms(t.postStart, t.postEnd),
-    queuedMs: ms(t.postEnd, job.startedAt),
     jobMs: ms(job.startedAt, job.finishedAt),
     lateMs: ms(job.finishedAt, t.learned),
     pageMs: ms(t.learned, t.shown),
+    // The job's time moves with the machine's other work far more than the rest: the wait less
+    // the job is what the page and the upload cost, and compares across runs.
+    besideJobMs: ms(job.startedAt, job.finishedAt) >= 0 ? ms(t.click, t.shown) - ms(job.startedAt, job.finishedAt) : NaN,
     looks: t.looks,
-    blockedMs: Math.round(t.blocked.reduce((a, b) => a + b, 0)),
-    longestMs: Math.round(Math.max(0, ...t.blocked)),
+    blockedMs: Math.round(t.blocked.reduce((sum, [, d]) => sum + d, 0)),
+    longestMs: Math.round(Math.max(0, ...t.blocked.map(([, d]) => d))),
+    // When the longest task began, after the click: which phase blocked the tab.
+    longestAtMs: ms(t.click, t.blocked.reduce((a, b) => (b[1] > (a?.[1] ?? -1) ? b : a), null)?.[0]),
   };
 }
 
@@ -147,13 +157,14 @@ const PHASES = [
   ['firstPageMs', 'first page'],
   ['beforeUploadMs', 'click to upload'],
   ['uploadMs', 'upload'],
-  ['queuedMs', 'queued'],
   ['jobMs', 'job'],
   ['lateMs', 'end seen after'],
   ['pageMs', "page's own part"],
+  ['besideJobMs', 'first page less the job'],
   ['looks', 'monitor looks'],
   ['blockedMs', 'main thread blocked'],
   ['longestMs', 'longest task'],
+  ['longestAtMs', 'at'],
 ];
 const line = (r) => PHASES.map(([k, label]) => `${label} ${r[k]}${k === 'looks' ? '' : ' ms'}`).join(', ');
 
@@ -169,7 +180,7 @@ const { execution } = service.app.tarefas.service;
 execution.onSettled(
   (id) => void execution.inspect(id).then((o) => o.state === 'done' && jobs.set(id, { startedAt: o.startedAt, finishedAt: o.finishedAt })),
 );
-const pages = { before: await pageServer(webAt(values.before), service.url), after: await pageServer(WEB, service.url) };
+const pages = { before: pageFiles(webAt(values.before)), after: pageFiles(WEB) };
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
@@ -179,7 +190,8 @@ try {
   console.log(`${summary.divergencias} divergences, ${(readFileSync(path.join(big, 'retorno.xlsx')).length / 1048576).toFixed(1)} MB xlsx`);
   for (let i = 0; i < Number(values.runs); i++) {
     for (const which of i % 2 === 0 ? ['before', 'after'] : ['after', 'before']) {
-      const r = await once(browser, pages[which].url, path.join(big, 'retorno.xlsx'));
+      const r = await once(browser, pages[which], service.url, path.join(big, 'retorno.xlsx'));
+      if (!pages[which].served.has('table-worker.js')) throw new Error(`the ${which} page's worker script was not served by the route`);
       results[which].push(r);
       console.log(`${which.padEnd(6)} ${line(r)}`);
     }
@@ -190,7 +202,5 @@ try {
   }
 } finally {
   await browser.close();
-  pages.before.close();
-  pages.after.close();
   await service.close();
 }
