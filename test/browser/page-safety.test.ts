@@ -209,6 +209,8 @@ describe('the staff page keeps each school to its own files', () => {
     await input.setInputFiles(basico.retorno.json);
     await page.getByRole('button', { name: 'Ver divergências' }).click();
     await page.locator('#tabela-divergencias tbody tr').first().waitFor();
+    // The table's worker holds the result on screen.
+    await expect.poll(() => page.workers().length, SERVICE).toBe(1);
 
     await input.setInputFiles({ name: 'retorno.json', mimeType: 'application/json', buffer: Buffer.from('[1, 2]') });
     await page.getByRole('button', { name: 'Ver divergências' }).click();
@@ -218,6 +220,8 @@ describe('the staff page keeps each school to its own files', () => {
     expect(await page.locator('#tabela-divergencias tbody tr').count()).toBe(0);
     expect(await page.locator('#tabela-divergencias .contagens li').count()).toBe(0);
     expect(await page.locator('#explica-divergencias').textContent()).toBe('');
+    // No worker is left: neither the old result's nor the one started with the failed upload.
+    await expect.poll(() => page.workers().length, SERVICE).toBe(0);
     for (const name of ['Baixar CSV (para programas)', 'Baixar planilha (XLSX)'])
       expect(await pressable(page, '#painel-divergencias', name), name).toBe(false);
     // The button is back for the next try.

@@ -101,18 +101,24 @@ export function startTask(route, form, onProgress) {
 const FINISHED = new Set(['concluida', 'falhou', 'cancelada']);
 
 /**
- * Follows a task (or a batch, `path` its monitor) until it ends, calling `onState(monitor)` at
- * each look. Looks often at first (small files end in a moment), then every half second: a
- * person waits for the result, and each look is one small GET.
+ * How long to wait before the next look at a task that has run `elapsed` ms: a tenth of the wait
+ * so far, between `min` and one second. A person waiting for a 1–3 s job learns of its end
+ * within about 100–300 ms of it (a fixed half second was, on average, a quarter of a second
+ * late: issue 25); a long wait costs a look a second, each one a small GET.
  */
-export async function follow(path, onState, finished = (m) => FINISHED.has(m.estado)) {
-  let delay = 150;
+export const pace = (elapsed, min = 100) => Math.min(1000, Math.max(min, elapsed / 10));
+
+/**
+ * Follows a task (or a batch, `path` its monitor) until it ends, calling `onState(monitor)` at
+ * each look, paced by `pace` (`min`: the shortest wait between looks).
+ */
+export async function follow(path, onState, finished = (m) => FINISHED.has(m.estado), { min = 100 } = {}) {
+  const started = Date.now();
   for (;;) {
     const monitor = await getJson(path);
     onState(monitor);
     if (finished(monitor)) return monitor;
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    delay = Math.min(delay * 1.5, 500);
+    await new Promise((resolve) => setTimeout(resolve, pace(Date.now() - started, min)));
   }
 }
 

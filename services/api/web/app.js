@@ -4,7 +4,7 @@
 // nothing on screen can belong to files other than the ones chosen. Several returns go as one
 // batch (§7.3).
 import { ApiError, apiErrorOf, filenameOf, follow, getBlob, getHeaders, getJson, key, postForm, postJson, save, startTask } from './api.js';
-import { el, renderTable, workerSource } from './table.js';
+import { el, renderTable, tableWorker } from './table.js';
 import { ready as sessionReady, signedIn } from './session.js';
 
 const $ = (id) => document.getElementById(id);
@@ -262,14 +262,28 @@ async function downloadFrom(path, fallback) {
 }
 
 /**
- * Shows a concluded task's JSON result as a table: its first screen page as soon as it arrives
- * (parsed in a worker), the rest while it loads. Resolves once every row is in, with the source
- * and the counts.
+ * Runs a list task and shows its JSON result as a table: its first screen page as soon as it
+ * arrives (parsed in a worker started with the upload, so it is ready when the job ends), the
+ * rest while it loads. Resolves once every row is in, with the task, the source and the counts.
  */
-async function showResult(tarefa, { container, caption, columns, textColumns, groupColumn }) {
+async function runAndShow(route, form, progress, table) {
+  const worker = tableWorker();
+  let tarefa;
+  try {
+    tarefa = await runTask(route, form, progress);
+  } catch (err) {
+    worker.close();
+    throw err;
+  }
+  progress.loading();
+  return { tarefa, ...(await showResult(tarefa, worker, table)) };
+}
+
+/** Shows a concluded task's result, read by `worker` (see runAndShow). */
+async function showResult(tarefa, worker, { container, caption, columns, textColumns, groupColumn }) {
   let source;
   try {
-    source = await workerSource(`/api/tarefas/${tarefa.id}/resultado`, getHeaders(), columns, { textColumns, groupColumn });
+    source = await worker.source(`/api/tarefas/${tarefa.id}/resultado`, getHeaders(), columns, { textColumns, groupColumn });
   } catch (err) {
     throw err instanceof Error ? err : apiErrorOf(err);
   }
@@ -305,9 +319,7 @@ function explainDivergencias(counts) {
 }
 
 async function verDivergencias(form, progress) {
-  const tarefa = await runTask('/api/divergencias-rf', form, progress);
-  progress.loading();
-  const shown = await showResult(tarefa, {
+  const shown = await runAndShow('/api/divergencias-rf', form, progress, {
     container: $('tabela-divergencias'),
     caption: 'Divergências com a Receita Federal',
     columns: DIVERGENCIA_COLUMNS,
@@ -318,7 +330,7 @@ async function verDivergencias(form, progress) {
   explainDivergencias(shown.counts);
   const total = shown.total;
   status(`${plural(total, 'divergência encontrada', 'divergências encontradas')}.`);
-  return { tarefa };
+  return { tarefa: shown.tarefa };
 }
 
 // A batch: several returns at once (SPEC §7.3) ---------------------------------------------------
@@ -374,6 +386,8 @@ async function verLote(form, progress) {
       refresh().catch(() => {}); // the final list below reports any failure
     },
     (m) => m.estado === 'concluido' || m.estado === 'cancelado',
+    // Each look also lists the batch's tasks: no need to look as often as at one task.
+    { min: 250 },
   );
   await refresh();
   const { concluida, falhou } = ended.tarefas;
@@ -397,9 +411,7 @@ function explainPessoas(total) {
 }
 
 async function verPessoas(form, progress) {
-  const tarefa = await runTask('/api/retorno-rf', form, progress);
-  progress.loading();
-  const shown = await showResult(tarefa, {
+  const shown = await runAndShow('/api/retorno-rf', form, progress, {
     container: $('tabela-pessoas'),
     caption: 'Pessoas com divergência',
     columns: PESSOA_COLUMNS,
@@ -408,7 +420,7 @@ async function verPessoas(form, progress) {
   pessoasSource = shown.source;
   explainPessoas(shown.total);
   status(`${plural(shown.total, 'pessoa com divergência', 'pessoas com divergência')}.`);
-  return { tarefa, form, pessoas: shown.total, corrigido: null };
+  return { tarefa: shown.tarefa, form, pessoas: shown.total, corrigido: null };
 }
 
 /** The corrected file is its own task of the same files, started the first time it is asked for. */

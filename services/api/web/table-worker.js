@@ -9,8 +9,9 @@ let complete = false;
 
 /**
  * Cuts the items out of `{"<list>":[{...},{...}]}` text arriving in pieces: each call takes the
- * next piece and answers the text of the items it completed (`{...},{...}`), or ''. Strings are
- * tracked so a brace inside a value never counts.
+ * next piece and answers the text of the items it completed (`{...},{...}`), or ''; at most `max`
+ * of them, the rest kept for the next call. Strings are tracked so a brace inside a value never
+ * counts.
  */
 function itemCutter() {
   let buffer = '';
@@ -20,10 +21,12 @@ function itemCutter() {
   let inString = false;
   let escaped = false;
   let depth = 0;
-  return (piece) => {
+  return (piece, max = Infinity) => {
     buffer += piece;
     let lastEnd = -1;
-    for (let i = scanned; i < buffer.length; i++) {
+    let count = 0;
+    let i = scanned;
+    for (; i < buffer.length; i++) {
       const c = buffer.charCodeAt(i);
       if (inString) {
         if (escaped) escaped = false;
@@ -36,7 +39,13 @@ function itemCutter() {
         }
       } else if (c === 0x22) inString = true;
       else if (c === 0x7b) depth++;
-      else if (c === 0x7d && --depth === 0) lastEnd = i;
+      else if (c === 0x7d && --depth === 0) {
+        lastEnd = i;
+        if (++count >= max) {
+          i++;
+          break;
+        }
+      }
     }
     if (lastEnd < 0) {
       scanned = buffer.length;
@@ -44,7 +53,7 @@ function itemCutter() {
     }
     const items = buffer.slice(cut, lastEnd + 1).replace(/^[\s,]+/, '');
     buffer = buffer.slice(lastEnd + 1);
-    scanned = buffer.length;
+    scanned = i - (lastEnd + 1);
     cut = 0;
     return items;
   };
@@ -68,18 +77,26 @@ async function load({ id, url, headers, columns, options }) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let firstSent = false;
   let told = Date.now();
+  const take = (items) => {
+    if (items !== '') for (const item of JSON.parse(`[${items}]`)) rows.push(item);
+  };
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
-    const items = cutter(value);
-    if (items === '') continue;
-    for (const item of JSON.parse(`[${items}]`)) rows.push(item);
-    if (!firstSent && rows.length >= PAGE_SIZE) {
-      firstSent = true;
-      self.postMessage({ id, page: data.page({}), loading: true });
-    } else if (firstSent && Date.now() - told > 500) {
-      told = Date.now();
-      self.postMessage({ type: 'progresso', loaded: rows.length });
+    if (!firstSent) {
+      // The first screen page from its own items: a first piece can hold a megabyte of them.
+      take(cutter(value, PAGE_SIZE - rows.length));
+      if (rows.length >= PAGE_SIZE) {
+        firstSent = true;
+        self.postMessage({ id, page: data.page({}), loading: true });
+      }
+      take(cutter(''));
+    } else {
+      take(cutter(value));
+      if (Date.now() - told > 500) {
+        told = Date.now();
+        self.postMessage({ type: 'progresso', loaded: rows.length });
+      }
     }
   }
   complete = true;

@@ -22,13 +22,31 @@ export function localSource(rows, columns, options) {
 }
 
 /**
- * A source over a task's result (`url`) fetched and parsed in a worker as it arrives. Resolves
+ * A worker for a task's result, started before the result exists: its module loads while the
+ * upload and the job run, not after (issue 25). `source(...)` hands it its result; `close()`
+ * ends it when the task fails instead.
+ */
+export function tableWorker() {
+  const worker = new Worker(new URL('./table-worker.js', import.meta.url), { type: 'module' });
+  // A worker that fails to start says so before anyone listens: kept for the source to report.
+  let broken = null;
+  worker.addEventListener('error', (event) => (broken ??= workerError(event)));
+  return {
+    source: (url, headers, columns, options) =>
+      broken ? (worker.terminate(), Promise.reject(broken)) : workerSource(worker, url, headers, columns, options),
+    close: () => worker.terminate(),
+  };
+}
+
+const workerError = (event) => ({ status: 0, erro: `Falha ao ler o resultado: ${event.message ?? 'erro no processamento'}` });
+
+/**
+ * A source over a task's result (`url`) fetched and parsed in `worker` as it arrives. Resolves
  * with the first screen page as soon as the worker has it; `done` settles when the whole result
  * is in (`{ counts, total }`), `onProgress(loaded)` is told meanwhile. Rejects with
- * `{ status, erro }` when the fetch fails.
+ * `{ status, erro }` when the fetch fails. The worker is the source's: closing it ends the worker.
  */
-export function workerSource(url, headers, columns, options) {
-  const worker = new Worker(new URL('./table-worker.js', import.meta.url), { type: 'module' });
+function workerSource(worker, url, headers, columns, options) {
   let next = 0;
   const waiting = new Map();
   let failed = null;
@@ -54,9 +72,7 @@ export function workerSource(url, headers, columns, options) {
     if (settle) settle(data);
     else if (data.error) failAll(data.error); // the stream broke after the first page
   });
-  worker.addEventListener('error', (event) =>
-    failAll({ status: 0, erro: `Falha ao ler o resultado: ${event.message ?? 'erro no processamento'}` }),
-  );
+  worker.addEventListener('error', (event) => failAll(workerError(event)));
   const ask = (message) =>
     new Promise((resolve, reject) => {
       if (failed) return reject(failed);
