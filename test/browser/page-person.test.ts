@@ -1,4 +1,4 @@
-// The staff page as a person meets it (issue 24), in a real Chromium: a 390 px phone without
+// The staff page as a person meets it, in a real Chromium: a 390 px phone without
 // sideways scrolling, the keyboard alone, the landmarks a screen reader lists, disabled controls
 // that look disabled, files dropped on every box, the 25 MB limit said before any upload, the
 // task's state beside its bar, and several returns at once as one batch with each file's state

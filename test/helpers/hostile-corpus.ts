@@ -1,5 +1,5 @@
-// The hostile corpus of test/http/privacy.test.ts (issue 21, "personal data in error answers and
-// logs"): returns, census files and requests that put CPFs and names of (invented) children
+// The hostile corpus of test/http/privacy.test.ts (personal data in error answers and logs):
+// returns, census files and requests that put CPFs and names of (invented) children
 // wherever a careless export or an attacker would, so a test can look for them in every error
 // answer and every log line. Deterministic: the same requests every run, generated rather than
 // stored (an xlsx is a zip, and test/fixtures/ holds only fixture cases: fixtures.ts reads every

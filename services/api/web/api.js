@@ -104,7 +104,7 @@ const FINISHED = new Set(['concluida', 'falhou', 'cancelada']);
  * How long to wait before the next look at a task that has run `elapsed` ms: a tenth of the wait
  * so far, between `min` and one second. A person waiting for a 1–3 s job learns of its end
  * within about 100–300 ms of it (a fixed half second was, on average, a quarter of a second
- * late: issue 25); a long wait costs a look a second, each one a small GET.
+ * late); a long wait costs a look a second, each one a small GET.
  */
 export const pace = (elapsed, min = 100) => Math.min(1000, Math.max(min, elapsed / 10));
 

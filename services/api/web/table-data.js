@@ -1,7 +1,7 @@
 // The rows behind a table, and the one screen page of them the table shows. Used inside the
 // table worker (large results: parsed, filtered and sorted off the main thread) and on the main
 // thread for small ones. Only the page on screen is ever turned into text cells: 150,000 rows
-// are neither rendered nor sorted until someone asks for an order (issue 25).
+// are neither rendered nor sorted until someone asks for an order.
 
 export const PAGE_SIZE = 100;
 

@@ -1,4 +1,4 @@
-// A task's result, fetched, parsed and kept off the main thread (issue 25). The answer is read
+// A task's result, fetched, parsed and kept off the main thread. The answer is read
 // as it arrives: its items are cut out of the stream and parsed in runs, and the first screen
 // page goes to the page as soon as it is there, long before a 25 MB answer has arrived whole.
 // The page then asks for one screen page at a time and gets back only its cells.

@@ -23,7 +23,7 @@ export function localSource(rows, columns, options) {
 
 /**
  * A worker for a task's result, started before the result exists: its module loads while the
- * upload and the job run, not after (issue 25). `source(...)` hands it its result; `close()`
+ * upload and the job run, not after. `source(...)` hands it its result; `close()`
  * ends it when the task fails instead.
  */
 export function tableWorker() {

@@ -88,7 +88,7 @@ export class DatabaseUnavailableError extends fixedError('DATABASE_UNAVAILABLE')
 /** 504: the query ran longer than QUERY_TIMEOUT_MS. */
 export class QueryTimeoutError extends fixedError('QUERY_TIMEOUT') {}
 
-/** What a 422 quotes of the return's own value (issue 21: 32,000 characters came back whole). */
+/** What a 422 quotes of the return's own value (32,000 characters once came back whole). */
 export const MAX_QUOTED_CHARS = 40;
 
 /**

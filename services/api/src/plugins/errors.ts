@@ -46,7 +46,7 @@ function translate(err: FastifyError): CensoError | null {
  * An erro as the info-level log may hold it: cut before its first `:`, `(` or `"`, where every
  * message puts what it quotes of the request or its files (a linha, a header, a field name).
  * `Arquivo retorno ilegível …`, `O arquivo txt não corresponde ao retorno …`: the kind of refusal
- * without its content (issue 21). The whole erro is logged at debug only.
+ * without its content. The whole erro is logged at debug only.
  */
 export function withoutQuotes(message: string): string {
   const cut = message.search(/[:("]/);

@@ -17,7 +17,7 @@ const SYNONYMS: Readonly<Record<Role, readonly string[]>> = {
 
 /*
  * What the 400 for an unknown layout names (SPEC §1.2 "the headers found"), and never a data cell
- * (issue 21: a data row with a "Tipo" column whose cells say "Erro", the mensagem synonym, used to
+ * (a data row with a "Tipo" column whose cells say "Erro", the mensagem synonym, used to
  * beat the real header and be quoted whole, CPFs and names included). The rule:
  * 1. A cell has a column name's shape when, spaces collapsed, it has 1–60 characters, at least one
  *    letter, at most 2 digits, only letters, digits, spaces and `. , ; : ( ) / _ # * ' & ? º ª ° -`,
