@@ -1,5 +1,5 @@
 /* global window, document, MutationObserver, requestAnimationFrame -- page.evaluate callbacks run in the page */
-// The staff page with a large return (issue 25): time from "Ver divergências" to the first table
+// The staff page with a large return: time from "Ver divergências" to the first table
 // page in Debian's Chromium, and how long the tab's main thread was blocked meanwhile (long
 // tasks), for the page as it was at BEFORE (a git revision) and as it is now, alternated in one
 // run against the same service. Prints one line per run and the medians.

@@ -1,4 +1,4 @@
-// Memory of a worker process running two 25 MB jobs at once (issue 25: under 400 MiB with 2
+// Memory of a worker process running two 25 MB jobs at once (the goal: under 400 MiB with 2
 // threads). A queue deployment (one API, one worker process with WORKER_CONCURRENCY=2) gets two
 // t25 requests at the same time; the worker's peak RSS (VmHWM) is read before it stops. One fresh
 // deployment per job kind, so each peak is that kind's own.

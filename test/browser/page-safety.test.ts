@@ -1,4 +1,4 @@
-// The staff page never hands a person another school's data (issue 21, SPEC §3.6): sequences as
+// The staff page never hands a person another school's data (SPEC §3.6): sequences as
 // staff click them in a real Chromium. Choosing files, a new run or an error clears a task's
 // result; a download sends only the files whose result is on screen; a button is disabled while
 // its request runs; the key typed is the key used and an empty key is never kept.

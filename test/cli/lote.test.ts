@@ -1,4 +1,4 @@
-// `censo lote` as a secretariat's IT staff run it on a share of school folders (issue 21): one bad
+// `censo lote` as a secretariat's IT staff run it on a share of school folders: one bad
 // file, folder or name never loses the batch or forges a message; -o is never a stack trace and
 // never an input destroyed; the output's format follows -o; a summary ends the run. Every run
 // gets its own TMPDIR, checked empty afterwards (the batch's work folder must never stay behind).

@@ -1,4 +1,4 @@
-// The cluster fault suite's short profile (issue 22 §2, CLUSTER.md): two API replicas, three
+// The cluster fault suite's short profile (CLUSTER.md): two API replicas, three
 // workers, Redis with Sentinel and an S3 bucket, each in a network namespace of its own, under
 // every fault once (workers isolated, paused and killed, an API killed, the Redis master killed,
 // all Redis unreachable for 30 s, the bucket unreachable). Fails when the checker finds an
