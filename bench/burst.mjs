@@ -10,8 +10,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { schoolReturn } from './cli.mjs';
 import { API_KEY, MULTIPART_TYPE, deploy, multipartBody } from './http.mjs';
-import { spawn } from 'node:child_process';
-import { DATA, ROOT, cpuSecondsOf, memoryOf, percentile, sleep } from './lib.mjs';
+import { DATA, ROOT, cpuSecondsOf, memoryOf, percentile, runNodeTimedCpu, sleep } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const CLI = path.join('cli', 'dist', 'main.js');
@@ -30,25 +29,6 @@ function burstFolder(one, count) {
     }
   }
   return dir;
-}
-
-/** `node <args>` timed, with the CPU seconds it used (sampled from /proc until it exits). */
-function runCli(args, timeoutMs) {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    let cpu = 0;
-    const sampler = setInterval(() => (cpu = cpuSecondsOf(child.pid) || cpu), 100);
-    child.stderr.on('data', (d) => (err += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      clearInterval(sampler);
-      if (code !== 0) reject(new Error(`node ${args.join(' ')} exited ${code ?? signal}: ${err.trim().slice(-2000)}`));
-      else resolve({ ms: performance.now() - started, cpu });
-    });
-  });
 }
 
 async function redisCpuSeconds(redis) {
@@ -126,7 +106,7 @@ export async function runBurst({ quick, redisUrl, files, log = console.log }) {
   const serverOut = path.join(DATA, 'burst-servidor.csv');
 
   log(`  burst: local censo lote on ${count} files`);
-  const local = await runCli([CLI, '--quiet', 'lote', dir, '-o', localOut], 900_000);
+  const local = await runNodeTimedCpu([CLI, '--quiet', 'lote', dir, '-o', localOut], { timeoutMs: 900_000 });
   log(`  burst: local ${(count / (local.ms / 1000)).toFixed(1)} files/s`);
 
   const perTaskBytes = await redisPerWaitingTask(redisUrl, one);
@@ -148,7 +128,9 @@ export async function runBurst({ quick, redisUrl, files, log = console.log }) {
     const memory = d.processes.map(() => []);
     const sampler = setInterval(() => d.processes.forEach((p, i) => memory[i].push(memoryOf(p.pid).rss)), 500);
     const cpuBefore = [...d.processes.map((p) => cpuSecondsOf(p.pid)), await redisCpuSeconds(redis)];
-    const run = runCli([CLI, '--quiet', 'lote', dir, '--servidor', d.url, '--chave', API_KEY, '-o', serverOut], 1_800_000);
+    const run = runNodeTimedCpu([CLI, '--quiet', 'lote', dir, '--servidor', d.url, '--chave', API_KEY, '-o', serverOut], {
+      timeoutMs: 1_800_000,
+    });
     const during = await probe(probeUrl, small, run);
     const server = await run;
     clearInterval(sampler);

@@ -10,12 +10,11 @@
 //
 // `node bench/cli.mjs [runs]` runs the lote part alone (after `npm run build`) and prints it.
 import { cpSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generate } from './gen-big.mjs';
-import { DATA, ROOT, cpuSecondsOf, fmt, median, runNodeTimed, table } from './lib.mjs';
+import { DATA, fmt, median, runNodeTimed, runNodeTimedCpu, table } from './lib.mjs';
 
 const CLI = path.join('cli', 'dist', 'main.js');
 const SCHOOLS = 200;
@@ -57,25 +56,6 @@ function linkedFolder(root, file, count, folders) {
   return dir;
 }
 
-/** `node <args>` timed, with the CPU seconds of all its threads (sampled from /proc until it exits). */
-function runTimedCpu(args, timeoutMs = 300_000) {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    let cpu = 0;
-    const sampler = setInterval(() => (cpu = cpuSecondsOf(child.pid) || cpu), 20);
-    child.stderr.on('data', (d) => (err += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      clearInterval(sampler);
-      if (code !== 0) reject(new Error(`node ${args.join(' ')} exited ${code ?? signal}: ${err.trim().slice(-2000)}`));
-      else resolve({ ms: performance.now() - started, cpu });
-    });
-  });
-}
-
 /** The lote runs: each folder at one thread and at the default, alternating, `runs` rounds. */
 export async function runLote(runs, log = console.log, root = DATA) {
   const { dir, rowsPerFile } = await schoolFolder(root);
@@ -87,7 +67,7 @@ export async function runLote(runs, log = console.log, root = DATA) {
     for (const [set, folder] of Object.entries(folders)) {
       for (const mode of ['one', 'all']) {
         const args = [CLI, '--quiet', 'lote', folder, '-o', '/dev/null', ...(mode === 'one' ? ['--concurrency', '1'] : [])];
-        (samples[`${set}-${mode}`] ??= []).push(await runTimedCpu(args));
+        (samples[`${set}-${mode}`] ??= []).push(await runNodeTimedCpu(args, { sampleMs: 20 }));
       }
     }
     log(`  lote run ${run}/${runs} done`);

@@ -83,6 +83,28 @@ export function runNodeTimed(args, { timeoutMs = 300_000 } = {}) {
   });
 }
 
+/**
+ * Runs `node <args>` to completion (exit 0 required) and resolves with its wall time in ms and
+ * the CPU seconds of all its threads, sampled from /proc every `sampleMs` until it exits.
+ */
+export function runNodeTimedCpu(args, { timeoutMs = 300_000, sampleMs = 100 } = {}) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    let cpu = 0;
+    const sampler = setInterval(() => (cpu = cpuSecondsOf(child.pid) || cpu), sampleMs);
+    child.stderr.on('data', (d) => (err += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      clearInterval(sampler);
+      if (code !== 0) reject(new Error(`node ${args.join(' ')} exited ${code ?? signal}: ${err.trim().slice(-2000)}`));
+      else resolve({ ms: performance.now() - started, cpu });
+    });
+  });
+}
+
 /** A long-running child (API or worker); stdout/stderr go to a log file under .bench/logs. */
 export function startProcess(name, args, env) {
   const log = createWriteStream(path.join(DATA, 'logs', `${name}.log`));
