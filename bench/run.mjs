@@ -33,6 +33,16 @@ const section = (title, body) => {
   md.push(`## ${title}\n\n${body}\n`);
   log(`\n## ${title}\n\n${body}\n`);
 };
+/** A section's measurements, or null when it cannot run here (`enabled` false) or failed (logged). */
+async function measure(enabled, name, run) {
+  if (!enabled) return null;
+  try {
+    return await run();
+  } catch (err) {
+    log(`  ${name} section failed: ${err.message}`);
+    return null;
+  }
+}
 
 // --- machine ---------------------------------------------------------------------------------
 const cpu = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? os.cpus()[0]?.model;
@@ -212,12 +222,7 @@ target(
 
 // --- 3. HTTP -----------------------------------------------------------------------------------
 log('\nHTTP (autocannon)...');
-let http = null;
-try {
-  http = await runHttp(data, { quick, redisUrl: redisVersion ? redisUrl : null, log });
-} catch (err) {
-  log(`  HTTP section failed: ${err.message}`);
-}
+const http = await measure(true, 'HTTP', () => runHttp(data, { quick, redisUrl: redisVersion ? redisUrl : null, log }));
 if (http) {
   const codes = (s) =>
     Object.entries(s.statusCodes ?? {})
@@ -311,14 +316,7 @@ if (http) {
 
 // --- 3b. storage ----------------------------------------------------------------------------------
 log('\nStorage: S3 bucket vs shared folder...');
-let storage = null;
-if (redisVersion) {
-  try {
-    storage = await runStorage(data, { quick, redisUrl, log });
-  } catch (err) {
-    log(`  storage section failed: ${err.message}`);
-  }
-}
+const storage = await measure(redisVersion, 'storage', () => runStorage(data, { quick, redisUrl, log }));
 if (storage) {
   const overhead = storage.s3Ms - storage.folderMs;
   section(
@@ -346,15 +344,8 @@ if (storage) {
 }
 
 // --- 2c. A worker process with two 25 MB jobs ---------------------------------------------------
-let workerMemory = null;
-if (redisVersion) {
-  log('\nWorker memory (two t25 jobs at once)...');
-  try {
-    workerMemory = await runWorkerMemory(data, { redisUrl, log });
-  } catch (err) {
-    log(`  worker memory section failed: ${err.message}`);
-  }
-}
+log('\nWorker memory (two t25 jobs at once)...');
+const workerMemory = await measure(redisVersion, 'worker memory', () => runWorkerMemory(data, { redisUrl, log }));
 if (workerMemory) {
   const row = (kind) => {
     const r = workerMemory[kind];
@@ -386,14 +377,7 @@ if (workerMemory) {
 
 // --- 6. a state's burst (SPEC §7) -------------------------------------------------------------------
 log("\nA state's burst (censo lote --servidor)...");
-let burst = null;
-if (redisVersion) {
-  try {
-    burst = await runBurst({ quick, redisUrl, log });
-  } catch (err) {
-    log(`  burst section failed: ${err.message}`);
-  }
-}
+const burst = await measure(redisVersion, 'burst', () => runBurst({ quick, redisUrl, log }));
 if (burst) {
   const b = burst;
   const perFile = (seconds) => fmt((seconds * 1000) / b.files, 1);
@@ -517,14 +501,7 @@ try {
 
 // --- 4. query ----------------------------------------------------------------------------------
 log('\nQuery route...');
-let query = null;
-if (pgVersion) {
-  try {
-    query = await runQuery({ quick, databaseUrl, log });
-  } catch (err) {
-    log(`  query section failed: ${err.message}`);
-  }
-}
+const query = await measure(pgVersion, 'query', () => runQuery({ quick, databaseUrl, log }));
 if (query) {
   const q = query;
   section(
