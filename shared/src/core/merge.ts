@@ -281,7 +281,7 @@ export async function matchPersons(
         for (const group of byCode.values()) group.line = 0;
       },
     },
-    { ...(options.signal ? { signal: options.signal } : {}), ...(options.highWaterMark ? { highWaterMark: options.highWaterMark } : {}) },
+    options,
   );
 
   let failure = certain;
