@@ -21,6 +21,7 @@ import {
   type LoteFormat,
   type VocabularyAdditions,
 } from '@censo/shared/local';
+import { deferred } from './deferred.js';
 import { BadUsage, quote, reasonOf } from './failures.js';
 import { identityOf, listReturns, type FolderListing, type ReturnFile } from './folder.js';
 import { openOutput, writeFailure, type Output } from './output.js';
@@ -250,12 +251,6 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
     process.removeListener('SIGTERM', interrupted);
   }
   return { read, failed, rows };
-}
-
-function deferred<T>(): { promise: Promise<T>; resolve: (value: T | Promise<T>) => void } {
-  let resolve!: (value: T | Promise<T>) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
 }
 
 /** A batch's input is at most this many bytes of returns, and this many files. */

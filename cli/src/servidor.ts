@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createRequire } from 'node:module';
 import type * as CliProgress from 'cli-progress';
 import type { Divergencia } from '@censo/shared';
+import { deferred } from './deferred.js';
 import { BadUsage, InputError, quote } from './failures.js';
 import { listReturns } from './folder.js';
 import { refuseInputAsOutput, write, type FileResult, type LoteFormat, type LoteSummary } from './lote.js';
@@ -175,15 +176,6 @@ async function answerOf(servidor: Servidor, sent: Tarefa | { erro: string }): Pr
     }
     return { erro: await servidor.erro(response) };
   }
-}
-
-/** A value settled later, by whoever has it. */
-function deferred<T>() {
-  let resolve!: (value: T) => void;
-  let reject!: (err: unknown) => void;
-  const promise = new Promise<T>((yes, no) => ((resolve = yes), (reject = no)));
-  promise.catch(() => {}); // a file nobody waits for yet must not be an unhandled rejection
-  return { promise, resolve, reject };
 }
 
 /** Results read ahead of the writer, at most this many at once (each is one file's divergences). */
