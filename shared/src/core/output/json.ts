@@ -1,7 +1,6 @@
 // The JSON answer of the upload routes, `{"<key>":[item,...]}`, streamed to a file in batches so a
 // 300k-row return never becomes one string in memory.
-import { createWriteStream } from 'node:fs';
-import { pipeline } from 'node:stream/promises';
+import { TextFile } from './text-file.js';
 
 /** Items are written in batches of about this many characters: fewer writes, bounded memory. */
 const BATCH_CHARS = 64 * 1024;
@@ -20,9 +19,17 @@ export async function* jsonListChunks(key: string, items: AsyncIterable<unknown>
   yield `${batch}]}`;
 }
 
-/** Writes text chunks to `path`, waiting for the file to drain; returns the bytes written. */
-export async function writeChunks(path: string, chunks: AsyncIterable<string | Buffer>, signal?: AbortSignal): Promise<number> {
-  const out = createWriteStream(path, { mode: 0o600 });
-  await pipeline(chunks, out, ...(signal ? [{ signal }] : []));
-  return out.bytesWritten;
+/** Writes text chunks to `path` (a job's result file); returns the bytes written. */
+export async function writeChunks(path: string, chunks: AsyncIterable<string>, signal?: AbortSignal): Promise<number> {
+  const out = new TextFile(path);
+  try {
+    for await (const chunk of chunks) {
+      signal?.throwIfAborted();
+      out.add(chunk);
+    }
+    out.flush();
+    return out.position();
+  } finally {
+    out.close();
+  }
 }

@@ -2,7 +2,15 @@
 // one string: scanner.ts validates the document's skeleton and cuts the rows array into element
 // byte ranges, rows.ts parses them in batches and decides which array holds the rows, tokens.ts
 // validates the scalars outside the rows, values.ts gives a value's text.
-import { createReadStream } from 'node:fs';
+//
+// The chunks are read synchronously: a job runs on a job thread (or in the CLI) that has nothing
+// else to do while it waits, and each asynchronous read is a round trip through libuv's thread
+// pool, which every thread of the process shares (see ../xlsx/zip.ts). The batches are still
+// yielded one chunk at a time, so memory stays one chunk plus the rows in hand, and the event loop
+// gets a turn between chunks (setImmediate, no thread-pool hop): an abort, a timer or a message
+// is still seen while a large file is read.
+import { closeSync, openSync, readSync } from 'node:fs';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { RetornoRow } from '../../types.js';
 import type { ColumnNames } from '../columns.js';
 import { toUnreadable } from '../failure.js';
@@ -18,12 +26,18 @@ export async function* readJsonBatches(
   names: ColumnNames,
 ): AsyncGenerator<RetornoRow[], void, undefined> {
   signal?.throwIfAborted();
-  const stream = createReadStream(path, { highWaterMark: CHUNK_BYTES });
+  let fd = -1;
   const scanner = new JsonRowsScanner(names);
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
+    fd = openSync(path, 'r');
+    for (;;) {
+      await nextTurn();
       signal?.throwIfAborted();
-      scanner.push(chunk);
+      // A fresh buffer each time: an element that spans chunks keeps its earlier ones.
+      const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+      const length = readSync(fd, chunk, 0, CHUNK_BYTES, null);
+      if (length === 0) break;
+      scanner.push(length === CHUNK_BYTES ? chunk : chunk.subarray(0, length));
       yield scanner.take();
     }
     scanner.end();
@@ -31,6 +45,6 @@ export async function* readJsonBatches(
   } catch (err) {
     throw toUnreadable(err, INVALID_JSON, signal);
   } finally {
-    stream.destroy();
+    if (fd !== -1) closeSync(fd);
   }
 }

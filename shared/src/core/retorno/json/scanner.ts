@@ -166,11 +166,18 @@ export class JsonRowsScanner {
     // Where the open string started in this chunk (its bytes from earlier chunks are skimCarried).
     let opened = inString ? i : -1;
     for (; i < n; i++) {
-      const c = buf[i]!;
+      let c = buf[i]!;
       if (inString) {
-        if (escape) escape = false;
-        else if (c === 0x5c) escape = true;
-        else if (c === 0x22) {
+        if (escape) {
+          escape = false;
+          continue;
+        }
+        // Most of a row's bytes are string content: run to the next quote or backslash in a loop
+        // that tests nothing else.
+        while (c !== 0x22 && c !== 0x5c && ++i < n) c = buf[i]!;
+        if (i === n) break;
+        if (c === 0x5c) escape = true;
+        else {
           inString = false;
           // A string of at most 32,767 bytes has at most 32,767 UTF-16 units: only a longer one
           // needs its characters counted, once parsed (the hot loop stays a byte scan).
