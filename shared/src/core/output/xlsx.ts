@@ -85,7 +85,18 @@ function escapeXml(text: string): string {
 // text as written.
 const OOXML_ESCAPE = /_(x[0-9A-Fa-f]{4}_)/g;
 
-function cellText(value: string): string {
+// Any character the two steps below could change: a value without one is written as it is, and
+// most values (names, dates, CPFs, field labels) have none, so most cells cost one test, not three
+// replacements.
+// eslint-disable-next-line no-control-regex -- the control characters NOT_XML removes
+const MAY_CHANGE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f&<>"_\ud800-\udfff\ufffe\uffff]/;
+
+export function cellText(value: string): string {
+  return MAY_CHANGE.test(value) ? escapedCellText(value) : value;
+}
+
+/** A cell's text with every step applied (what cellText returns for a value it must change). */
+export function escapedCellText(value: string): string {
   return escapeXml(value).replace(OOXML_ESCAPE, '_x005F_$1');
 }
 
