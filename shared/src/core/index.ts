@@ -16,6 +16,7 @@ export * from './output/csv.js';
 export * from './output/json.js';
 export * from './output/table.js';
 export * from './output/xlsx.js';
+export { crc32InJs, zipArchive, type ZipOptions, type ZipPart } from './output/zip-writer.js';
 export * from './censo/inep-values.js';
 export * from './censo/corrigido.js';
 export * from './job.js';

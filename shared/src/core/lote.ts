@@ -3,12 +3,12 @@
 // JSON items or rows for the workbook, the file's name first) into one file per batch. The process
 // that asked only copies byte ranges in order: parsing every file's divergences back from a result
 // file and formatting them there kept the main thread as busy as a job thread, and one task per
-// small file spent its time in hand-overs. The text is written synchronously (output/text-file.ts).
+// small file spent its time in hand-overs. The text is written synchronously (output/result-file.ts).
 import { divergenciaBatches } from './divergencias.js';
 import { jobFailure } from './job.js';
 import { csvLine } from './output/csv.js';
 import { cellValues, DIVERGENCIA_COLUMNS } from './output/table.js';
-import { TextFile } from './output/text-file.js';
+import { ResultFile } from './output/result-file.js';
 import { readRetornoBatches } from './retorno/index.js';
 import type { Divergencia, StoredRetorno } from './types.js';
 import type { Vocabulary } from './vocabulary.js';
@@ -54,7 +54,7 @@ export type LoteFileOutcome =
 
 export async function runLoteBatch(batch: LoteBatch, options: { readonly vocabulary?: Vocabulary } = {}): Promise<LoteFileOutcome[]> {
   const { vocabulary } = options;
-  const out = new TextFile(batch.resultPath);
+  const out = new ResultFile(batch.resultPath);
   const outcomes: LoteFileOutcome[] = [];
   try {
     for (const file of batch.files) {

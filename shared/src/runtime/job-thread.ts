@@ -1,7 +1,7 @@
 // Entry module of the job pool's worker threads (piscina calls the default export per task).
 // The vocabulary (COLUMNS_FILE additions) comes once per thread, as the pool's workerData.
 //
-// The CommonJS packages a thread uses (piscina here, yauzl and yazl in the core) are loaded with
+// The CommonJS packages a thread uses (piscina here, yauzl in the core) are loaded with
 // require, not import: importing CommonJS from ESM makes Node scan the package's source for its
 // export names (cjs-module-lexer), and that scanner ran long enough in every new thread for V8 to
 // optimize it there, each time. Measured with --trace-opt on `censo lote` over 200 school returns:

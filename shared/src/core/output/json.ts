@@ -1,6 +1,6 @@
 // The JSON answer of the upload routes, `{"<key>":[item,...]}`, streamed to a file in batches so a
 // 300k-row return never becomes one string in memory.
-import { TextFile } from './text-file.js';
+import { ResultFile } from './result-file.js';
 
 /** Items are written in batches of about this many characters: fewer writes, bounded memory. */
 const BATCH_CHARS = 64 * 1024;
@@ -21,7 +21,7 @@ export async function* jsonListChunks(key: string, items: AsyncIterable<unknown>
 
 /** Writes text chunks to `path` (a job's result file); returns the bytes written. */
 export async function writeChunks(path: string, chunks: AsyncIterable<string>, signal?: AbortSignal): Promise<number> {
-  const out = new TextFile(path);
+  const out = new ResultFile(path);
   try {
     for await (const chunk of chunks) {
       signal?.throwIfAborted();

@@ -1,18 +1,10 @@
 // A streaming xlsx writer for the spreadsheet answers (SPEC §3.5): one sheet (more past Excel's
-// row limit, SPEC §7.3), the header row bold and frozen, every cell an inline string styled as text (`@`), so a CPF keeps its leading zeros
-// in any spreadsheet program. The sheet XML is produced row by row into the zip (yazl), so
-// 150,000 rows never become one string.
-import { createWriteStream } from 'node:fs';
+// row limit, SPEC §7.3), the header row bold and frozen, every cell an inline string styled as
+// text (`@`), so a CPF keeps its leading zeros in any spreadsheet program. The sheet XML is
+// produced row by row into the zip (zip-writer.ts), so 150,000 rows never become one string.
 import { Readable } from 'node:stream';
-import { finished, pipeline } from 'node:stream/promises';
-import { createRequire } from 'node:module';
-import type * as Yazl from 'yazl';
-
-// Loaded with require, not import: importing a CommonJS package from ESM makes Node scan its
-// source for export names (cjs-module-lexer), in every job thread, and V8 then optimizes that
-// scanner in each one: about a third of a short `censo lote` run's background compilation
-// (--trace-opt). See runtime/job-thread.ts.
-const yazl = createRequire(import.meta.url)('yazl') as typeof Yazl;
+import { ResultFile } from './result-file.js';
+import { zipArchive, type ZipPart } from './zip-writer.js';
 
 const XML_HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n';
 const MAIN_NS = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
@@ -75,8 +67,13 @@ const NOT_XML =
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed here
   /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
+// A carriage return is written as a character reference: an XML parser reads a literal one (or
+// CR LF) in text as a line feed, a reference as itself.
+const XML_SPECIAL = /[&<>"\r]/g;
+const XML_REFERENCE: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', '\r': '&#13;' };
+
 function escapeXml(text: string): string {
-  return text.replace(NOT_XML, '').replace(/[&<>"]/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : '&quot;'));
+  return text.replace(NOT_XML, '').replace(XML_SPECIAL, (c) => XML_REFERENCE[c]!);
 }
 
 // OOXML reads `_xHHHH_` inside a string as the escaped character U+HHHH (ECMA-376 Part 1,
@@ -85,11 +82,11 @@ function escapeXml(text: string): string {
 // text as written.
 const OOXML_ESCAPE = /_(x[0-9A-Fa-f]{4}_)/g;
 
-// Any character the two steps below could change: a value without one is written as it is, and
+// Any character the steps below could change: a value without one is written as it is, and
 // most values (names, dates, CPFs, field labels) have none, so most cells cost one test, not three
 // replacements.
-// eslint-disable-next-line no-control-regex -- the control characters NOT_XML removes
-const MAY_CHANGE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f&<>"_\ud800-\udfff\ufffe\uffff]/;
+// eslint-disable-next-line no-control-regex -- the control characters NOT_XML removes, and CR
+const MAY_CHANGE = /[\u0000-\u0008\u000b-\u001f&<>"_\ud800-\udfff\ufffe\uffff]/;
 
 export function cellText(value: string): string {
   return MAY_CHANGE.test(value) ? escapedCellText(value) : value;
@@ -106,11 +103,17 @@ function columnName(index: number): string {
   return name;
 }
 
+// Spreadsheet programs may trim or collapse a text's white space unless it is marked to be kept.
+// Only text with white space other than single spaces between words needs the mark: leaving it
+// off the rest makes the sheet a fifth smaller, and so cheaper to deflate.
+const SPACE_TO_KEEP = /^\s|\s$|\s\s|[^\S ]/;
+
 function rowXml(number: number, values: readonly string[], style: number, letters: readonly string[]): string {
   let xml = `<row r="${number}">`;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    xml += `<c r="${letters[i]}${number}" t="inlineStr" s="${style}"><is><t xml:space="preserve">${cellText(value)}</t></is></c>`;
+    const t = SPACE_TO_KEEP.test(value) ? '<t xml:space="preserve">' : '<t>';
+    xml += `<c r="${letters[i]}${number}" t="inlineStr" s="${style}"><is>${t}${cellText(value)}</t></is></c>`;
   }
   return `${xml}</row>`;
 }
@@ -142,25 +145,36 @@ export interface XlsxOptions {
 }
 
 /**
- * The workbook as a stream: `columns` as each sheet's bold, frozen header, then `rows`, continued
- * on further sheets (`name 2`, `name 3`...) past Excel's row limit. Rows are pulled as the stream
- * is read, so memory stays bounded however many there are.
+ * The workbook's bytes: `columns` as each sheet's bold, frozen header, then `rows`, continued on
+ * further sheets (`name 2`, `name 3`...) past Excel's row limit. Rows are pulled as the bytes are
+ * read, so memory stays bounded however many there are.
  */
+export function xlsxChunks(
+  sheetName: string,
+  columns: readonly string[],
+  rows: AsyncIterable<readonly string[]>,
+  options: XlsxOptions = {},
+): AsyncGenerator<Buffer> {
+  return zipArchive(workbookParts(sheetName, columns, rows, options));
+}
+
+/** The same bytes as a stream (an HTTP answer). */
 export function xlsxStream(
   sheetName: string,
   columns: readonly string[],
   rows: AsyncIterable<readonly string[]>,
   options: XlsxOptions = {},
 ): Readable {
-  const perSheet = Math.max(1, options.maxRowsPerSheet ?? XLSX_MAX_DATA_ROWS);
-  const zip = new yazl.ZipFile();
-  const mtime = new Date();
-  const small = (name: string, text: string) => zip.addBuffer(Buffer.from(text), name, { mtime });
-  const output = zip.outputStream as unknown as Readable;
-  small('[Content_Types].xml', CONTENT_TYPES);
-  small('_rels/.rels', ROOT_RELS);
-  small('xl/styles.xml', STYLES);
+  return Readable.from(xlsxChunks(sheetName, columns, rows, options), { objectMode: false });
+}
 
+async function* workbookParts(
+  sheetName: string,
+  columns: readonly string[],
+  rows: AsyncIterable<readonly string[]>,
+  options: XlsxOptions,
+): AsyncGenerator<ZipPart> {
+  const perSheet = Math.max(1, options.maxRowsPerSheet ?? XLSX_MAX_DATA_ROWS);
   const source = rows[Symbol.asyncIterator]();
   // The row after a sheet's last one, read ahead: a last full sheet gets no empty follower.
   const ahead: { row: IteratorResult<readonly string[]> | null } = { row: null };
@@ -174,30 +188,26 @@ export function xlsxStream(
     ahead.row = await source.next();
   }
 
-  let sheet: Readable | null = null;
-  // A reader that goes away (a client gone) ends the sheet being produced, and with it the rows.
-  output.once('close', () => sheet?.destroy());
-  void (async () => {
+  try {
+    // [Content_Types].xml first: file-type sniffers look for it at the start of the zip.
+    yield { name: '[Content_Types].xml', data: Buffer.from(CONTENT_TYPES) };
+    yield { name: '_rels/.rels', data: Buffer.from(ROOT_RELS) };
+    yield { name: 'xl/styles.xml', data: Buffer.from(STYLES) };
     let sheets = 0;
     do {
       sheets++;
-      sheet = Readable.from(sheetXml(columns, sheetRows()));
-      zip.addReadStream(sheet, `xl/worksheets/sheet${sheets}.xml`, { mtime });
-      await finished(sheet);
+      // The archive reads a sheet to its end before it asks for the next part.
+      yield { name: `xl/worksheets/sheet${sheets}.xml`, data: sheetXml(columns, sheetRows()) };
     } while (ahead.row !== null && !ahead.row.done);
-    const names = sheetNames(sheetName, sheets);
-    small('xl/workbook.xml', workbook(names));
-    small('xl/_rels/workbook.xml.rels', workbookRels(sheets));
-    zip.end();
-  })().catch((err: unknown) => {
-    // An error while producing rows (a bad file) fails the stream, never leaves the zip waiting.
-    void Promise.resolve(source.return?.()).catch(() => undefined);
-    output.destroy(err as Error);
-  });
-  return output;
+    yield { name: 'xl/workbook.xml', data: Buffer.from(workbook(sheetNames(sheetName, sheets))) };
+    yield { name: 'xl/_rels/workbook.xml.rels', data: Buffer.from(workbookRels(sheets)) };
+  } finally {
+    // A reader gone or an error ends the rows too (a no-op once they are all read).
+    await Promise.resolve(source.return?.()).catch(() => undefined);
+  }
 }
 
-/** Writes the workbook of `xlsxStream` to `path`. */
+/** Writes the workbook of `xlsxChunks` to `path` (a job's result file); returns its size. */
 export async function writeXlsx(
   path: string,
   sheetName: string,
@@ -205,7 +215,15 @@ export async function writeXlsx(
   rows: AsyncIterable<readonly string[]>,
   signal?: AbortSignal,
 ): Promise<{ bytes: number }> {
-  const out = createWriteStream(path, { mode: 0o600 });
-  await pipeline(xlsxStream(sheetName, columns, rows), out, ...(signal ? [{ signal }] : []));
-  return { bytes: out.bytesWritten };
+  const out = new ResultFile(path);
+  try {
+    for await (const chunk of xlsxChunks(sheetName, columns, rows)) {
+      signal?.throwIfAborted();
+      out.addBytes(chunk);
+    }
+    out.flush();
+    return { bytes: out.position() };
+  } finally {
+    out.close();
+  }
 }

@@ -3,7 +3,7 @@
 // libuv's thread pool, which every thread of the process shares (see ../retorno/xlsx/zip.ts).
 import { closeSync, openSync, writeSync } from 'node:fs';
 
-/** Text is gathered in a buffer of this many bytes between writes. */
+/** Text and bytes are gathered in a buffer of this many bytes between writes. */
 const WRITE_BYTES = 256 * 1024;
 
 /**
@@ -11,7 +11,7 @@ const WRITE_BYTES = 256 * 1024;
  * string first made V8 flatten a quarter-megabyte string per write, a fresh large-object page each
  * time, and page faults were about a twentieth of a job thread's time.
  */
-export class TextFile {
+export class ResultFile {
   private readonly fd: number;
   private readonly buffer = Buffer.allocUnsafe(WRITE_BYTES);
   private used = 0;
@@ -40,6 +40,19 @@ export class TextFile {
     this.used += this.buffer.write(text, this.used);
   }
 
+  addBytes(bytes: Uint8Array): void {
+    if (bytes.length > WRITE_BYTES - this.used) {
+      this.flush();
+      if (bytes.length > WRITE_BYTES) {
+        this.writeAll(bytes, bytes.length);
+        this.flushed += bytes.length;
+        return;
+      }
+    }
+    this.buffer.set(bytes, this.used);
+    this.used += bytes.length;
+  }
+
   /** Drops what was added from `position` on, as far as it is still in the buffer. */
   discardFrom(position: number): void {
     if (position >= this.flushed) this.used = Math.min(this.used, position - this.flushed);
@@ -55,7 +68,7 @@ export class TextFile {
     closeSync(this.fd);
   }
 
-  private writeAll(bytes: Buffer, length: number): void {
+  private writeAll(bytes: Uint8Array, length: number): void {
     for (let at = 0; at < length;) at += writeSync(this.fd, bytes, at, length - at);
   }
 }
