@@ -5,6 +5,7 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { DATA, ROOT, deleteRedisPrefix, median, memoryOf, sleep, startProcess, waitFor } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
@@ -80,7 +81,11 @@ function freePort() {
  * `workers` 0 is the embedded mode unless `queue` is set: then an API alone on the queue, whose
  * jobs wait (bench/burst.mjs measures Redis memory per waiting task that way).
  */
-export async function deploy(mode, workers, redisUrl, extraEnv = {}, { queue = workers > 0 } = {}) {
+/**
+ * The service as processes. `sharedDist`: run it on that build of the core (a `shared/dist` from
+ * before.mjs) through bench/shared-hooks.mjs; the API's own code is the current one.
+ */
+export async function deploy(mode, workers, redisUrl, extraEnv = {}, { queue = workers > 0, sharedDist = null } = {}) {
   const port = await freePort();
   const uploadDir = path.join(DATA, `uploads-${mode}`);
   rmSync(uploadDir, { recursive: true, force: true });
@@ -95,15 +100,17 @@ export async function deploy(mode, workers, redisUrl, extraEnv = {}, { queue = w
     REDIS_URL: '',
     DATABASE_URL: '',
     ...extraEnv,
+    ...(sharedDist ? { BENCH_SHARED_DIST: sharedDist } : {}),
   };
+  const hooks = sharedDist ? ['--import', pathToFileURL(path.join(ROOT, 'bench/shared-hooks.mjs')).href] : [];
   const procs = [];
   if (!queue) {
-    procs.push(startProcess(`api-${mode}`, [API_MAIN], env));
+    procs.push(startProcess(`api-${mode}`, [...hooks, API_MAIN], env));
   } else {
     Object.assign(env, { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix });
-    procs.push(startProcess(`api-${mode}`, [API_MAIN, '--role=api'], env));
+    procs.push(startProcess(`api-${mode}`, [...hooks, API_MAIN, '--role=api'], env));
     for (let i = 0; i < workers; i++)
-      procs.push(startProcess(`worker-${mode}-${i + 1}`, [WORKER_MAIN], { ...env, PORT: String(await freePort()) }));
+      procs.push(startProcess(`worker-${mode}-${i + 1}`, [...hooks, WORKER_MAIN], { ...env, PORT: String(await freePort()) }));
   }
   const url = `http://127.0.0.1:${port}`;
   await waitFor(`${url}/readyz`, { process: procs[0] });

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PROBE_GAP_MS, runBurst } from './burst.mjs';
 import { loteReport, runCli } from './cli.mjs';
-import { BEFORE_REV } from './before.mjs';
+import { BEFORE_REV, sharedAt } from './before.mjs';
 import { runCore } from './core.mjs';
 import { ensureData } from './data.mjs';
 import { redisAvailable, runHttp } from './http.mjs';
@@ -459,39 +459,52 @@ if (burst) {
 // --- 3c. the json span as a client sees it ----------------------------------------------------
 log('\nThe json span, client to client...');
 try {
-  const span = await runSpan(data, RUNS, log);
+  const span = await runSpan(data, RUNS, log, { sharedDist: path.dirname(sharedAt()) });
   const m = span.median;
-  const part = (label, ms, floor, floorLabel) => [label, fmt(ms), floor === null ? '' : fmt(floor), floorLabel];
+  const part = (label, ms, before, floor, floorLabel) => [
+    label,
+    before === null ? '' : fmt(before),
+    fmt(ms),
+    floor === null ? '' : fmt(floor),
+    floorLabel,
+  ];
   section(
     '3c. A 24 MB json return, client to client',
     [
-      `\`POST /api/divergencias-rf\` with j25 (${(span.bodyBytes / MiB).toFixed(1)} MiB, answer ${(span.answerBytes / MiB).toFixed(1)} MiB), embedded deployment, one request at a time over a fresh connection, timed from the client's first byte to the answer parsed. ${span.runs} rounds after a warm-up; each round runs the request, then the floors, so the ratios are same-round. Parts: *upload* is until the client's last byte is sent (the body is encoded while it is sent: a FormData holding \`fs.openAsBlob(file)\`); *server* from there to the answer's head (the job, the result file opened); *job* is the API log's \`jobMs\`; *download* to the answer's last byte; *parse* the client's \`JSON.parse\` of it. Floors: the same body to a bare \`http\` server that only drains it, the same answer sent back by it, \`readFile\` + \`JSON.parse\` of the upload on a fresh worker thread, and the multipart encoding alone.`,
+      `\`POST /api/divergencias-rf\` with j25 (${(span.bodyBytes / MiB).toFixed(1)} MiB, answer ${(span.answerBytes / MiB).toFixed(1)} MiB), embedded deployment, one request at a time over a fresh connection, timed from the client's first byte to the answer parsed. ${span.runs} rounds after a warm-up; each round runs the request, then the floors, so the ratios are same-round. The first column is the same streaming request to a second API process, the same service code on the core built at ${BEFORE_REV} (\`bench/before.mjs\`, loaded through \`bench/shared-hooks.mjs\`), first or second in turn in each round. Parts: *upload* is until the client's last byte is sent (the body is encoded while it is sent: a FormData holding \`fs.openAsBlob(file)\`); *server* from there to the answer's head (the job, the result file opened); *job* is the API log's \`jobMs\`; *download* to the answer's last byte; *parse* the client's \`JSON.parse\` of it. Floors: the same body to a bare \`http\` server that only drains it, the same answer sent back by it, \`readFile\` + \`JSON.parse\` of the upload on a fresh worker thread, and the multipart encoding alone.`,
       '',
       table(
-        ['part', 'ms (median)', 'floor ms', 'floor'],
+        ['part', `core at ${BEFORE_REV}, ms`, 'ms (median)', 'floor ms', 'floor'],
         [
           part(
             'upload (client encoding while sending, server storing)',
             m.upload,
+            m.beforeUpload,
             m.uploadFloor,
             'loopback to a draining server, same client',
           ),
-          part('server: until the answer starts', m.server, m.jobFloor, 'readFile + JSON.parse on a thread'),
-          part('… of which the job (jobMs)', m.job, null, ''),
-          part('download of the answer', m.download, m.downloadFloor, 'a bare server sending the same bytes'),
-          part('client JSON.parse of the answer', m.parse, m.parse, 'itself'),
-          part('**whole span**', m.total, m.bareParse, 'bare readFile + JSON.parse of the upload (main thread, median of three)'),
-          part('whole span, client building the body in memory first', m.totalInMemory, m.bareParse, ''),
-          part('(multipart encoding alone, file-backed)', m.encodeOnly, null, ''),
+          part('server: until the answer starts', m.server, m.beforeServer, m.jobFloor, 'readFile + JSON.parse on a thread'),
+          part('… of which the job (jobMs)', m.job, m.beforeJob, null, ''),
+          part('download of the answer', m.download, m.beforeDownload, m.downloadFloor, 'a bare server sending the same bytes'),
+          part('client JSON.parse of the answer', m.parse, m.beforeParse, m.parse, 'itself'),
+          part(
+            '**whole span**',
+            m.total,
+            m.beforeTotal,
+            m.bareParse,
+            'bare readFile + JSON.parse of the upload (main thread, median of three)',
+          ),
+          part('whole span, client building the body in memory first', m.totalInMemory, null, m.bareParse, ''),
+          part('(multipart encoding alone, file-backed)', m.encodeOnly, null, null, ''),
         ],
       ),
       '',
-      `Same-round ratios to a bare JSON.parse: ${span.ratio.toFixed(2)}× with a streaming client, ${span.ratioInMemory.toFixed(2)}× when the client reads the file and builds the whole body before sending.`,
+      `Same-round ratios to a bare JSON.parse: ${span.ratio.toFixed(2)}× with a streaming client (the core at ${BEFORE_REV}, same service code, alternating: ${span.ratioBefore.toFixed(2)}×), ${span.ratioInMemory.toFixed(2)}× when the client reads the file and builds the whole body before sending.`,
     ].join('\n'),
   );
   target(
     'json client to client (j25, encode → answer parsed) ≤ 3× a bare JSON.parse',
-    `${span.ratio.toFixed(2)}× (in-memory client: ${span.ratioInMemory.toFixed(2)}×)`,
+    `${span.ratio.toFixed(2)}× (core at ${BEFORE_REV}: ${span.ratioBefore.toFixed(2)}×; in-memory client: ${span.ratioInMemory.toFixed(2)}×)`,
     span.ratio <= 3,
   );
 } catch (err) {

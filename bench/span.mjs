@@ -108,33 +108,57 @@ function jobTimes(logFile) {
   return times;
 }
 
-export async function runSpan(data, runs, log = console.log) {
+/** One streaming request, timed as a client sees it: encode while sending, wait, receive, parse. */
+async function clientSpan(url, file, requestId) {
+  const t = performance.now();
+  const request = await form(file);
+  const { times, answer } = await post(url, request, requestId);
+  const t1 = performance.now();
+  const parsed = JSON.parse(answer.toString('utf8'));
+  const parse = performance.now() - t1;
+  if (!Array.isArray(parsed.divergencias)) throw new Error('no divergencias in the answer');
+  return { request, times, parse, total: performance.now() - t };
+}
+
+/**
+ * `sharedDist`: a second API runs on that build of the core (the same service code otherwise),
+ * and each round also times the span through it, in alternating order, as `before*`.
+ */
+export async function runSpan(data, runs, log = console.log, { sharedDist = null } = {}) {
   const file = data.j25.files.json;
   mkdirSync(path.join(DATA, 'logs'), { recursive: true });
   const d = await deploy('span', 0, null, { LOG_LEVEL: 'info' });
-  const logFile = path.join(DATA, 'logs', 'api-span.log');
+  const before = sharedDist ? await deploy('span-before', 0, null, { LOG_LEVEL: 'info' }, { sharedDist }) : null;
   const url = `${d.url}/api/divergencias-rf`;
+  const beforeUrl = before ? `${before.url}/api/divergencias-rf` : null;
   let bare;
   let answerBytes;
   const rounds = [];
   try {
     // Warm-up: threads, JIT, the page cache.
     const { answer } = await post(url, await form(file));
+    if (beforeUrl) await post(beforeUrl, await form(file));
     bare = await bareServer(answer);
     const bareUrl = `http://127.0.0.1:${bare.address().port}/`;
     for (let run = 1; run <= runs; run++) {
       const r = {};
-      // The span as a client sees it: encode while sending, wait, receive, parse.
-      let t = performance.now();
-      const request = await form(file);
-      const { times, answer: got } = await post(url, request, `span-${process.pid}-${run}`);
-      const t1 = performance.now();
-      const parsed = JSON.parse(got.toString('utf8'));
-      r.parse = performance.now() - t1;
-      if (!Array.isArray(parsed.divergencias)) throw new Error('no divergencias in the answer');
-      r.total = performance.now() - t;
+      const id = `span-${process.pid}-${run}`;
+      let earlier = null;
+      // The earlier build first in odd rounds, second in even ones.
+      if (beforeUrl && run % 2 === 1) earlier = await clientSpan(beforeUrl, file, id);
+      const { request, times, parse, total } = await clientSpan(url, file, id);
+      if (beforeUrl && run % 2 === 0) earlier = await clientSpan(beforeUrl, file, id);
+      r.parse = parse;
+      r.total = total;
+      if (earlier) {
+        r.beforeTotal = earlier.total;
+        r.beforeUpload = earlier.times.sent;
+        r.beforeServer = earlier.times.head - earlier.times.sent;
+        r.beforeDownload = earlier.times.last - earlier.times.head;
+        r.beforeParse = earlier.parse;
+      }
       // The in-memory client, same request otherwise.
-      t = performance.now();
+      let t = performance.now();
       const whole = await post(url, await formInMemory(file));
       JSON.parse(whole.answer.toString('utf8'));
       r.totalInMemory = performance.now() - t;
@@ -158,15 +182,21 @@ export async function runSpan(data, runs, log = console.log) {
       }
       r.bareParse = median(parses);
       rounds.push(r);
-      log(`  span run ${run}/${runs}: ${r.total.toFixed(0)} ms = ${(r.total / r.bareParse).toFixed(2)}× a bare JSON.parse`);
+      const earlierNote = earlier ? `; earlier core ${r.beforeTotal.toFixed(0)} ms = ${(r.beforeTotal / r.bareParse).toFixed(2)}×` : '';
+      log(`  span run ${run}/${runs}: ${r.total.toFixed(0)} ms = ${(r.total / r.bareParse).toFixed(2)}× a bare JSON.parse${earlierNote}`);
     }
     answerBytes = answer.length;
   } finally {
     bare?.close();
     await d.stop();
+    await before?.stop();
   }
-  const jobs = jobTimes(logFile);
-  rounds.forEach((r, i) => (r.job = jobs.get(`span-${process.pid}-${i + 1}`) ?? NaN));
+  const jobs = jobTimes(path.join(DATA, 'logs', 'api-span.log'));
+  const beforeJobs = before ? jobTimes(path.join(DATA, 'logs', 'api-span-before.log')) : new Map();
+  rounds.forEach((r, i) => {
+    r.job = jobs.get(`span-${process.pid}-${i + 1}`) ?? NaN;
+    if (before) r.beforeJob = beforeJobs.get(`span-${process.pid}-${i + 1}`) ?? NaN;
+  });
   const m = (key) => median(rounds.map((r) => r[key]));
   return {
     runs,
@@ -175,6 +205,7 @@ export async function runSpan(data, runs, log = console.log) {
     rounds,
     median: Object.fromEntries(Object.keys(rounds[0]).map((k) => [k, m(k)])),
     ratio: median(rounds.map((r) => r.total / r.bareParse)),
+    ratioBefore: before ? median(rounds.map((r) => r.beforeTotal / r.bareParse)) : null,
     ratioInMemory: median(rounds.map((r) => r.totalInMemory / r.bareParse)),
   };
 }
