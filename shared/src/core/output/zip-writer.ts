@@ -123,14 +123,19 @@ async function* deflated(source: AsyncIterable<Buffer>, entry: Written): AsyncGe
   }
 }
 
+/** The fields both headers share, in the same order: version needed, flags, method, time, date. */
+function writeEntryFields(header: Buffer, at: number, version: number, time: number, date: number): void {
+  header.writeUInt16LE(version, at);
+  header.writeUInt16LE(FLAGS, at + 2);
+  header.writeUInt16LE(DEFLATE, at + 4);
+  header.writeUInt16LE(time, at + 6);
+  header.writeUInt16LE(date, at + 8);
+}
+
 function localHeader(name: Buffer, time: number, date: number): Buffer {
   const header = Buffer.alloc(30 + name.length);
   header.writeUInt32LE(0x04034b50, 0);
-  header.writeUInt16LE(VERSION, 4);
-  header.writeUInt16LE(FLAGS, 6);
-  header.writeUInt16LE(DEFLATE, 8);
-  header.writeUInt16LE(time, 10);
-  header.writeUInt16LE(date, 12);
+  writeEntryFields(header, 4, VERSION, time, date);
   // CRC-32 and sizes are zero here: they follow the data, in its descriptor.
   header.writeUInt16LE(name.length, 26);
   name.copy(header, 30);
@@ -160,11 +165,7 @@ function centralHeader(entry: Written, time: number, date: number, limit: number
   header.writeUInt32LE(0x02014b50, 0);
   const version = extra.length > 0 ? VERSION_ZIP64 : VERSION;
   header.writeUInt16LE(version, 4); // made by: MS-DOS attributes (none), this version
-  header.writeUInt16LE(version, 6);
-  header.writeUInt16LE(FLAGS, 8);
-  header.writeUInt16LE(DEFLATE, 10);
-  header.writeUInt16LE(time, 12);
-  header.writeUInt16LE(date, 14);
+  writeEntryFields(header, 6, version, time, date);
   header.writeUInt32LE(entry.crc, 16);
   header.writeUInt32LE(large[1] ? MAX_32 : entry.compressed, 20);
   header.writeUInt32LE(large[0] ? MAX_32 : entry.size, 24);
