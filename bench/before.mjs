@@ -24,3 +24,23 @@ export function sharedAt(rev = BEFORE_REV) {
   });
   return entry;
 }
+
+/**
+ * Path of `cli/dist/main.js` built at `rev`, beside that revision's core (sharedAt). Its imports of
+ * `@censo/shared` resolve to the workspace's own build unless the process runs with
+ * `--import bench/shared-hooks.mjs` and BENCH_SHARED_DIST naming the same revision's core (as
+ * bench/cli.mjs runs it); its types are not checked against the current core's (`--noCheck`).
+ */
+export function cliAt(rev = BEFORE_REV) {
+  const sharedEntry = sharedAt(rev);
+  const dir = path.join(DATA, `before-${rev}`);
+  const entry = path.join(dir, 'cli', 'dist', 'main.js');
+  if (existsSync(entry)) return { entry, sharedDist: path.dirname(sharedEntry) };
+  const archive = execFileSync('git', ['archive', rev, 'cli'], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
+  execFileSync('tar', ['-x', '-C', dir], { input: archive });
+  execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(dir, 'cli'), '--noCheck'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+  return { entry, sharedDist: path.dirname(sharedEntry) };
+}

@@ -13,8 +13,10 @@ import { cpSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync } from 'n
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pathToFileURL } from 'node:url';
+import { BEFORE_REV, cliAt } from './before.mjs';
 import { generate } from './gen-big.mjs';
-import { DATA, fmt, median, runNodeTimed, runNodeTimedCpu, table } from './lib.mjs';
+import { DATA, ROOT, fmt, median, runNodeTimed, runNodeTimedCpu, table } from './lib.mjs';
 
 const CLI = path.join('cli', 'dist', 'main.js');
 const SCHOOLS = 200;
@@ -56,18 +58,35 @@ function linkedFolder(root, file, count, folders) {
   return dir;
 }
 
-/** The lote runs: each folder at one thread and at the default, alternating, `runs` rounds. */
+/**
+ * The lote runs: each folder at one thread and at the default, alternating, `runs` rounds; in the
+ * same rounds the 1,000-file folder also through the CLI and core built at BEFORE_REV.
+ */
 export async function runLote(runs, log = console.log, root = DATA) {
   const { dir, rowsPerFile } = await schoolFolder(root);
   const { file } = await schoolReturn(root);
   const folders = { one: linkedFolder(root, file, 1, 1), [SCHOOLS]: dir, [MANY]: linkedFolder(root, file, MANY, 50) };
+  const before = cliAt();
+  const builds = {
+    now: { entry: CLI, hooks: [], env: {} },
+    before: {
+      entry: before.entry,
+      hooks: ['--import', pathToFileURL(path.join(ROOT, 'bench', 'shared-hooks.mjs')).href],
+      env: { BENCH_SHARED_DIST: before.sharedDist },
+    },
+  };
   const threads = os.availableParallelism();
   const samples = {};
+  const once = (build, folder, mode) => {
+    const { entry, hooks, env } = builds[build];
+    const args = [...hooks, entry, '--quiet', 'lote', folder, '-o', '/dev/null', ...(mode === 'one' ? ['--concurrency', '1'] : [])];
+    return runNodeTimedCpu(args, { sampleMs: 20, env });
+  };
   for (let run = 1; run <= runs; run++) {
     for (const [set, folder] of Object.entries(folders)) {
       for (const mode of ['one', 'all']) {
-        const args = [CLI, '--quiet', 'lote', folder, '-o', '/dev/null', ...(mode === 'one' ? ['--concurrency', '1'] : [])];
-        (samples[`${set}-${mode}`] ??= []).push(await runNodeTimedCpu(args, { sampleMs: 20 }));
+        (samples[`${set}-${mode}`] ??= []).push(await once('now', folder, mode));
+        if (set === String(MANY)) (samples[`${set}-${mode}-before`] ??= []).push(await once('before', folder, mode));
       }
     }
     log(`  lote run ${run}/${runs} done`);
@@ -95,6 +114,12 @@ export async function runLote(runs, log = console.log, root = DATA) {
     startup: { oneMs: ms('one-one'), allMs: ms('one-all') },
     small: set(SCHOOLS),
     many: set(MANY),
+    before: {
+      rev: BEFORE_REV,
+      oneMs: ms(`${MANY}-one-before`),
+      allMs: ms(`${MANY}-all-before`),
+      speedup: median(samples[`${MANY}-one-before`].map((s, i) => s.ms / samples[`${MANY}-all-before`][i].ms)),
+    },
     steady: {
       oneFilesPerSec: median(steadyOne),
       allFilesPerSec: median(steadyAll),
@@ -121,6 +146,9 @@ export function loteReport(cli) {
     rows.push(row(`${fmt(set.files)} files, --concurrency 1`, set.files, set.oneMs));
     rows.push(row(`${fmt(set.files)} files, default (${cli.threads} threads)`, set.files, set.allMs));
   }
+  const { before } = cli;
+  rows.push(row(`${fmt(cli.many.files)} files, --concurrency 1, CLI and core at ${before.rev}`, cli.many.files, before.oneMs));
+  rows.push(row(`${fmt(cli.many.files)} files, default, CLI and core at ${before.rev}`, cli.many.files, before.allMs));
   return {
     rows,
     text:
@@ -128,7 +156,10 @@ export function loteReport(cli) {
       `${cli.many.speedup.toFixed(2)}× on ${fmt(cli.many.files)}; between the two (the fixed cost left out) ` +
       `${fmt(cli.steady.oneFilesPerSec, 1)} against ${fmt(cli.steady.allFilesPerSec, 1)} files/s, ${cli.steady.speedup.toFixed(2)}×. ` +
       `The --concurrency 1 run is not one core: its process keeps ${cli.many.oneCores.toFixed(2)} cores busy on average ` +
-      `(V8's background compiler and GC, the thread that copies the output, libuv), the default ${cli.many.allCores.toFixed(2)}.`,
+      `(V8's background compiler and GC, the thread that copies the output, libuv), the default ${cli.many.allCores.toFixed(2)}. ` +
+      `The CLI and core at ${before.rev}, in the same rounds on 1,000 files: ${fmt(before.oneMs)} / ${fmt(before.allMs)} ms ` +
+      `(one thread / default), ${before.speedup.toFixed(2)}×; now ${(before.oneMs / cli.many.oneMs).toFixed(2)}× / ` +
+      `${(before.allMs / cli.many.allMs).toFixed(2)}× faster.`,
   };
 }
 

@@ -87,10 +87,10 @@ export function runNodeTimed(args, { timeoutMs = 300_000 } = {}) {
  * Runs `node <args>` to completion (exit 0 required) and resolves with its wall time in ms and
  * the CPU seconds of all its threads, sampled from /proc every `sampleMs` until it exits.
  */
-export function runNodeTimedCpu(args, { timeoutMs = 300_000, sampleMs = 100 } = {}) {
+export function runNodeTimedCpu(args, { timeoutMs = 300_000, sampleMs = 100, env } = {}) {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     let cpu = 0;
     const sampler = setInterval(() => (cpu = cpuSecondsOf(child.pid) || cpu), sampleMs);

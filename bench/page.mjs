@@ -1,9 +1,10 @@
 /* global window, document, MutationObserver, requestAnimationFrame -- page.evaluate callbacks run in the page */
-// The staff page with a large return: time from "Ver divergências" to the first table
-// page in Debian's Chromium, and how long the tab's main thread was blocked meanwhile (long
-// tasks), for the page as it was at BEFORE (a git revision) and as it is now, alternated in one
-// run against the same service. Prints one line per run and the medians.
-//   node bench/page.mjs [--before <rev>] [--runs 3] [--persons 100000]
+// Section 7 of `npm run bench`: the staff page with a large return, time from "Ver divergências"
+// to the first table page in Debian's Chromium, and how long the tab's main thread was blocked
+// meanwhile (long tasks), for the page as it was at BEFORE (a git revision) and as it is now,
+// alternated in one run against the same service. Prints one line per run and the medians; with
+// --json, the medians as one JSON line last (what run.mjs reads).
+//   node bench/page.mjs [--before <rev>] [--runs 3] [--persons 100000] [--json]
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -12,14 +13,16 @@ import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { loadConfig } from '@censo/shared';
 import { startServer } from '@censo/api';
+import { BEFORE_REV } from './before.mjs';
 import { generate } from './gen-big.mjs';
 import { DATA, ROOT, median } from './lib.mjs';
 
 const { values } = parseArgs({
   options: {
-    before: { type: 'string', default: '7879009' },
+    before: { type: 'string', default: BEFORE_REV },
     runs: { type: 'string', default: '3' },
     persons: { type: 'string', default: '100000' },
+    json: { type: 'boolean', default: false },
   },
 });
 const API_KEY = 'bench-page-key';
@@ -196,9 +199,23 @@ try {
       console.log(`${which.padEnd(6)} ${line(r)}`);
     }
   }
+  const medians = {};
   for (const which of ['before', 'after']) {
-    const m = Object.fromEntries(PHASES.map(([k]) => [k, median(results[which].map((r) => r[k]))]));
-    console.log(`median ${which.padEnd(6)} ${line(m)}`);
+    medians[which] = Object.fromEntries(PHASES.map(([k]) => [k, median(results[which].map((r) => r[k]))]));
+    console.log(`median ${which.padEnd(6)} ${line(medians[which])}`);
+  }
+  if (values.json) {
+    const firstPages = results.after.map((r) => r.firstPageMs);
+    console.log(
+      JSON.stringify({
+        before: values.before,
+        runs: Number(values.runs),
+        divergencias: summary.divergencias,
+        xlsxBytes: readFileSync(path.join(big, 'retorno.xlsx')).length,
+        medians,
+        firstPages: { after: firstPages, before: results.before.map((r) => r.firstPageMs) },
+      }),
+    );
   }
 } finally {
   await browser.close();
