@@ -104,6 +104,15 @@ export class RowsCollector {
     }
   }
 
+  /**
+   * Elements the scanner parsed itself (a span of whole elements): objects whose strings are all
+   * within a cell's size and whose numbers JSON.parse kept exactly (the scanner checks both).
+   */
+  addParsed(elements: readonly Record<string, unknown>[]): void {
+    this.elements += elements.length;
+    for (const element of elements) this.addRow(element, undefined);
+  }
+
   private addRow(element: Record<string, unknown>, raw: Map<string, string> | undefined): void {
     if (this.firstKeys === null) {
       // Blank keys are skipped, as blank header cells are.

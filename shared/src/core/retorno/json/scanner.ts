@@ -1,7 +1,8 @@
 // The skeleton of a JSON return (RFC 8259), validated byte by byte with an explicit stack (no
 // recursion, so 100k nested brackets are just a deep array). Elements of the candidate rows
-// array are only skimmed (strings and depth) into byte ranges, and each chunk's complete ones go
-// to the rows collector together, so the heavy parsing is V8's JSON.parse, once per chunk.
+// array go to V8's JSON.parse many at a time: a span of whole elements is found by parsing it
+// (parsedSpan), and where that is refused they are skimmed (strings and depth) into byte ranges,
+// each chunk's complete ones parsed together.
 import type { RetornoRow } from '../../types.js';
 import { BUILTIN_COLUMN_NAMES, type ColumnNames } from '../columns.js';
 import { MAX_CELL_CHARS } from '../limits.js';
@@ -9,6 +10,7 @@ import { isDigit, isWs } from './bytes.js';
 import { invalid } from './errors.js';
 import { RowsCollector } from './rows.js';
 import { ScalarToken } from './tokens.js';
+import { needsRawNumbers } from './values.js';
 
 const enum S {
   Value, // a value is expected
@@ -48,8 +50,14 @@ export class JsonRowsScanner {
   // Complete elements of the current chunk, parsed together.
   private batchStarts: number[] = [];
   private batchEnds: number[] = [];
+  /** Spans may be tried in this chunk: none refused yet (and the scanner was made with them). */
+  private spans = false;
 
-  constructor(names: ColumnNames = BUILTIN_COLUMN_NAMES) {
+  /** `spans: false` skims every element (the reference the spans are tested against). */
+  constructor(
+    names: ColumnNames = BUILTIN_COLUMN_NAMES,
+    private readonly options: { readonly spans: boolean } = { spans: true },
+  ) {
     this.rows = new RowsCollector(names);
   }
 
@@ -60,6 +68,7 @@ export class JsonRowsScanner {
   push(buf: Buffer): void {
     let i = 0;
     const n = buf.length;
+    this.spans = this.options.spans;
     if (!this.started) {
       this.started = true;
       if (n >= 3 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf) i = 3;
@@ -85,6 +94,17 @@ export class JsonRowsScanner {
           }
           if (this.rows.candidate && this.stack.length === this.rowsDepth) {
             if (c === 0x7b) {
+              // Not after an element skimmed in this chunk: the skimmed ones are parsed at the
+              // chunk's end (or dropped with their array), and the errors they may raise must come
+              // in the same order as when every element is skimmed.
+              if (this.spans && this.batchStarts.length === 0) {
+                const last = this.parsedSpan(buf, i);
+                if (last !== -1) {
+                  i = last;
+                  this.state = S.After;
+                  continue;
+                }
+              }
               const start = i;
               this.state = S.Skim;
               this.skimDepth = 0;
@@ -211,6 +231,35 @@ export class JsonRowsScanner {
     return n;
   }
 
+  /**
+   * Whole elements from `i` (a `{`) parsed in one JSON.parse without skimming them. The text up to
+   * the last `}` within MAX_CELL_CHARS bytes parses as a list of objects only when it is whole
+   * elements separated by commas and white space: a `}` inside a string leaves that string open,
+   * one that closes a nested object leaves its element open, and JSON.parse refuses both. So a
+   * success is exactly what skimming would have cut, and the skim costed a third of a j25 job's
+   * read. No string of the span can have more characters than a cell (it has fewer bytes), and a
+   * span with a number JSON.parse could not keep exactly is left to the skim, which keeps each
+   * element's text for it. Returns the index of that `}`, or -1: the skim then goes on element by
+   * element, and after a refusal the rest of the chunk does too, so a chunk built to be refused
+   * costs one parse more, not one per element.
+   */
+  private parsedSpan(buf: Buffer, i: number): number {
+    const last = buf.lastIndexOf(0x7d, Math.min(buf.length, i + MAX_CELL_CHARS) - 1);
+    if (last <= i) return -1;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(`[${buf.toString('utf8', i, last + 1)}]`);
+    } catch {
+      parsed = null;
+    }
+    if (!Array.isArray(parsed) || !parsed.every(isExactRowObject)) {
+      this.spans = false;
+      return -1;
+    }
+    this.rows.addParsed(parsed as Record<string, unknown>[]);
+    return last;
+  }
+
   private flushBatch(buf: Buffer): void {
     if (this.batchStarts.length === 0) return;
     const starts = this.batchStarts;
@@ -272,4 +321,9 @@ export class JsonRowsScanner {
   private afterValue(): void {
     this.state = this.stack.length === 0 ? S.Done : S.After;
   }
+}
+
+/** An object (a row) whose numbers JSON.parse kept exactly. */
+function isExactRowObject(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !needsRawNumbers(value as Record<string, unknown>);
 }
