@@ -12,8 +12,7 @@
 import { cpSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BEFORE_REV, cliAt } from './before.mjs';
 import { generate } from './gen-big.mjs';
 import { DATA, ROOT, fmt, median, runNodeTimed, runNodeTimedCpu, table } from './lib.mjs';

@@ -6,9 +6,10 @@
 // are not objects, cut into random chunks, and on random damage to them, both must give the same
 // rows or the same error.
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { BadInputError, type RetornoRow } from '@censo/shared';
 // An internal of the core, imported from the build the suite runs (tests use dist/, not src/).
+import { RowsCollector } from '../../shared/dist/core/retorno/json/rows.js';
 import { JsonRowsScanner } from '../../shared/dist/core/retorno/json/scanner.js';
 
 const CELL_LIMIT = 32_767;
@@ -115,13 +116,25 @@ describe('json spans against the skim alone', () => {
     );
   });
 
-  it('take the spans on a return as INEP writes it, in the reader chunks, with the same rows', () => {
+  it('are what reads a return as INEP writes it, in the reader chunks, to the same rows', () => {
     const row = (i: number) =>
       `{"Registro":"30","Linha":"${i + 2}","Código na Escola":"P${i}","Campo":"Número do CPF","Mensagem":"Diverge da base da Receita Federal.","Conteúdo":"1 -- 2"}`;
     const bytes = Buffer.from(`[\n${Array.from({ length: 3000 }, (_, i) => row(i)).join(',\n')}\n]`);
     const chunks = Array.from({ length: Math.floor(bytes.length / (48 * 1024)) }, (_, k) => (k + 1) * 48 * 1024);
-    const spans = read(bytes, chunks, true);
-    expect(spans).toEqual(read(bytes, chunks, false));
-    expect('rows' in spans && spans.rows.length).toBe(3000);
+    const parsedInSpans = vi.spyOn(RowsCollector.prototype, 'addParsed');
+    const skimmed = vi.spyOn(RowsCollector.prototype, 'addElements');
+    try {
+      const spans = read(bytes, chunks, true);
+      const inSpans = parsedInSpans.mock.calls.reduce((sum, [elements]) => sum + elements.length, 0);
+      const alone = skimmed.mock.calls.reduce((sum, [, starts]) => sum + starts.length, 0);
+      // Only the elements cut by a chunk's end are skimmed.
+      expect(inSpans + alone).toBe(3000);
+      expect(alone).toBeLessThanOrEqual(chunks.length);
+      expect(spans).toEqual(read(bytes, chunks, false));
+      expect('rows' in spans && spans.rows.length).toBe(3000);
+    } finally {
+      parsedInSpans.mockRestore();
+      skimmed.mockRestore();
+    }
   });
 });

@@ -236,7 +236,7 @@ export class JsonRowsScanner {
    * the last `}` within MAX_CELL_CHARS bytes parses as a list of objects only when it is whole
    * elements separated by commas and white space: a `}` inside a string leaves that string open,
    * one that closes a nested object leaves its element open, and JSON.parse refuses both. So a
-   * success is exactly what skimming would have cut, and the skim costed a third of a j25 job's
+   * success is exactly what skimming would have cut, and the skim cost a third of a j25 job's
    * read. No string of the span can have more characters than a cell (it has fewer bytes), and a
    * span with a number JSON.parse could not keep exactly is left to the skim, which keeps each
    * element's text for it. Returns the index of that `}`, or -1: the skim then goes on element by
