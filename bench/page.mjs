@@ -6,7 +6,7 @@
 // --json, the medians as one JSON line last (what run.mjs reads).
 //   node bench/page.mjs [--before <rev>] [--runs 3] [--persons 100000] [--json]
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -220,4 +220,6 @@ try {
 } finally {
   await browser.close();
   await service.close();
+  // The tasks' files stay for RESULT_TTL_HOURS in a service that goes on; this one is gone.
+  rmSync(uploadDir, { recursive: true, force: true });
 }

@@ -2,15 +2,19 @@
 // tests control every byte a real-world writer might produce (prefixes, missing parts, no `r`).
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
+import { afterAll } from 'vitest';
 import yazl from 'yazl';
 import { readRetorno, type RetornoRow } from '@censo/shared';
 
-const DIR = join(tmpdir(), 'censo-retorno-tests');
+// A folder per test file (vitest runs two files at a time), removed when the file's tests end:
+// the files that use these builders write thousands of returns, ~80 MB a run.
+const DIR = join(tmpdir(), 'censo-retorno-tests', randomUUID());
+afterAll(() => rm(DIR, { recursive: true, force: true }));
 
 export async function tempPath(ext: string): Promise<string> {
   await mkdir(DIR, { recursive: true });
