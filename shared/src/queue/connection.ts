@@ -14,10 +14,19 @@
 // Both reconnect on READONLY (a write reached a master demoted by a failover: it was partitioned,
 // not killed) and on UNBLOCKED (Redis ends a blocking read that way when its master becomes a
 // replica; without a reconnect the worker would keep waiting for jobs on the replica).
+import { createRequire } from 'node:module';
 import type { QueueEvents } from 'bullmq';
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type * as IoRedis from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../runtime/config.js';
 import { settlesWithin } from '../runtime/timeouts.js';
+
+/**
+ * ioredis, loaded with the first client: a process without Redis settings (the embedded default)
+ * never builds one, and every full collection of its heap would mark the module for nothing.
+ */
+let ioredis: typeof IoRedis | undefined;
+const loadIoredis = () => (ioredis ??= createRequire(import.meta.url)('ioredis') as typeof IoRedis);
 
 export type RedisRole = 'worker' | 'fail-fast';
 export type RedisClient = Redis | Cluster;
@@ -90,7 +99,7 @@ function clearSocketTimeoutOnClose(client: Redis): void {
 
 /** The same for a client, a Cluster's node connections, and the copies BullMQ makes of either. */
 function guarded<T extends RedisClient>(client: T): T {
-  if (client instanceof Cluster) client.on('+node', (node: Redis) => clearSocketTimeoutOnClose(node));
+  if (client instanceof loadIoredis().Cluster) client.on('+node', (node: Redis) => clearSocketTimeoutOnClose(node));
   else clearSocketTimeoutOnClose(client);
   const duplicate = client.duplicate.bind(client) as (...args: unknown[]) => RedisClient;
   (client as { duplicate: unknown }).duplicate = (...args: unknown[]) => guarded(duplicate(...args));
@@ -107,6 +116,7 @@ function buildClient(redis: RedisConfig, role: RedisRole, tune: RedisTuning): Re
   const options = roleOptions(role, tune);
   const tls = redis.kind !== 'url' && redis.tls ? { tls: {} } : {};
   const password = redis.password === null ? {} : { password: redis.password };
+  const { Cluster, Redis } = loadIoredis();
   switch (redis.kind) {
     case 'url':
       return new Redis(redis.url, { ...options, ...password });
