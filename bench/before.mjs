@@ -32,15 +32,14 @@ export function sharedAt(rev = BEFORE_REV) {
  * bench/cli.mjs runs it); its types are not checked against the current core's (`--noCheck`).
  */
 export function cliAt(rev = BEFORE_REV) {
-  const sharedEntry = sharedAt(rev);
   const dir = path.join(DATA, `before-${rev}`);
-  const entry = path.join(dir, 'cli', 'dist', 'main.js');
-  if (existsSync(entry)) return { entry, sharedDist: path.dirname(sharedEntry) };
+  const built = { entry: path.join(dir, 'cli', 'dist', 'main.js'), sharedDist: path.dirname(sharedAt(rev)) };
+  if (existsSync(built.entry)) return built;
   const archive = execFileSync('git', ['archive', rev, 'cli'], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
   execFileSync('tar', ['-x', '-C', dir], { input: archive });
   execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(dir, 'cli'), '--noCheck'], {
     cwd: ROOT,
     stdio: 'inherit',
   });
-  return { entry, sharedDist: path.dirname(sharedEntry) };
+  return built;
 }

@@ -20,6 +20,8 @@ import { DATA, ROOT, fmt, median, runNodeTimed, runNodeTimedCpu, table } from '.
 const CLI = path.join('cli', 'dist', 'main.js');
 const SCHOOLS = 200;
 const MANY = 1000;
+/** The samples of the MANY-file folder through the CLI and core at BEFORE_REV. */
+const BEFORE_SET = `${MANY}-at-${BEFORE_REV}`;
 
 /** One school's return: 500 persons, 1,500 rows (generated on first use). */
 export async function schoolReturn(root = DATA) {
@@ -85,7 +87,7 @@ export async function runLote(runs, log = console.log, root = DATA) {
     for (const [set, folder] of Object.entries(folders)) {
       for (const mode of ['one', 'all']) {
         (samples[`${set}-${mode}`] ??= []).push(await once('now', folder, mode));
-        if (set === String(MANY)) (samples[`${set}-${mode}-before`] ??= []).push(await once('before', folder, mode));
+        if (set === String(MANY)) (samples[`${BEFORE_SET}-${mode}`] ??= []).push(await once('before', folder, mode));
       }
     }
     log(`  lote run ${run}/${runs} done`);
@@ -115,9 +117,9 @@ export async function runLote(runs, log = console.log, root = DATA) {
     many: set(MANY),
     before: {
       rev: BEFORE_REV,
-      oneMs: ms(`${MANY}-one-before`),
-      allMs: ms(`${MANY}-all-before`),
-      speedup: median(samples[`${MANY}-one-before`].map((s, i) => s.ms / samples[`${MANY}-all-before`][i].ms)),
+      oneMs: ms(`${BEFORE_SET}-one`),
+      allMs: ms(`${BEFORE_SET}-all`),
+      speedup: pairs(BEFORE_SET),
     },
     steady: {
       oneFilesPerSec: median(steadyOne),

@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
 export const DATA = path.join(ROOT, '.bench');
+/** Debian's Chromium, which the page section drives (never a downloaded browser). */
+export const CHROMIUM = '/usr/bin/chromium';
 const require = createRequire(import.meta.url);
 
 export const median = (xs) => {

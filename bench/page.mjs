@@ -6,7 +6,7 @@
 // --json, the medians as one JSON line last (what run.mjs reads).
 //   node bench/page.mjs [--before <rev>] [--runs 3] [--persons 100000] [--json]
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,7 +15,7 @@ import { loadConfig } from '@censo/shared';
 import { startServer } from '@censo/api';
 import { BEFORE_REV } from './before.mjs';
 import { generate } from './gen-big.mjs';
-import { DATA, ROOT, median } from './lib.mjs';
+import { CHROMIUM, DATA, ROOT, median } from './lib.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -173,6 +173,7 @@ const line = (r) => PHASES.map(([k, label]) => `${label} ${r[k]}${k === 'looks' 
 
 const big = path.join(DATA, `page-big-${values.persons}`);
 const summary = await generate({ persons: Number(values.persons), perPerson: 3, out: big, formats: ['xlsx'] });
+const xlsxBytes = statSync(path.join(big, 'retorno.xlsx')).size;
 const uploadDir = path.join(os.tmpdir(), `censo-bench-page-${process.pid}`);
 const service = await startServer(
   loadConfig({ API_KEY, HOST: '127.0.0.1', PORT: '0', UPLOAD_DIR: uploadDir, LOG_LEVEL: 'silent', ACCESS_LOG: '/dev/null' }),
@@ -185,12 +186,12 @@ execution.onSettled(
 );
 const pages = { before: pageFiles(webAt(values.before)), after: pageFiles(WEB) };
 const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
+  executablePath: CHROMIUM,
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
 });
 const results = { before: [], after: [] };
 try {
-  console.log(`${summary.divergencias} divergences, ${(readFileSync(path.join(big, 'retorno.xlsx')).length / 1048576).toFixed(1)} MB xlsx`);
+  console.log(`${summary.divergencias} divergences, ${(xlsxBytes / 1048576).toFixed(1)} MB xlsx`);
   for (let i = 0; i < Number(values.runs); i++) {
     for (const which of i % 2 === 0 ? ['before', 'after'] : ['after', 'before']) {
       const r = await once(browser, pages[which], service.url, path.join(big, 'retorno.xlsx'));
@@ -205,15 +206,14 @@ try {
     console.log(`median ${which.padEnd(6)} ${line(medians[which])}`);
   }
   if (values.json) {
-    const firstPages = results.after.map((r) => r.firstPageMs);
     console.log(
       JSON.stringify({
         before: values.before,
         runs: Number(values.runs),
         divergencias: summary.divergencias,
-        xlsxBytes: readFileSync(path.join(big, 'retorno.xlsx')).length,
+        xlsxBytes,
         medians,
-        firstPages: { after: firstPages, before: results.before.map((r) => r.firstPageMs) },
+        firstPages: { after: results.after.map((r) => r.firstPageMs), before: results.before.map((r) => r.firstPageMs) },
       }),
     );
   }

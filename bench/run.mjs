@@ -16,7 +16,7 @@ import { redisAvailable, runHttp } from './http.mjs';
 import { runSpan } from './span.mjs';
 import { runStorage } from './storage.mjs';
 import { runWorkerMemory } from './worker-memory.mjs';
-import { DATA, ROOT, fmt, runNodeJson, table, versionOf } from './lib.mjs';
+import { CHROMIUM, DATA, ROOT, fmt, runNodeJson, table, versionOf } from './lib.mjs';
 import { postgresAvailable, runQuery } from './query.mjs';
 
 const quick = process.argv.includes('--quick');
@@ -514,7 +514,6 @@ try {
 
 // --- 7. the staff page --------------------------------------------------------------------------
 log("\nThe staff page's first screen (Chromium)...");
-const CHROMIUM = '/usr/bin/chromium';
 const page = await measure(existsSync(CHROMIUM), 'page', () =>
   runNodeJson([path.join('bench', 'page.mjs'), '--json', '--runs', String(RUNS)], { timeoutMs: 900_000 }),
 );
