@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // Entry point of `npm start` (API + jobs) and `npm run start:api` (`--role=api`).
+import './heap-tuning.js'; // first: the collector's settings apply before the heap grows
 import { ConfigError, createLogger, loadConfig } from '@censo/shared';
 import { closeOnSignals, startServer, type Role, type RunningServer } from './server.js';
 
