@@ -3,7 +3,7 @@
 // Only `shared/` is rebuilt: its dependencies resolve from the repo's own node_modules, since the
 // build lives under .bench/ inside the repo.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DATA, ROOT } from './lib.mjs';
 
@@ -42,4 +42,21 @@ export function cliAt(rev = BEFORE_REV) {
     stdio: 'inherit',
   });
   return built;
+}
+
+/**
+ * The current build of services/api with services/api/src/heap-tuning.ts emptied: the same code
+ * without its collector settings, for the Node 24 span (copied afresh each time, so it is always
+ * the build being measured). Returns its `main.js`.
+ */
+export function apiWithoutHeapTuning() {
+  const dir = path.join(DATA, 'api-untuned');
+  rmSync(dir, { recursive: true, force: true });
+  for (const part of ['dist', 'web', 'queries', 'package.json'])
+    cpSync(path.join(ROOT, 'services', 'api', part), path.join(dir, part), { recursive: true });
+  writeFileSync(
+    path.join(dir, 'dist', 'heap-tuning.js'),
+    'export const HEAP_FLAGS = [];\nexport function heapFlagsFor() {\n  return [];\n}\n',
+  );
+  return path.join(dir, 'dist', 'main.js');
 }

@@ -83,9 +83,10 @@ function freePort() {
  */
 /**
  * The service as processes. `sharedDist`: run it on that build of the core (a `shared/dist` from
- * before.mjs) through bench/shared-hooks.mjs; the API's own code is the current one.
+ * before.mjs) through bench/shared-hooks.mjs; the API's own code is the current one, or the entry
+ * `apiMain` (another copy of services/api/dist, from before.mjs).
  */
-export async function deploy(mode, workers, redisUrl, extraEnv = {}, { queue = workers > 0, sharedDist = null } = {}) {
+export async function deploy(mode, workers, redisUrl, extraEnv = {}, { queue = workers > 0, sharedDist = null, apiMain = API_MAIN } = {}) {
   const port = await freePort();
   const uploadDir = path.join(DATA, `uploads-${mode}`);
   rmSync(uploadDir, { recursive: true, force: true });
@@ -105,10 +106,10 @@ export async function deploy(mode, workers, redisUrl, extraEnv = {}, { queue = w
   const hooks = sharedDist ? ['--import', pathToFileURL(path.join(ROOT, 'bench/shared-hooks.mjs')).href] : [];
   const procs = [];
   if (!queue) {
-    procs.push(startProcess(`api-${mode}`, [...hooks, API_MAIN], env));
+    procs.push(startProcess(`api-${mode}`, [...hooks, apiMain], env));
   } else {
     Object.assign(env, { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix });
-    procs.push(startProcess(`api-${mode}`, [...hooks, API_MAIN, '--role=api'], env));
+    procs.push(startProcess(`api-${mode}`, [...hooks, apiMain, '--role=api'], env));
     for (let i = 0; i < workers; i++)
       procs.push(startProcess(`worker-${mode}-${i + 1}`, [...hooks, WORKER_MAIN], { ...env, PORT: String(await freePort()) }));
   }

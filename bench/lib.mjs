@@ -1,7 +1,8 @@
 // Small helpers shared by the benchmark sections: child processes, statistics, tables.
 import { spawn } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -48,9 +49,9 @@ export function versionOf(pkg) {
 }
 
 /** Runs `node <args>` to completion (bounded by `timeoutMs`) and parses its last stdout line as JSON. */
-export function runNodeJson(args, { timeoutMs = 300_000, env } = {}) {
+export function runNodeJson(args, { timeoutMs = 300_000, env, node = process.execPath } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -182,4 +183,25 @@ export async function deleteRedisPrefix(redis, prefix) {
     cursor = next;
     if (keys.length) await redis.del(...keys);
   } while (cursor !== '0');
+}
+
+/**
+ * A Node 24 binary for the sections that also run on the image's runtime: `BENCH_NODE24`, else the
+ * newest one `.ci/run` unpacked into its cache folder; `null` when there is none.
+ */
+export function node24() {
+  if (process.env.BENCH_NODE24) return process.env.BENCH_NODE24;
+  const caches = [
+    process.env.CENSO_CI_CACHE,
+    '/opt/censo-ci',
+    path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'censo-ci'),
+  ];
+  for (const cache of caches) {
+    if (!cache || !existsSync(cache)) continue;
+    const found = readdirSync(cache)
+      .filter((name) => /^node-v24\./.test(name) && existsSync(path.join(cache, name, 'bin', 'node')))
+      .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+    if (found.length > 0) return path.join(cache, found.at(-1), 'bin', 'node');
+  }
+  return null;
 }

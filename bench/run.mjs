@@ -16,7 +16,7 @@ import { redisAvailable, runHttp } from './http.mjs';
 import { runSpan } from './span.mjs';
 import { runStorage } from './storage.mjs';
 import { runWorkerMemory } from './worker-memory.mjs';
-import { CHROMIUM, DATA, ROOT, fmt, runNodeJson, table, versionOf } from './lib.mjs';
+import { CHROMIUM, DATA, ROOT, fmt, node24, runNodeJson, table, versionOf } from './lib.mjs';
 import { postgresAvailable, runQuery } from './query.mjs';
 
 const quick = process.argv.includes('--quick');
@@ -459,7 +459,7 @@ if (burst) {
 // --- 3c. the json span as a client sees it ----------------------------------------------------
 log('\nThe json span, client to client...');
 try {
-  const span = await runSpan(data, RUNS, log, { sharedDist: path.dirname(sharedAt()) });
+  const span = await runSpan(data, RUNS, log, { before: { sharedDist: path.dirname(sharedAt()) } });
   const m = span.median;
   const part = (label, ms, before, floor, floorLabel) => [
     label,
@@ -510,6 +510,47 @@ try {
 } catch (err) {
   log(`  span failed: ${err.stack ?? err}`);
   section('3c. A 24 MB json return, client to client', '_Failed, see the console output and .bench/logs._');
+}
+
+// --- 3d. the same span on Node 24, with and without the API's collector settings ----------------
+const nodeImage = node24();
+log(`\nThe json span on Node 24 (${nodeImage ?? 'no Node 24 binary: .ci/run unpacks one, or set BENCH_NODE24'})...`);
+const span24 = await measure(nodeImage !== null, 'span on Node 24', () =>
+  runNodeJson([path.join('bench', 'span.mjs'), String(RUNS), '--untuned-before', '--json'], { node: nodeImage, timeoutMs: 600_000 }),
+);
+if (span24) {
+  const m = span24.median;
+  const row = (label, key) => [label, fmt(m[`before${key}`]), fmt(m[key.charAt(0).toLowerCase() + key.slice(1)])];
+  section(
+    `3d. The same span on Node ${span24.node}, the image's runtime`,
+    [
+      `Section 3c's request and floors run by \`node bench/span.mjs ${RUNS} --untuned-before\` under Node ${span24.node} (\`npm run bench\` itself runs on the machine's ${process.version}). The first column is the same build of the API with \`services/api/src/heap-tuning.ts\` emptied (\`apiWithoutHeapTuning\` in \`bench/before.mjs\`), alternating with it in each round; medians in ms.`,
+      '',
+      table(
+        ['part', 'without the collector settings', 'with them'],
+        [
+          row('upload', 'Upload'),
+          row('server: until the answer starts', 'Server'),
+          row('… of which the job (jobMs)', 'Job'),
+          row('download of the answer', 'Download'),
+          row('client JSON.parse of the answer', 'Parse'),
+          row('**whole span**', 'Total'),
+        ],
+      ),
+      '',
+      `A bare JSON.parse of the upload: ${fmt(m.bareParse)} ms. Same-round ratios to it: **${span24.ratio.toFixed(2)}×** with the settings, ${span24.ratioBefore.toFixed(2)}× without.`,
+    ].join('\n'),
+  );
+  target(
+    `json client to client on Node ${span24.node} ≤ 3× a bare JSON.parse`,
+    `${span24.ratio.toFixed(2)}× (without the collector settings: ${span24.ratioBefore.toFixed(2)}×)`,
+    span24.ratio <= 3,
+  );
+} else {
+  section(
+    "3d. The same span on Node 24, the image's runtime",
+    nodeImage ? '_Failed, see the console output._' : '_No Node 24 binary: not run._',
+  );
 }
 
 // --- 7. the staff page --------------------------------------------------------------------------

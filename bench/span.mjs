@@ -9,6 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import http from 'node:http';
 import { Worker } from 'node:worker_threads';
 import path from 'node:path';
+import { apiWithoutHeapTuning } from './before.mjs';
 import { API_KEY, deploy } from './http.mjs';
 import { DATA, median } from './lib.mjs';
 
@@ -121,14 +122,15 @@ async function clientSpan(url, file, requestId) {
 }
 
 /**
- * `sharedDist`: a second API runs on that build of the core (the same service code otherwise),
- * and each round also times the span through it, in alternating order, as `before*`.
+ * `before`: a second API, on another build of the core (`sharedDist`) or another copy of the API
+ * (`apiMain`), the rest the same; each round also times the span through it, in alternating
+ * order, as `before*`.
  */
-export async function runSpan(data, runs, log = console.log, { sharedDist = null } = {}) {
+export async function runSpan(data, runs, log = console.log, { before: beforeBuild = null } = {}) {
   const file = data.j25.files.json;
   mkdirSync(path.join(DATA, 'logs'), { recursive: true });
   const d = await deploy('span', 0, null, { LOG_LEVEL: 'info' });
-  const before = sharedDist ? await deploy('span-before', 0, null, { LOG_LEVEL: 'info' }, { sharedDist }) : null;
+  const before = beforeBuild ? await deploy('span-before', 0, null, { LOG_LEVEL: 'info' }, beforeBuild) : null;
   const url = `${d.url}/api/divergencias-rf`;
   const beforeUrl = before ? `${before.url}/api/divergencias-rf` : null;
   let bare;
@@ -210,10 +212,20 @@ export async function runSpan(data, runs, log = console.log, { sharedDist = null
   };
 }
 
+// `node bench/span.mjs [runs] [--untuned-before] [--json]`: alone, after `npm run build`.
+// `--untuned-before`: the second API is this build without its collector settings
+// (services/api/src/heap-tuning.ts); `--json`: the result as the last line, for run.mjs.
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { ensureData } = await import('./data.mjs');
-  const data = await ensureData();
-  const result = await runSpan(data, Number(process.argv[2] ?? 3));
-  for (const [k, v] of Object.entries(result.median)) console.log(k.padEnd(14), v.toFixed(0));
-  console.log('ratio', result.ratio.toFixed(2), 'in memory', result.ratioInMemory.toFixed(2));
+  const args = process.argv.slice(2);
+  const json = args.includes('--json');
+  const data = await ensureData(json ? () => {} : console.log);
+  const before = args.includes('--untuned-before') ? { apiMain: apiWithoutHeapTuning() } : null;
+  const runs = Number(args.find((a) => /^\d+$/.test(a)) ?? 3);
+  const result = await runSpan(data, runs, json ? () => {} : console.log, { before });
+  if (json) console.log(JSON.stringify({ node: process.version, ...result }));
+  else {
+    for (const [k, v] of Object.entries(result.median)) console.log(k.padEnd(14), v.toFixed(0));
+    console.log('ratio', result.ratio.toFixed(2), 'in memory', result.ratioInMemory.toFixed(2), 'before', result.ratioBefore?.toFixed(2));
+  }
 }
