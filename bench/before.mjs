@@ -54,9 +54,7 @@ export function apiWithoutHeapTuning() {
   rmSync(dir, { recursive: true, force: true });
   for (const part of ['dist', 'web', 'queries', 'package.json'])
     cpSync(path.join(ROOT, 'services', 'api', part), path.join(dir, part), { recursive: true });
-  writeFileSync(
-    path.join(dir, 'dist', 'heap-tuning.js'),
-    'export const HEAP_FLAGS = [];\nexport function heapFlagsFor() {\n  return [];\n}\n',
-  );
+  // main.ts imports it only for its effect: an empty module is the API without the settings.
+  writeFileSync(path.join(dir, 'dist', 'heap-tuning.js'), '');
   return path.join(dir, 'dist', 'main.js');
 }

@@ -520,7 +520,7 @@ const span24 = await measure(nodeImage !== null, 'span on Node 24', () =>
 );
 if (span24) {
   const m = span24.median;
-  const row = (label, key) => [label, fmt(m[`before${key}`]), fmt(m[key.charAt(0).toLowerCase() + key.slice(1)])];
+  const row = (label, key) => [label, fmt(m[`before${key[0].toUpperCase()}${key.slice(1)}`]), fmt(m[key])];
   section(
     `3d. The same span on Node ${span24.node}, the image's runtime`,
     [
@@ -529,12 +529,12 @@ if (span24) {
       table(
         ['part', 'without the collector settings', 'with them'],
         [
-          row('upload', 'Upload'),
-          row('server: until the answer starts', 'Server'),
-          row('… of which the job (jobMs)', 'Job'),
-          row('download of the answer', 'Download'),
-          row('client JSON.parse of the answer', 'Parse'),
-          row('**whole span**', 'Total'),
+          row('upload', 'upload'),
+          row('server: until the answer starts', 'server'),
+          row('… of which the job (jobMs)', 'job'),
+          row('download of the answer', 'download'),
+          row('client JSON.parse of the answer', 'parse'),
+          row('**whole span**', 'total'),
         ],
       ),
       '',
