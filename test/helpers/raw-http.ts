@@ -15,6 +15,18 @@ export function closing(boundary = BOUNDARY): Buffer {
   return Buffer.from(`\r\n--${boundary}--\r\n`);
 }
 
+/**
+ * The head of a POST written byte by byte on a socket, as a client that sends its own request
+ * does: `Connection: close`, the body's length, then `headers`.
+ */
+export function postHead(url: string, route: string, headers: Record<string, string>, bodyLength: number): string {
+  const { host } = new URL(url);
+  const lines = Object.entries({ host, 'content-length': String(bodyLength), connection: 'close', ...headers })
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  return `POST ${route} HTTP/1.1\r\n${lines}\r\n`;
+}
+
 export interface RawResponse {
   readonly status: number;
   readonly headers: http.IncomingHttpHeaders;

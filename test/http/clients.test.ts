@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, startTestServer, type TestServer } from '../helpers/http.js';
-import { BOUNDARY, closing, openUpload, partHead } from '../helpers/raw-http.js';
+import { BOUNDARY, closing, openUpload, partHead, postHead } from '../helpers/raw-http.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 import { buildXlsx } from '../helpers/xlsx-builders.js';
 
@@ -63,10 +63,7 @@ function rawPost(url: string, headers: Record<string, string>, body: Buffer): Pr
     const chunks: Buffer[] = [];
     socket.on('error', reject);
     socket.on('connect', () => {
-      const head = Object.entries({ host: `${hostname}:${port}`, 'content-length': String(body.length), connection: 'close', ...headers })
-        .map(([name, value]) => `${name}: ${value}\r\n`)
-        .join('');
-      socket.write(`POST /api/divergencias-rf HTTP/1.1\r\n${head}\r\n`);
+      socket.write(postHead(url, '/api/divergencias-rf', headers, body.length));
       // Nothing is read (no 'data' listener, so the socket stays paused) until the whole body is
       // handed to the kernel, as a client that sends everything first does.
       socket.write(body, (err) => {

@@ -1,6 +1,8 @@
 // One JSON log line per request (pino), carrying ids, route, status, duration and the job's id
 // and counts, and never a key, a name or a CPF (SPEC §4: tokens never appear in logs).
-import { mkdtemp, rm } from 'node:fs/promises';
+import { pbkdf2 } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,7 +11,7 @@ import { createLogger, loadConfig } from '@censo/shared';
 import { startServer, type RunningServer } from '@censo/api';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { formWith, post } from '../helpers/http.js';
-import { BOUNDARY, openUpload, partHead } from '../helpers/raw-http.js';
+import { BOUNDARY, closing, openUpload, partHead, postHead } from '../helpers/raw-http.js';
 
 const KEY = 'chave-secreta-do-teste-de-log';
 const METRICS_TOKEN = 'token-secreto-de-metricas';
@@ -127,6 +129,57 @@ describe('request log', () => {
     const line = await requestLine('req-log-gone');
     expect(line).toMatchObject({ level: 30, route: '/api/divergencias-rf', status: 499 });
     expect(lines.filter((l) => l.reqId === 'req-log-gone' && l.level >= 50)).toEqual([]);
+  });
+
+  it('a client that reads the whole answer and hangs up at once (curl, Connection: close): status 200, not 499', async () => {
+    // While libuv's thread pool is busy (uploads being written, say), every file read waits its
+    // turn. A client that closes as soon as it has Content-Length bytes then closes before the
+    // server would have learnt, by one more read, that the stored answer was over.
+    let busy = true;
+    const saturation = (async () => {
+      const deadline = Date.now() + 20_000;
+      const spin = () => new Promise<void>((resolve) => pbkdf2('x', 'y', 20_000, 32, 'sha256', () => resolve()));
+      const lanes = Array.from({ length: 8 }, async () => {
+        while (busy && Date.now() < deadline) await spin();
+      });
+      await Promise.all(lanes);
+    })();
+    try {
+      const body = Buffer.concat([partHead('retorno', 'retorno.json'), await readFile(basico.retorno.json), closing()]);
+      const head = postHead(
+        server.url,
+        '/api/divergencias-rf',
+        { 'x-api-key': KEY, 'x-request-id': 'req-log-hangup', 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
+        body.length,
+      );
+      const { status, received, expected } = await new Promise<{ status: number; received: number; expected: number }>(
+        (resolve, reject) => {
+          const socket = net.connect(Number(new URL(server.url).port), '127.0.0.1');
+          let buffered = Buffer.alloc(0);
+          socket.on('data', (chunk: Buffer) => {
+            buffered = Buffer.concat([buffered, chunk]);
+            const end = buffered.indexOf('\r\n\r\n');
+            if (end < 0) return;
+            const headers = buffered.subarray(0, end).toString('latin1');
+            const length = Number(/^content-length: *(\d+)/im.exec(headers)?.[1] ?? NaN);
+            const received = buffered.length - end - 4;
+            if (received < length) return;
+            socket.destroy();
+            resolve({ status: Number(headers.split(' ')[1]), received, expected: length });
+          });
+          socket.once('error', reject);
+          socket.once('close', () => reject(new Error('the server closed before the whole answer')));
+          socket.write(head);
+          socket.write(body);
+        },
+      );
+      expect(status).toBe(200);
+      expect(received).toBe(expected);
+    } finally {
+      busy = false;
+      await saturation;
+    }
+    expect(await requestLine('req-log-hangup')).toMatchObject({ route: '/api/divergencias-rf', status: 200, outcome: 'ok' });
   });
 
   it('never writes a key, a token, a name or a CPF', async () => {

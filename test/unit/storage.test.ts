@@ -1,8 +1,12 @@
 // The storage adapters' guard on job data (it comes from Redis, so anyone who can write there
 // must not point a worker at other files), and how the worker's processor turns the storage's
-// failures into job outcomes.
+// failures into job outcomes, and that a stored file reads back whole.
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { UnrecoverableError, type Job } from 'bullmq';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,6 +87,35 @@ describe('folder storage: job data must name files of one request folder under U
     ['a missing txt', { retorno: file('retorno.json'), result: file('resultado') }],
   ])('refuses %s', (_why, files) => {
     expect(() => createFolderStorage(root).checkJobData(job(files))).toThrow(InvalidJobDataError);
+  });
+});
+
+describe('folder storage: reading a stored file', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'censo-storage-read-'));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  async function stored(content: Buffer): Promise<Buffer> {
+    const area = createFolderStorage(dir).area(randomUUID());
+    await area.open();
+    await area.write('resultado', Readable.from([content]), { bytes: 0 }, new AbortController().signal);
+    return buffer(await area.read('resultado'));
+  }
+
+  it('gives back every byte, across many chunks', async () => {
+    const content = Buffer.alloc(300 * 1024 + 7);
+    for (let i = 0; i < content.length; i++) content[i] = (i * 31) & 0xff;
+    expect((await stored(content)).equals(content)).toBe(true);
+  });
+
+  it('an empty file is an empty stream', async () => {
+    expect(await stored(Buffer.alloc(0))).toHaveLength(0);
+  });
+
+  it('a file that is not there: StorageUnavailableError', async () => {
+    await expect(createFolderStorage(dir).area(ID).read('nada')).rejects.toBeInstanceOf(StorageUnavailableError);
   });
 });
 
