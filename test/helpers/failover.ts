@@ -229,8 +229,10 @@ export async function failoverUnderLoad(options: {
   /** Upper bound of the whole run, and of the recovery after the promotion. */
   readonly limitMs?: number;
   readonly recoveryLimitMs?: number;
+  /** Whose warnings and errors a failure's message carries (CI keeps only the test's output). */
+  readonly services?: QueueServices;
 }): Promise<FailoverReport> {
-  const { apiUrl, expected, kill, promoted, clients = 6, afterMs = 5_000, limitMs = 60_000, recoveryLimitMs = 30_000 } = options;
+  const { apiUrl, expected, kill, promoted, services, clients = 6, afterMs = 5_000, limitMs = 60_000, recoveryLimitMs = 30_000 } = options;
   const list = uploads();
   const records: Record_[] = [];
   const hardStop = Date.now() + limitMs;
@@ -255,38 +257,61 @@ export async function failoverUnderLoad(options: {
     }
   };
 
+  let killedAt = 0;
+  let promotedAt = 0;
   let promotionMs: number;
   let recoveryMs: number;
-  let recoveredAt: number;
+  let recoveredAt = 0;
   try {
-    await until('a warm-up of successful uploads', () => records.filter(succeeded).length >= clients * 2, hardStop);
-    const killedAt = Date.now();
-    await kill();
-    await until('the promotion of a replica', promoted, hardStop);
-    const promotedAt = Date.now();
-    promotionMs = promotedAt - killedAt;
-    const recoveryBound = Math.min(hardStop, promotedAt + recoveryLimitMs);
-    await until(
-      'an upload to succeed after the promotion',
-      () => records.some((r) => r.start >= promotedAt && succeeded(r)),
-      recoveryBound,
-    );
-    // Recovered: the end of the last failed request (the clients of one process reconnect one
-    // after the other, so a first success can still be followed by a 503), once `afterMs` more
-    // of load has passed without a failure, within `recoveryLimitMs` of the promotion.
-    const lastFailureEnd = () => Math.max(promotedAt, ...records.filter((r) => r.start >= killedAt && !succeeded(r)).map((r) => r.end));
-    await until(
-      `${afterMs} ms of load without a failure after the promotion`,
-      () => Date.now() - lastFailureEnd() >= afterMs && records.some((r) => r.start >= lastFailureEnd() && succeeded(r)),
-      Math.min(hardStop, promotedAt + recoveryLimitMs + afterMs),
-    );
-    recoveredAt = lastFailureEnd();
-    recoveryMs = recoveredAt - promotedAt;
-  } finally {
-    stopAt = 0;
-    await Promise.all(running);
+    try {
+      await until('a warm-up of successful uploads', () => records.filter(succeeded).length >= clients * 2, hardStop);
+      killedAt = Date.now();
+      await kill();
+      await until('the promotion of a replica', promoted, hardStop);
+      promotedAt = Date.now();
+      promotionMs = promotedAt - killedAt;
+      const recoveryBound = Math.min(hardStop, promotedAt + recoveryLimitMs);
+      await until(
+        'an upload to succeed after the promotion',
+        () => records.some((r) => r.start >= promotedAt && succeeded(r)),
+        recoveryBound,
+      );
+      // Recovered: the end of the last failed request (the clients of one process reconnect one
+      // after the other, so a first success can still be followed by a 503), once `afterMs` more
+      // of load has passed without a failure, within `recoveryLimitMs` of the promotion.
+      const lastFailureEnd = () => Math.max(promotedAt, ...records.filter((r) => r.start >= killedAt && !succeeded(r)).map((r) => r.end));
+      await until(
+        `${afterMs} ms of load without a failure after the promotion`,
+        () => Date.now() - lastFailureEnd() >= afterMs && records.some((r) => r.start >= lastFailureEnd() && succeeded(r)),
+        Math.min(hardStop, promotedAt + recoveryLimitMs + afterMs),
+      );
+      recoveredAt = lastFailureEnd();
+      recoveryMs = recoveredAt - promotedAt;
+    } finally {
+      stopAt = 0;
+      await Promise.all(running);
+    }
+    checkAnswers(records, expected, recoveredAt, clients);
+  } catch (err) {
+    throw withTimeline(err, { records, killedAt, promotedAt, recoveredAt, services });
   }
 
+  const byStatus: Record<number, number> = {};
+  for (const r of records) {
+    const status = (r.answer as Answer).status;
+    byStatus[status] = (byStatus[status] ?? 0) + 1;
+  }
+  return {
+    requests: records.length,
+    byStatus,
+    promotionMs,
+    recoveryMs,
+    afterRecovery: records.filter((r) => r.start >= recoveredAt).length,
+  };
+}
+
+/** Every answer documented, the successful ones identical to the embedded mode's, and none but 200 after the recovery. */
+function checkAnswers(records: readonly Record_[], expected: ReadonlyMap<string, Answer>, recoveredAt: number, clients: number): void {
   for (const r of records) {
     const what = `${r.upload.name} (started ${r.start - records[0]!.start} ms into the load)`;
     if (r.answer instanceof Error) throw new Error(`${what}: no answer (${r.answer.message})`);
@@ -301,13 +326,39 @@ export async function failoverUnderLoad(options: {
   const after = records.filter((r) => r.start >= recoveredAt);
   for (const r of after) expect((r.answer as Answer).status, `${r.upload.name} after the recovery`).toBe(200);
   expect(after.length).toBeGreaterThan(clients);
+}
 
-  const byStatus: Record<number, number> = {};
-  for (const r of records) {
-    const status = (r.answer as Answer).status;
-    byStatus[status] = (byStatus[status] ?? 0) + 1;
-  }
-  return { requests: records.length, byStatus, promotionMs, recoveryMs, afterRecovery: after.length };
+/**
+ * A failed run's error with what happened around it, in ms from the kill: the answers other
+ * than 200 since the recovery (or the promotion, or the kill, whichever came last; at most the
+ * last 30, the rest counted), and the services' warnings and errors but for the requests' own
+ * ones before that (the expected 503s).
+ */
+function withTimeline(
+  err: unknown,
+  run: { records: readonly Record_[]; killedAt: number; promotedAt: number; recoveredAt: number; services: QueueServices | undefined },
+): unknown {
+  if (!(err instanceof Error)) return err;
+  const at = (t: number) => (t ? t - run.killedAt : 'never');
+  const since = run.recoveredAt || run.promotedAt || run.killedAt;
+  const status = (r: Record_) => (r.answer instanceof Error ? r.answer.message : r.answer.status);
+  const failed = run.records.filter((r) => status(r) !== 200);
+  const late = failed.filter((r) => r.end >= since);
+  const listed = late.slice(-30);
+  const warnings = (name: string, proc: ServiceProcess | undefined) =>
+    (proc?.lines ?? [])
+      .filter((l) => Number(l.level) >= 40 && (l.reqId === undefined || Date.parse(String(l.time)) >= since))
+      .slice(-60)
+      .map((l) => `  ${name} ${at(Date.parse(String(l.time)))} ms: ${JSON.stringify(l).slice(0, 600)}`);
+  err.message += [
+    `\nkilled at 0 ms, promoted at ${at(run.promotedAt)} ms, recovered at ${at(run.recoveredAt)} ms`,
+    `answers other than 200: ${failed.length - listed.length} not listed, then from ${at(since)} ms:`,
+    ...listed.map((r) => `  ${r.upload.name}: ${status(r)} from ${at(r.start)} to ${at(r.end)} ms`),
+    'warnings and errors of the services:',
+    ...warnings('api', run.services?.api),
+    ...warnings('worker', run.services?.worker),
+  ].join('\n');
+  return err;
 }
 
 /** /readyz of the API and of the worker, until both say ok (bounded). */

@@ -55,6 +55,7 @@ describe('Redis Cluster', () => {
     const killed = await ha!.topology.masterPortOf(PREFIX);
     const report = await failoverUnderLoad({
       apiUrl: ha!.services.apiUrl,
+      services: ha!.services,
       expected: ha!.expected,
       kill: () => ha!.topology.kill(killed),
       promoted: async () => (await ha!.topology.masterPortOf(PREFIX).catch(() => killed)) !== killed,

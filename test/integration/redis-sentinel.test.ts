@@ -40,6 +40,7 @@ describe('Redis through Sentinel', () => {
     const before = await ha!.topology.masterPort();
     const report = await failoverUnderLoad({
       apiUrl: ha!.services.apiUrl,
+      services: ha!.services,
       expected: ha!.expected,
       kill: async () => void (await ha!.topology.killMaster()),
       promoted: async () => (await ha!.topology.masterPort().catch(() => before)) !== before,
