@@ -20,6 +20,7 @@ import type * as IoRedis from 'ioredis';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../runtime/config.js';
 import { settlesWithin } from '../runtime/timeouts.js';
+import { MasterSwitchWatcher } from './master-switch.js';
 
 /**
  * ioredis, loaded with the first client: a process without Redis settings (the embedded default)
@@ -97,18 +98,28 @@ function clearSocketTimeoutOnClose(client: Redis): void {
   });
 }
 
-/** The same for a client, a Cluster's node connections, and the copies BullMQ makes of either. */
-function guarded<T extends RedisClient>(client: T): T {
+/**
+ * The same for a client, a Cluster's node connections, and the copies BullMQ makes of either,
+ * each also tracked by `switches` when given.
+ */
+function guarded<T extends RedisClient>(client: T, switches: MasterSwitchWatcher | null): T {
   if (client instanceof loadIoredis().Cluster) client.on('+node', (node: Redis) => clearSocketTimeoutOnClose(node));
-  else clearSocketTimeoutOnClose(client);
+  else {
+    clearSocketTimeoutOnClose(client);
+    switches?.track(client);
+  }
   const duplicate = client.duplicate.bind(client) as (...args: unknown[]) => RedisClient;
-  (client as { duplicate: unknown }).duplicate = (...args: unknown[]) => guarded(duplicate(...args));
+  (client as { duplicate: unknown }).duplicate = (...args: unknown[]) => guarded(duplicate(...args), switches);
   return client;
 }
 
 /** A new client for `role`; the caller closes it (BullMQ never closes a client it was given). */
 export function createRedisClient(redis: RedisConfig, role: RedisRole, tune: RedisTuning = {}): RedisClient {
-  return guarded(buildClient(redis, role, tune));
+  // Worker connections follow the sentinels' +switch-master (master-switch.ts). Not fail-fast
+  // connections: the announcement comes a moment after the promotion, when they have already
+  // reconnected to the new master; their writes meet READONLY on a demoted master anyway.
+  const switches = role === 'worker' && redis.kind === 'sentinel' ? new MasterSwitchWatcher(redis, loadIoredis().Redis) : null;
+  return guarded(buildClient(redis, role, tune), switches);
 }
 
 function buildClient(redis: RedisConfig, role: RedisRole, tune: RedisTuning): RedisClient {
@@ -129,13 +140,6 @@ function buildClient(redis: RedisConfig, role: RedisRole, tune: RedisTuning): Re
         name: redis.name,
         ...(redis.sentinelPassword === null ? {} : { sentinelPassword: redis.sentinelPassword }),
         ...(redis.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
-        // Worker connections also follow the sentinels' +switch-master announcement, so a worker
-        // whose old master is still reachable (partitioned from the sentinels only) moves to
-        // the new one at once instead of waiting for jobs there. Not fail-fast connections: the
-        // announcement comes a moment after the promotion, when they have already reconnected
-        // to the new master, and dropping them again would answer 503s for nothing; their
-        // writes meet READONLY on a demoted master anyway.
-        failoverDetector: role === 'worker',
         sentinelCommandTimeout: 2_000,
         sentinelRetryStrategy: (times: number) => Math.min(250 * times, 2_000),
       });

@@ -1,3 +1,4 @@
 // The queue contract the API (producer) and the worker (consumer) both import.
 export * from './contract.js';
 export * from './connection.js';
+export { MasterSwitchWatcher, parseSwitch } from './master-switch.js';
