@@ -2,7 +2,7 @@
 // pool, combined into one result whose first column is the file's path relative to the folder.
 // Files run in parallel but are written in a stable order (sorted paths). A file that fails, for
 // whatever reason, is one line on stderr and the batch goes on; only -o failing stops it.
-import { createReadStream, mkdtempSync, rmSync, type Stats } from 'node:fs';
+import { createReadStream, type Stats } from 'node:fs';
 import { readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,6 +24,7 @@ import {
 import { deferred } from './deferred.js';
 import { BadUsage, quote, reasonOf } from './failures.js';
 import { identityOf, listReturns, type FolderListing, type ReturnFile } from './folder.js';
+import { onInterrupt, scratchFolder } from './interrupt.js';
 import { openOutput, writeFailure, type Output } from './output.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
@@ -142,20 +143,10 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
     throw err;
   }
   const { files, problems } = listing;
-  // From here to the handlers, one synchronous stretch: a signal is handled on the event loop, so
-  // none can come between the scratch folder's creation and the handler that removes it.
-  const work = mkdtempSync(path.join(os.tmpdir(), 'censo-lote-'));
+  const scratch = scratchFolder('censo-lote-');
+  const work = scratch.path;
   const bar = progress(files.length, options.quiet);
-  // Ctrl-C (or a cron's SIGTERM) ends the process without running `finally`: the bar gives the
-  // terminal its cursor back, the scratch folder goes, then the signal is raised again so the
-  // exit status still says how it ended.
-  const interrupted = (signal: NodeJS.Signals) => {
-    bar.stop();
-    rmSync(work, { recursive: true, force: true });
-    process.kill(process.pid, signal);
-  };
-  process.once('SIGINT', interrupted);
-  process.once('SIGTERM', interrupted);
+  const forgetBar = onInterrupt(() => bar.stop());
   const batches = batchesOf(files, threads);
   let read = 0;
   let failed = problems.length;
@@ -245,10 +236,9 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
   } finally {
     bar.stop();
     // Jobs still queued or running after a failed write are cancelled; their outcomes are settled.
+    forgetBar();
     await pool.close();
-    await rm(work, { recursive: true, force: true });
-    process.removeListener('SIGINT', interrupted);
-    process.removeListener('SIGTERM', interrupted);
+    await scratch.remove();
   }
   return { read, failed, rows };
 }
@@ -320,6 +310,7 @@ async function writeOut(
   } else {
     await pipeline(Readable.from(source.text), out.stream, { end });
   }
+  out.complete();
 }
 
 async function* csvText(results: AsyncIterable<FileResult>): AsyncGenerator<string> {

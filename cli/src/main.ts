@@ -10,6 +10,7 @@ import { corrigir, listOne } from './single.js';
 import { lote, maxConcurrency, type LoteFormat } from './lote.js';
 import { loteServidor } from './servidor.js';
 import { BadUsage, errnoCode, fail, InputError, quote, reasonOf } from './failures.js';
+import { handleInterrupts } from './interrupt.js';
 import { formatFor } from './output.js';
 import { CensoCommand, PORTUGUESE_HELP } from './usage.js';
 
@@ -142,4 +143,5 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+handleInterrupts();
 process.exitCode = await main(process.argv.slice(2));

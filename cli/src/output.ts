@@ -1,9 +1,11 @@
 // Where a command's data goes (-o or stdout) and in which format. A file-system refusal on -o is
 // one Portuguese line (exit 1), never a stream's unhandled 'error' event.
+import { unlinkSync } from 'node:fs';
 import { unlink, open } from 'node:fs/promises';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { errnoCode, InputError, quote, reasonOf } from './failures.js';
+import { onInterrupt } from './interrupt.js';
 
 /** `--format` when given; else -o's extension when it is one of `allowed` (`-o divergencias.csv`); else JSON. */
 export function formatFor<F extends string>(given: F | undefined, output: string | undefined, allowed: readonly F[]): F | 'json' {
@@ -25,22 +27,26 @@ export interface Output {
   failed(): unknown;
   /** After a failure: closes -o and removes it when it is a regular file, so no partial result stays. */
   discard(): Promise<void>;
+  /** The result is whole: a signal from now on leaves -o as it is. */
+  complete(): void;
 }
 
 /**
  * -o opened (created or truncated) at once, so a folder, a missing folder or a file without
- * permission fails before any work is done; stdout without -o.
+ * permission fails before any work is done; stdout without -o. Until the command calls
+ * `complete()`, a signal that ends it removes a regular -o, as a failure does (interrupt.ts).
  */
 export async function openOutput(output: string | undefined): Promise<Output> {
   if (output === undefined) {
     let error: unknown;
     process.stdout.on('error', (err) => (error ??= err));
-    return { stream: process.stdout, failed: () => error, discard: async () => {} };
+    return { stream: process.stdout, failed: () => error, discard: async () => {}, complete: () => {} };
   }
   const handle = await open(output, 'w').catch((err: unknown) => {
     throw writeFailure(output, err);
   });
   const regular = (await handle.stat()).isFile();
+  const complete = regular ? onInterrupt(() => unlinkSync(output)) : () => {};
   const stream = handle.createWriteStream();
   let error: unknown;
   stream.on('error', (err) => (error ??= err));
@@ -48,9 +54,11 @@ export async function openOutput(output: string | undefined): Promise<Output> {
     stream,
     failed: () => error,
     async discard() {
+      complete();
       stream.destroy();
       await handle.close().catch(() => {});
       if (regular) await unlink(output).catch(() => {});
     },
+    complete,
   };
 }

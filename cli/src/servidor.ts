@@ -5,9 +5,7 @@
 // file goes with an Idempotency-Key made of its SHA-256 and its path's (a file whose 202 was lost
 // is not run twice).
 import { createHash } from 'node:crypto';
-import { createReadStream, mkdtempSync, openAsBlob } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import os from 'node:os';
+import { createReadStream, openAsBlob } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRequire } from 'node:module';
@@ -16,6 +14,7 @@ import type { Divergencia } from '@censo/shared';
 import { deferred } from './deferred.js';
 import { BadUsage, InputError, quote } from './failures.js';
 import { listReturns } from './folder.js';
+import { onInterrupt, scratchFolder } from './interrupt.js';
 import { refuseInputAsOutput, write, type FileResult, type LoteFormat, type LoteSummary } from './lote.js';
 import { openOutput, writeFailure } from './output.js';
 
@@ -225,6 +224,7 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
   const finished = new AbortController();
   const states = { aguardando: 0, processando: 0, falhou: 0 };
   shown.start(files.length, { enviados, ...states });
+  const forgetBar = onInterrupt(() => shown.stop());
 
   // Sending, and reading the results in path order as their tasks end, run together: the first
   // schools' divergences are written while the last ones are still being sent.
@@ -293,10 +293,10 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
   }
 
   const out = await openOutput(options.output);
-  const work = mkdtempSync(path.join(os.tmpdir(), 'censo-lote-'));
+  const scratch = scratchFolder('censo-lote-');
   const following = options.quiet || !process.stderr.isTTY ? Promise.resolve() : followStates().catch(() => {});
   try {
-    await Promise.all([sendAll(), write(options.format, results(), out, work)]);
+    await Promise.all([sendAll(), write(options.format, results(), out, scratch.path)]);
   } catch (err) {
     await out.discard();
     if (out.failed() !== undefined) throw writeFailure(options.output, out.failed());
@@ -306,7 +306,8 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
     finished.abort();
     await following;
     shown.stop();
-    await rm(work, { recursive: true, force: true });
+    forgetBar();
+    await scratch.remove();
   }
   return { read, failed, rows };
 }

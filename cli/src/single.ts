@@ -1,14 +1,13 @@
 // One return (and its txt): the job the service runs for one upload, run here in this process,
 // its result file copied to -o or streamed to stdout.
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createVocabulary, runJob, type JobData, type JobResult, type OutputFormat, type VocabularyAdditions } from '@censo/shared/local';
 import { InputError } from './failures.js';
 import { retornoInput, txtInput } from './inputs.js';
-import { writeFailure } from './output.js';
+import { scratchFolder } from './interrupt.js';
+import { openOutput, writeFailure } from './output.js';
 
 type Ok = Extract<JobResult, { ok: true }>;
 
@@ -17,24 +16,22 @@ async function runToOutput(
   output: string | undefined,
   vocabulary: VocabularyAdditions,
 ): Promise<Ok> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'censo-cli-'));
+  const scratch = scratchFolder('censo-cli-');
   try {
-    const resultPath = path.join(dir, 'resultado');
+    const resultPath = path.join(scratch.path, 'resultado');
     const result = await runJob(await build(resultPath), { vocabulary: createVocabulary(vocabulary) });
     if (!result.ok) throw new InputError(result.erro);
-    // A stream, not a copy: -o may be /dev/null, a FIFO or another special file. It is opened
-    // only now, after the job read its inputs: -o may name one of them.
-    if (output !== undefined) {
-      const target = createWriteStream(output);
-      let failed: unknown;
-      target.once('error', (err) => (failed = err));
-      await pipeline(createReadStream(resultPath), target).catch((err: unknown) => {
-        throw failed === undefined ? err : writeFailure(output, failed);
-      });
-    } else await pipeline(createReadStream(resultPath), process.stdout, { end: false });
+    // -o is opened only now, after the job read its inputs: -o may name one of them. A stream,
+    // not a copy: -o may be /dev/null, a FIFO or another special file.
+    const out = await openOutput(output);
+    await pipeline(createReadStream(resultPath), out.stream, { end: out.stream !== process.stdout }).catch(async (err: unknown) => {
+      await out.discard();
+      throw out.failed() === undefined ? err : writeFailure(output, out.failed());
+    });
+    out.complete();
     return result;
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await scratch.remove();
   }
 }
 

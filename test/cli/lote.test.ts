@@ -11,7 +11,7 @@ import { csvLine } from '@censo/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCsv } from '../helpers/csv.js';
 import { fixtureCases } from '../helpers/fixtures.js';
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { censo, CLI, handOver, type Run } from './censo-process.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
@@ -231,30 +231,6 @@ describe('on a terminal', () => {
       /Arquivos .* 5\/5 .*\r?\n.*Arquivos lidos: 4; com falha: 1; divergências gravadas: 36\.\r?\n$/s,
     );
     expect(await readdir(tmp)).toEqual([]);
-  });
-});
-
-describe('interrupted', () => {
-  it.each(['SIGINT', 'SIGTERM'] as const)('%s mid-batch: the scratch folder goes, and the exit says how it ended', async (signal) => {
-    // One return big enough to take a while (about 5 MB), read six times through links.
-    const rows = JSON.parse(await readFile(basico.retorno.json, 'utf8')) as unknown[];
-    const folder = await folderWith({ 'grande.json': { text: JSON.stringify(Array.from({ length: 3000 }, () => rows).flat()) } });
-    for (let n = 1; n <= 5; n++) await symlink('grande.json', path.join(folder, `grande-${n}.json`));
-    const tmp = await mkdtemp(path.join(dir, 'tmp-'));
-    let child: ChildProcess | undefined;
-    const running = censo(['lote', folder, '--concurrency', '1', '-o', path.join(path.dirname(folder), 'saida.csv')], {
-      env: { TMPDIR: tmp },
-      started: (started) => (child = started),
-    });
-    // The scratch folder appears once the folder is listed and -o opened (bounded wait).
-    for (let waited = 0; (await readdir(tmp)).length === 0; waited++) {
-      expect(waited, 'the batch never started').toBeLessThan(400);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    child!.kill(signal);
-    const run = await running;
-    expect(run.signal).toBe(signal);
-    expect(await readdir(tmp), 'temporary files left behind').toEqual([]);
   });
 });
 
