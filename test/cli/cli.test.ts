@@ -1,7 +1,7 @@
 // `censo` (SPEC §6): every command on the fixtures gives what the API answers for the same files
 // (byte for byte), exit codes 0/1/2, stdout carries data only, progress only on a terminal.
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -155,6 +155,27 @@ describe('exit codes', () => {
     await writeFile(bad, '[1, 2]');
     const run = await censo(['divergencias', bad]);
     expect(run).toMatchObject({ code: 1, stderr: 'censo: Arquivo retorno ilegível: as linhas do JSON devem ser objetos.\n' });
+  });
+
+  it('1 when -o fills the disk midway (a 128 KB tmpfs): one Portuguese line, and no partial file stays', async () => {
+    const mountpoint = await mkdtemp(path.join(dir, 'cheio-'));
+    // Needs mount privileges (root with CAP_SYS_ADMIN, as in CI's container); see docs/security.md.
+    await runFile('mount', ['-t', 'tmpfs', '-o', 'size=128k', 'tmpfs', mountpoint]);
+    try {
+      // Divergences of 1.4 MB as JSON, 0.6 MB as CSV, 0.26 MB as XLSX.
+      const rows = JSON.parse(await readFile(basico.retorno.json, 'utf8')) as unknown[];
+      const big = path.join(dir, 'grande.json');
+      await writeFile(big, JSON.stringify(Array.from({ length: 1000 }, () => rows).flat()));
+      for (const format of ['json', 'csv', 'xlsx']) {
+        const out = path.join(mountpoint, `divergencias.${format}`);
+        const run = await censo(['divergencias', big, '-o', out]);
+        expect(run.stderr, format).toBe(`censo: Não foi possível gravar em "${out}": disco cheio.\n`);
+        expect(run.code).toBe(1);
+        expect(await readdir(mountpoint), `${format}: a partial -o left behind`).toEqual([]);
+      }
+    } finally {
+      await runFile('umount', ['-l', mountpoint]);
+    }
   });
 
   it.each([
