@@ -7,7 +7,6 @@ import { readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { createRequire } from 'node:module';
 import type * as CliProgress from 'cli-progress';
 import {
@@ -25,7 +24,7 @@ import { deferred } from './deferred.js';
 import { BadUsage, quote, reasonOf } from './failures.js';
 import { identityOf, listReturns, type FolderListing, type ReturnFile } from './folder.js';
 import { onInterrupt, scratchFolder } from './interrupt.js';
-import { openOutput, writeFailure, type Output } from './output.js';
+import { openOutput, type Output } from './output.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
 const cliProgress = createRequire(import.meta.url)('cli-progress') as typeof CliProgress;
@@ -230,9 +229,7 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
     );
   } catch (err) {
     stopped = true;
-    await out.discard();
-    if (out.failed() !== undefined) throw writeFailure(options.output, out.failed());
-    throw err;
+    throw await out.abandon(err);
   } finally {
     bar.stop();
     // Jobs still queued or running after a failed write are cancelled; their outcomes are settled.
@@ -301,16 +298,14 @@ async function writeOut(
   out: Output,
   work: string,
 ): Promise<void> {
-  const end = out.stream !== process.stdout;
   if ('rows' in source) {
     // The zip is written to a file first: writeXlsx streams into a path, and -o may be stdout.
     const workbook = path.join(work, 'divergencias.xlsx');
     await writeXlsx(workbook, 'divergencias', LOTE_COLUMNS, source.rows);
-    await pipeline(createReadStream(workbook), out.stream, { end });
+    await out.write(createReadStream(workbook));
   } else {
-    await pipeline(Readable.from(source.text), out.stream, { end });
+    await out.write(Readable.from(source.text));
   }
-  out.complete();
 }
 
 async function* csvText(results: AsyncIterable<FileResult>): AsyncGenerator<string> {

@@ -3,7 +3,8 @@
 import { unlinkSync } from 'node:fs';
 import { unlink, open } from 'node:fs/promises';
 import path from 'node:path';
-import type { Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { errnoCode, InputError, quote, reasonOf } from './failures.js';
 import { onInterrupt } from './interrupt.js';
 
@@ -15,32 +16,37 @@ export function formatFor<F extends string>(given: F | undefined, output: string
 }
 
 /** `Não foi possível gravar em "x": disco cheio.` (`output` undefined: stdout). */
-export function writeFailure(output: string | undefined, err: unknown): InputError {
+function writeFailure(output: string | undefined, err: unknown): InputError {
   // -o in a folder that does not exist: the file is missing by definition, its folder is what is.
   const reason = errnoCode(err) === 'ENOENT' ? 'a pasta não existe' : reasonOf(err);
   return new InputError(`Não foi possível gravar ${output === undefined ? 'na saída padrão' : `em ${quote(output)}`}: ${reason}.`);
 }
 
 export interface Output {
-  readonly stream: Writable;
-  /** The stream's own 'error', if it failed (the write, not what fed it). */
-  failed(): unknown;
-  /** After a failure: closes -o and removes it when it is a regular file, so no partial result stays. */
-  discard(): Promise<void>;
-  /** The result is whole: a signal from now on leaves -o as it is. */
-  complete(): void;
+  /** Copies `source` to -o (ending it) or to stdout (left open); from then on a signal leaves -o as it is. */
+  write(source: Readable): Promise<void>;
+  /**
+   * After a failure (of the write, or of whatever the command did meanwhile): closes -o and
+   * removes it when it is a regular file, so no partial result stays. The error to throw: the
+   * write's own failure as one Portuguese line, else `err`.
+   */
+  abandon(err: unknown): Promise<unknown>;
 }
 
 /**
  * -o opened (created or truncated) at once, so a folder, a missing folder or a file without
- * permission fails before any work is done; stdout without -o. Until the command calls
- * `complete()`, a signal that ends it removes a regular -o, as a failure does (interrupt.ts).
+ * permission fails before any work is done; stdout without -o. Until `write()` has copied the
+ * whole result, a signal that ends the command removes a regular -o, as a failure does
+ * (interrupt.ts).
  */
 export async function openOutput(output: string | undefined): Promise<Output> {
   if (output === undefined) {
     let error: unknown;
     process.stdout.on('error', (err) => (error ??= err));
-    return { stream: process.stdout, failed: () => error, discard: async () => {}, complete: () => {} };
+    return {
+      write: (source) => pipeline(source, process.stdout, { end: false }),
+      abandon: async (err) => (error === undefined ? err : writeFailure(output, error)),
+    };
   }
   const handle = await open(output, 'w').catch((err: unknown) => {
     throw writeFailure(output, err);
@@ -51,14 +57,16 @@ export async function openOutput(output: string | undefined): Promise<Output> {
   let error: unknown;
   stream.on('error', (err) => (error ??= err));
   return {
-    stream,
-    failed: () => error,
-    async discard() {
+    async write(source) {
+      await pipeline(source, stream);
+      complete();
+    },
+    async abandon(err) {
       complete();
       stream.destroy();
       await handle.close().catch(() => {});
       if (regular) await unlink(output).catch(() => {});
+      return error === undefined ? err : writeFailure(output, error);
     },
-    complete,
   };
 }

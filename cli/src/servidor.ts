@@ -16,7 +16,7 @@ import { BadUsage, InputError, quote } from './failures.js';
 import { listReturns } from './folder.js';
 import { onInterrupt, scratchFolder } from './interrupt.js';
 import { refuseInputAsOutput, write, type FileResult, type LoteFormat, type LoteSummary } from './lote.js';
-import { openOutput, writeFailure } from './output.js';
+import { openOutput } from './output.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
 const cliProgress = createRequire(import.meta.url)('cli-progress') as typeof CliProgress;
@@ -298,9 +298,7 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
   try {
     await Promise.all([sendAll(), write(options.format, results(), out, scratch.path)]);
   } catch (err) {
-    await out.discard();
-    if (out.failed() !== undefined) throw writeFailure(options.output, out.failed());
-    throw err;
+    throw await out.abandon(err);
   } finally {
     // Also stops the sending when the writer failed (-o on a full disk): nothing more is sent.
     finished.abort();

@@ -2,12 +2,11 @@
 // its result file copied to -o or streamed to stdout.
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { createVocabulary, runJob, type JobData, type JobResult, type OutputFormat, type VocabularyAdditions } from '@censo/shared/local';
 import { InputError } from './failures.js';
 import { retornoInput, txtInput } from './inputs.js';
 import { scratchFolder } from './interrupt.js';
-import { openOutput, writeFailure } from './output.js';
+import { openOutput } from './output.js';
 
 type Ok = Extract<JobResult, { ok: true }>;
 
@@ -24,11 +23,9 @@ async function runToOutput(
     // -o is opened only now, after the job read its inputs: -o may name one of them. A stream,
     // not a copy: -o may be /dev/null, a FIFO or another special file.
     const out = await openOutput(output);
-    await pipeline(createReadStream(resultPath), out.stream, { end: out.stream !== process.stdout }).catch(async (err: unknown) => {
-      await out.discard();
-      throw out.failed() === undefined ? err : writeFailure(output, out.failed());
+    await out.write(createReadStream(resultPath)).catch(async (err: unknown) => {
+      throw await out.abandon(err);
     });
-    out.complete();
     return result;
   } finally {
     await scratch.remove();
