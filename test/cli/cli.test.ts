@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixtureCases } from '../helpers/fixtures.js';
+import { fixtureCases, repeatedReturn } from '../helpers/fixtures.js';
 import { API_KEY, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
 import { censo, CLI, ROOT } from './censo-process.js';
 
@@ -163,9 +163,8 @@ describe('exit codes', () => {
     await runFile('mount', ['-t', 'tmpfs', '-o', 'size=128k', 'tmpfs', mountpoint]);
     try {
       // Divergences of 1.4 MB as JSON, 0.6 MB as CSV, 0.26 MB as XLSX.
-      const rows = JSON.parse(await readFile(basico.retorno.json, 'utf8')) as unknown[];
       const big = path.join(dir, 'grande.json');
-      await writeFile(big, JSON.stringify(Array.from({ length: 1000 }, () => rows).flat()));
+      await writeFile(big, repeatedReturn(basico.retorno.json, 1000));
       for (const format of ['json', 'csv', 'xlsx']) {
         const out = path.join(mountpoint, `divergencias.${format}`);
         const run = await censo(['divergencias', big, '-o', out]);

@@ -1,12 +1,12 @@
 // `censo` stopped by Ctrl-C or a cron's SIGTERM, at any moment: its scratch folder goes, no
 // half-written -o stays, and the exit says how it ended. Every run gets its own TMPDIR, checked
 // empty afterwards.
-import { access, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixtureCases } from '../helpers/fixtures.js';
+import { fixtureCases, repeatedReturn } from '../helpers/fixtures.js';
 import { censo, CLI, type Run } from './censo-process.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
@@ -34,9 +34,8 @@ beforeAll(async () => {
   preload = path.join(dir, 'signal-at-scratch.mjs');
   await writeFile(preload, SIGNAL_AT_SCRATCH);
   // One return big enough to take a while (about 8 MB).
-  const rows = JSON.parse(await readFile(basico.retorno.json, 'utf8')) as unknown[];
   big = path.join(dir, 'grande.json');
-  await writeFile(big, JSON.stringify(Array.from({ length: 3000 }, () => rows).flat()));
+  await writeFile(big, repeatedReturn(basico.retorno.json, 3000));
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });

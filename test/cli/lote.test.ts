@@ -10,7 +10,7 @@ import ExcelJS from 'exceljs';
 import { csvLine } from '@censo/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCsv } from '../helpers/csv.js';
-import { fixtureCases } from '../helpers/fixtures.js';
+import { fixtureCases, repeatedReturn } from '../helpers/fixtures.js';
 import { execFile } from 'node:child_process';
 import { censo, CLI, handOver, type Run } from './censo-process.js';
 
@@ -107,8 +107,7 @@ describe('one bad entry never loses the batch', () => {
   });
 
   it('several files per thread task: a bad file inside a batch, even one failing after much of its text was written, costs only itself', async () => {
-    const rows = JSON.parse(await readFile(basico.retorno.json, 'utf8')) as unknown[];
-    const many = (copies: number) => JSON.stringify(Array.from({ length: copies }, () => rows).flat());
+    const many = (copies: number) => repeatedReturn(basico.retorno.json, copies);
     // Thousands of divergences, then a cut: it fails after its first pieces reached the batch's file.
     const broken = `${many(400).slice(0, -1)},{"Registro":`;
     const folder = await folderWith({

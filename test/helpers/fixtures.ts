@@ -34,3 +34,9 @@ export function fixtureCases(): FixtureCase[] {
       };
     });
 }
+
+/** A return's JSON text with its rows repeated `copies` times: a large file with known content. */
+export function repeatedReturn(retornoJson: string, copies: number): string {
+  const rows = JSON.parse(readFileSync(retornoJson, 'utf8')) as unknown[];
+  return JSON.stringify(Array.from({ length: copies }, () => rows).flat());
+}
