@@ -58,6 +58,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Uploads are streamed by @fastify/multipart; this limit only bounds other bodies.
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
+    // X-Forwarded-Proto/For count only from the proxies TRUST_PROXY names (SPEC §9): request.protocol
+    // then says https behind the TLS proxy (Secure cookies) and request.ip is the client's address.
+    trustProxy: typeof config.trustProxy === 'boolean' ? config.trustProxy : [...config.trustProxy],
   });
 
   deferContinue(app.server);

@@ -1,6 +1,7 @@
 // The only reader of the environment. Entry points call loadConfig(process.env) once; everything
 // else receives the frozen Config. Invalid settings throw ConfigError, which the entry point
 // prints as one line before exiting 1 (SPEC §6).
+import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -47,6 +48,15 @@ export interface Config {
   readonly resultTtlMs: number;
   /** Asynchronous tasks allowed to wait before new ones get 503 (SPEC §7.5). */
   readonly maxQueuedTarefas: number;
+  /** A batch closes itself this long after its creation at the latest (SPEC §7.3: LOTE_MAX_HOURS). */
+  readonly loteMaxMs: number;
+  /** Open batches one principal may hold before a new one gets 429 (SPEC §7.3). */
+  readonly maxLotesAbertos: number;
+  /**
+   * Which peers' X-Forwarded-Proto/For count (SPEC §9: TRUST_PROXY): false (none), true (any: only
+   * when nothing but the proxy can reach the port), or the proxies' addresses and CIDRs.
+   */
+  readonly trustProxy: boolean | readonly string[];
   /** Webhooks may use http and private or loopback addresses (SPEC §7.4: tests, internal networks). */
   readonly webhookAllowPrivate: boolean;
   /** Staff sign-in with the secretariat's OpenID Provider (SPEC §8); null: the page uses the key. */
@@ -163,6 +173,9 @@ export function loadConfig(env: Env): Config {
     // Hours, a decimal allowed (0.5 = 30 min), so a short retention can be tried without waiting a day.
     resultTtlMs: Math.round(hours(env, 'RESULT_TTL_HOURS', 24, 8_760) * 3_600_000),
     maxQueuedTarefas: integer(env, 'MAX_QUEUED_TAREFAS', 10_000, 1, 10_000_000),
+    loteMaxMs: Math.round(hours(env, 'LOTE_MAX_HOURS', 72, 8_760) * 3_600_000),
+    maxLotesAbertos: integer(env, 'MAX_LOTES_ABERTOS', 100, 1, 1_000_000),
+    trustProxy: trustProxy(env.TRUST_PROXY),
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE'),
     signIn: signIn(env),
     accessLog: accessLog(env),
@@ -207,6 +220,27 @@ function flag(env: Env, name: string): boolean {
   const raw = text(env[name])?.toLowerCase() ?? 'false';
   if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be true or false, got "${raw}"`);
   return raw === 'true';
+}
+
+/**
+ * TRUST_PROXY: `false`/`off` (the default), `true`, or comma-separated IPv4/IPv6 addresses and
+ * CIDRs of the proxies (the loopback `127.0.0.1` for a proxy on the same host).
+ */
+function trustProxy(value: string | undefined): boolean | string[] {
+  const raw = text(value);
+  if (raw === null || /^(false|off)$/i.test(raw)) return false;
+  if (/^true$/i.test(raw)) return true;
+  const entries = keyList(raw);
+  for (const entry of entries) {
+    const [address = '', bits, ...rest] = entry.split('/');
+    const family = isIP(address);
+    const maxBits = family === 6 ? 128 : 32;
+    const badBits = bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits);
+    if (family === 0 || badBits || rest.length > 0) {
+      throw new ConfigError(`TRUST_PROXY must be false, true or proxy addresses/CIDRs separated by commas, got "${entry}"`);
+    }
+  }
+  return entries;
 }
 
 function url(env: Env, name: string, protocols: readonly string[]): string | null {
