@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  areaFolderName,
   createJobPool,
   createLogger,
   createStorage,
@@ -78,9 +79,9 @@ export class Gate {
   }
 }
 
-/** The request area (= task id) of a file reference, in the folder or the bucket. */
+/** The request area (= task id) of a file reference, in the folder (`censo-<id>`) or the bucket (`<id>`). */
 export function areaOf(ref: string): string {
-  return path.posix.basename(path.posix.dirname(ref.replaceAll('\\', '/')));
+  return path.posix.basename(path.posix.dirname(ref.replaceAll('\\', '/'))).replace(/^censo-/, '');
 }
 
 function gated(pool: JobPool, gate: Gate): JobPool {
@@ -119,6 +120,8 @@ export interface HarnessOptions {
   readonly uploadDir?: string;
   /** Keeps every log line (LOG_LEVEL from env, else info). */
   readonly logLines?: Array<Record<string, unknown>>;
+  /** A port chosen beforehand (sign-in needs PUBLIC_URL before the start); default: any free one. */
+  readonly port?: number;
 }
 
 export async function startHarness(mode: Mode, options: HarnessOptions): Promise<Harness> {
@@ -165,7 +168,7 @@ export async function startHarness(mode: Mode, options: HarnessOptions): Promise
       intervals: { reconcileMs: 200, sweepMs: 200, webhooksMs: 100, ...options.intervals },
     },
   });
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  const url = await app.listen({ host: '127.0.0.1', port: options.port ?? 0 });
   let stopped: Promise<void> | null = null;
   const stop = () =>
     (stopped ??= (async () => {
@@ -268,7 +271,7 @@ export async function waitForTarefa(
 /** The files left in a task's folder (folder storage); null when the folder is gone. */
 export async function areaFiles(harness: Harness, id: string): Promise<string[] | null> {
   try {
-    return (await readdir(path.join(harness.uploadDir, id))).sort();
+    return (await readdir(path.join(harness.uploadDir, areaFolderName(id)))).sort();
   } catch {
     return null;
   }
@@ -293,6 +296,7 @@ export async function workbookSheets(bytes: Buffer): Promise<Array<{ name: strin
 
 /** The fields of a task's monitor (SPEC §7.1), sorted. */
 export const MONITOR_KEYS = [
+  'arquivos',
   'concluida_em',
   'criada_em',
   'erro',

@@ -306,7 +306,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     });
   });
 
-  describe('GET /api/lotes/{id}/divergencias', () => {
+  describe('GET /api/lotes/{id}/divergencias and /falhas of a concluded batch', () => {
     let lote: string;
     beforeAll(async () => {
       lote = (await createLote(server)).json().id as string;
@@ -320,48 +320,131 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
         const id = (await send(server, lote, route, files, referencia)).json().id as string;
         await waitForTarefa(server, id);
       }
+      await request(server, 'POST', `/api/lotes/${lote}/fechar`);
+      await waitForLote(server, lote);
     });
 
     const expected = () => [
       ...DIVERGENCIAS.map((d) => ({ referencia: 'A', arquivo: 'escola a.json', ...d })),
       ...DIVERGENCIAS_UTF8.map((d) => ({ referencia: 'B', arquivo: 'Escola B.xlsx', ...d })),
     ];
+    const FALHA = {
+      referencia: 'failed',
+      arquivo: 'quebrado.json',
+      status: 400,
+      erro: 'Arquivo retorno ilegível: não é um JSON válido.',
+    };
 
-    it('json: every divergence of the concluded divergencias-rf tasks, in creation order, with referencia and arquivo first', async () => {
+    /** Every answer says how many divergencias-rf tasks concluded and failed (SPEC §7.3), and is not cached. */
+    const expectCounts = (answer: Answer) => {
+      expect(answer.headers.get('lote-tarefas-concluidas')).toBe('2');
+      expect(answer.headers.get('lote-tarefas-falhas')).toBe('1');
+      expect(answer.headers.get('lote-estado')).toBeNull();
+      expect(answer.headers.get('cache-control')).toBe('no-store');
+    };
+
+    it('json: every divergence of the concluded divergencias-rf tasks, in creation order, with referencia and arquivo first; the failed file in falhas', async () => {
       const answer = await request(server, 'GET', `/api/lotes/${lote}/divergencias`);
       expect(answer.status).toBe(200);
       expect(answer.headers.get('content-type')).toBe('application/json; charset=utf-8');
-      const body = answer.json() as { divergencias: Record<string, unknown>[] };
+      expectCounts(answer);
+      const body = answer.json() as { divergencias: Record<string, unknown>[]; falhas: unknown[] };
+      expect(Object.keys(body)).toEqual(['divergencias', 'falhas']);
       expect(body.divergencias).toEqual(expected());
       expect(Object.keys(body.divergencias[0]!)).toEqual(COLUMNS);
+      expect(body.falhas).toEqual([FALHA]);
     });
 
     it('csv: a header of referencia, arquivo and the §3.1 columns, one line per divergence', async () => {
       const answer = await request(server, 'GET', `/api/lotes/${lote}/divergencias?format=csv`);
       expect(answer.headers.get('content-type')).toBe('text/csv; charset=utf-8');
       expect(answer.headers.get('content-disposition')).toBe('attachment; filename="divergencias.csv"');
+      expectCounts(answer);
       const lines = answer.bytes.toString('utf8').split('\r\n');
       expect(lines[0]).toBe(COLUMNS.join(','));
       expect(lines.length - 2).toBe(expected().length);
       expect(lines[1]!.startsWith('A,escola a.json,')).toBe(true);
     });
 
-    it('xlsx: the same rows as text cells', async () => {
+    it('xlsx: the divergences as text cells, then the failed files on a sheet Falhas', async () => {
       const answer = await request(server, 'GET', `/api/lotes/${lote}/divergencias?format=xlsx`);
       expect(answer.headers.get('content-type')).toBe('application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
-      const [sheet, ...more] = await workbookSheets(answer.bytes);
-      expect(more).toEqual([]);
-      expect(sheet!.name).toBe('divergencias');
+      expectCounts(answer);
+      const sheets = await workbookSheets(answer.bytes);
+      expect(sheets.map((sheet) => sheet.name)).toEqual(['divergencias', 'Falhas']);
+      const [sheet, falhas] = sheets;
       expect(sheet!.rows[0]).toEqual(COLUMNS);
       // An empty last cell (a null chave) is no cell to exceljs.
       const padded = sheet!.rows.slice(1).map((row) => COLUMNS.map((_, i) => row[i] ?? ''));
       expect(padded).toEqual(expected().map((d) => COLUMNS.map((c) => String((d as Record<string, unknown>)[c] ?? ''))));
+      expect(falhas!.rows).toEqual([
+        ['referencia', 'arquivo', 'status', 'erro'],
+        [FALHA.referencia, FALHA.arquivo, String(FALHA.status), FALHA.erro],
+      ]);
     });
 
-    it('format other than json, csv or xlsx is a 400', async () => {
+    it('/falhas lists the failed files alone, as json and csv', async () => {
+      const json = await request(server, 'GET', `/api/lotes/${lote}/falhas`);
+      expect(json.status).toBe(200);
+      expectCounts(json);
+      expect(json.json()).toEqual({ falhas: [FALHA] });
+      const csv = await request(server, 'GET', `/api/lotes/${lote}/falhas?format=csv`);
+      expect(csv.headers.get('content-disposition')).toBe('attachment; filename="falhas.csv"');
+      expect(csv.bytes.toString('utf8')).toBe(`referencia,arquivo,status,erro\r\nfailed,quebrado.json,400,${FALHA.erro}\r\n`);
+    });
+
+    it('format other than json, csv or xlsx is a 400, and so is a parcial other than true or false', async () => {
       const answer = await request(server, 'GET', `/api/lotes/${lote}/divergencias?format=ods`);
       expect(answer.status).toBe(400);
       expect(answer.json()).toEqual({ erro: 'Parâmetro format deve ser json, csv ou xlsx.' });
+      const parcial = await request(server, 'GET', `/api/lotes/${lote}/falhas?parcial=sim`);
+      expect(parcial.status).toBe(400);
+      expect(parcial.json()).toEqual({ erro: 'Parâmetro parcial deve ser true ou false.' });
+    });
+  });
+
+  describe('a batch not yet concluded is never answered as if it were whole', () => {
+    it('409 Lote ainda não concluído. with Retry-After and the counts until concluido; ?parcial=true answers what is done, with Lote-Estado', async () => {
+      const lote = (await createLote(server)).json().id as string;
+      const done = (await send(server, lote, 'divergencias-rf', [retorno('escola a.json')], 'A')).json().id as string;
+      await waitForTarefa(server, done);
+      const failed = (await send(server, lote, 'divergencias-rf', [unreadable], 'X')).json().id as string;
+      await waitForTarefa(server, failed);
+      server.gate.close();
+      try {
+        const held = (await send(server, lote, 'divergencias-rf', [retorno('escola b.json')], 'B')).json().id as string;
+        for (const route of ['divergencias', 'falhas']) {
+          const refused = await request(server, 'GET', `/api/lotes/${lote}/${route}`);
+          expect(refused.status).toBe(409);
+          expect(refused.json()).toEqual({ erro: 'Lote ainda não concluído.' });
+          expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+          expect(refused.headers.get('lote-tarefas-concluidas')).toBe('1');
+          expect(refused.headers.get('lote-tarefas-falhas')).toBe('1');
+        }
+        const partial = await request(server, 'GET', `/api/lotes/${lote}/divergencias?parcial=true`);
+        expect(partial.status).toBe(200);
+        expect(partial.headers.get('lote-estado')).toBe('aberto');
+        const body = partial.json() as { divergencias: Array<{ referencia: string }>; falhas: Array<{ referencia: string }> };
+        expect(new Set(body.divergencias.map((d) => d.referencia))).toEqual(new Set(['A']));
+        expect(body.falhas.map((f) => f.referencia)).toEqual(['X']);
+        // Closed with a task still running: processando, still refused without parcial.
+        await request(server, 'POST', `/api/lotes/${lote}/fechar`);
+        expect((await request(server, 'GET', `/api/lotes/${lote}/divergencias?parcial=true`)).headers.get('lote-estado')).toBe(
+          'processando',
+        );
+        expect((await request(server, 'GET', `/api/lotes/${lote}/divergencias`)).status).toBe(409);
+        server.gate.open();
+        await waitForTarefa(server, held);
+        await waitForLote(server, lote);
+        const whole = await request(server, 'GET', `/api/lotes/${lote}/divergencias`);
+        expect(whole.status).toBe(200);
+        expect(whole.headers.get('lote-tarefas-concluidas')).toBe('2');
+        expect(new Set((whole.json() as { divergencias: Array<{ referencia: string }> }).divergencias.map((d) => d.referencia))).toEqual(
+          new Set(['A', 'B']),
+        );
+      } finally {
+        server.gate.open();
+      }
     });
   });
 

@@ -8,6 +8,7 @@ import { mkdir, mkdtemp, readdir, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { areaFolderName } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { formWith, type UploadFile } from '../helpers/http.js';
 import { useTestRedis } from '../helpers/redis.js';
@@ -370,10 +371,11 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     it('past the bound a new task is 503 with Retry-After, before its body is stored', async () => {
       small.gate.close();
       try {
-        const running = await Promise.all(
-          [1, 2].map(async () => (await postAsync(small, '/api/divergencias-rf', [retornoJson])).json().id as string),
-        );
-        for (const id of running) await waitForTarefa(small, id, (m) => m.estado === 'processando');
+        // One at a time: each is running (no longer waiting) before the next is admitted.
+        for (let i = 0; i < 2; i++) {
+          const id = (await postAsync(small, '/api/divergencias-rf', [retornoJson])).json().id as string;
+          await waitForTarefa(small, id, (m) => m.estado === 'processando');
+        }
         const waiting = await postAsync(small, '/api/divergencias-rf', [retornoJson]);
         expect(waiting.status).toBe(202);
         const refused = await postAsync(small, '/api/divergencias-rf', [retornoJson]);
@@ -420,19 +422,25 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
 });
 
 describe('embedded mode: a restart forgets the tasks', () => {
-  it('their folders are removed at the next start once older than the retention; younger ones are left', async () => {
+  it("their folders are removed at the next start once older than a result can live; younger ones and other programs' files are left", async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'censo-tarefas-restart-'));
-    const old = path.join(dir, randomUUID());
-    const young = path.join(dir, randomUUID());
-    for (const folder of [old, young]) {
+    const old = path.join(dir, areaFolderName(randomUUID()));
+    const young = path.join(dir, areaFolderName(randomUUID()));
+    // UPLOAD_DIR may be a folder others use (/tmp): names this service does not make are never touched.
+    const foreign = [path.join(dir, randomUUID()), path.join(dir, 'relatorios'), path.join(dir, `${areaFolderName(randomUUID())}-copia`)];
+    for (const folder of [old, young, ...foreign]) {
       await mkdir(folder);
       await writeFile(path.join(folder, 'resultado'), '{"divergencias":[]}');
     }
+    // Past LOTE_MAX_HOURS + RESULT_TTL_HOURS (72 h + 24 h by default): a batch's result lives that long.
+    const longAgo = new Date(Date.now() - 100 * 3_600_000);
     const twoDaysAgo = new Date(Date.now() - 48 * 3_600_000);
-    await utimes(old, twoDaysAgo, twoDaysAgo);
+    await utimes(old, longAgo, longAgo);
+    await utimes(young, twoDaysAgo, twoDaysAgo);
+    for (const folder of foreign) await utimes(folder, longAgo, longAgo);
     const server = await startHarness('embedded', { redisUrl: redis.url, uploadDir: dir });
     try {
-      expect((await readdir(dir)).sort()).toEqual([path.basename(young)]);
+      expect((await readdir(dir)).sort()).toEqual([young, ...foreign].map((f) => path.basename(f)).sort());
     } finally {
       await server.dispose();
     }

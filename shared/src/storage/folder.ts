@@ -37,8 +37,19 @@ export function createFolderStorage(uploadDir: string): Storage {
   };
 }
 
+/**
+ * Request folders are named `censo-<id>`: a process sweeping UPLOAD_DIR for what an earlier one
+ * left removes only names of this form, never another program's files (SPEC §9), even when
+ * UPLOAD_DIR is a folder others use too (/tmp).
+ */
+const AREA_FOLDER = /^censo-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export const areaFolderName = (id: string): string => `censo-${id}`;
+
+export const isAreaFolderName = (name: string): boolean => AREA_FOLDER.test(name);
+
 function folderArea(root: string, id: string): RequestArea {
-  const dir = path.join(root, id);
+  const dir = path.join(root, areaFolderName(id));
   const file = (name: string) => path.join(dir, name);
   return {
     id,

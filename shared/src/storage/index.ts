@@ -6,7 +6,7 @@ import { createFolderStorage } from './folder.js';
 import type { Storage } from './port.js';
 
 export * from './port.js';
-export { createFolderStorage, UPLOAD_BUFFER_BYTES } from './folder.js';
+export { areaFolderName, createFolderStorage, isAreaFolderName, UPLOAD_BUFFER_BYTES } from './folder.js';
 export { storageExecutor } from './executor.js';
 
 /** A job's scratch folder older than its deadline by this much belongs to no running job. */

@@ -44,6 +44,8 @@ export interface ReceivedFiles {
   readonly retornoName: string;
   /** SHA-256 (hex) of each file as received (an Idempotency-Key compares requests by them). */
   readonly sha256: { readonly retorno: string; readonly txt: string | null };
+  /** Each file's size in bytes, as received. */
+  readonly bytes: { readonly retorno: number; readonly txt: number | null };
   /** The text fields asked for (`textFields`), as sent. */
   readonly fields: Readonly<Record<string, string>>;
 }
@@ -135,6 +137,7 @@ async function receiveParts(
   let txtName: string | null = null;
   let retornoName = '';
   const digests = new Map<string, string>();
+  const sizes = new Map<string, number>();
   const fields: Record<string, string> = {};
 
   for await (const part of request.parts({ limits: MULTIPART_LIMITS })) {
@@ -178,11 +181,13 @@ async function receiveParts(
     // normally (the flag is busboy's other signal) is refused all the same.
     if (part.file.truncated) throw new FileTooLargeError();
     digests.set(field, digest.sha256());
+    sizes.set(field, counter.bytes);
     noteUploadedFile(request, { field, sha256: digests.get(field)!, bytes: counter.bytes });
   }
 
   if (!retorno) throw badInput.fileMissing('retorno');
   if (accepted.includes('txt') && !txt) throw badInput.fileMissing('txt');
   const sha256 = { retorno: digests.get('retorno') ?? '', txt: txt ? (digests.get('txt') ?? '') : null };
-  return { retorno, txt, txtName, retornoName, sha256, fields };
+  const bytes = { retorno: sizes.get('retorno') ?? 0, txt: txt ? (sizes.get('txt') ?? 0) : null };
+  return { retorno, txt, txtName, retornoName, sha256, bytes, fields };
 }

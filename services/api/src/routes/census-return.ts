@@ -12,7 +12,7 @@ import { checkUploadHeaders, limitInFlight } from '../http/admission.js';
 import { continueIfExpected } from '../http/expect-continue.js';
 import { annotateRequestLog } from '../plugins/request-log.js';
 import { censoCorrigidoSchema, divergenciasSchema, retornoRfSchema } from './census-return-schemas.js';
-import { checkFormat, describeResult, jobData, requestedFormat, RESULT_FILE, UPLOAD_ROUTES } from './census-answers.js';
+import { checkFormat, describeResult, jobData, requestedFormat, RESULT_FILE, UPLOAD_ROUTES } from '../http/census-answers.js';
 import { admitTarefa, intakeTarefa, wantsAsync } from '../tarefas/intake.js';
 import { loteUploadSchema } from './tarefas-schemas.js';
 

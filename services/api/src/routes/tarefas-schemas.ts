@@ -21,9 +21,14 @@ export const tarefaSchema = {
     'erro',
     'referencia',
     'lote',
+    'arquivos',
   ],
   properties: {
-    id: { type: 'string', description: 'Opaco, seguro em URL, com 122 bits aleatórios: quem tem o id pode ler a tarefa.' },
+    id: {
+      type: 'string',
+      description:
+        'Opaco, seguro em URL, com 122 bits aleatórios. Só quem criou a tarefa (a integração ou a pessoa) a vê; para outro, 404.',
+    },
     rota: { type: 'string', enum: ['divergencias-rf', 'retorno-rf', 'censo-corrigido'] },
     formato: { type: 'string', enum: ['json', 'csv', 'xlsx', 'txt'] },
     estado: { type: 'string', enum: ['aguardando', 'processando', 'concluida', 'falhou', 'cancelada'] },
@@ -42,6 +47,20 @@ export const tarefaSchema = {
     },
     referencia: { type: ['string', 'null'], description: 'O campo `referencia` enviado ao lote; senão null.' },
     lote: { type: ['string', 'null'], description: 'O lote da tarefa; senão null.' },
+    arquivos: {
+      type: 'array',
+      description: 'Os arquivos enviados (sem dado pessoal): quem retoma um envio confere se a tarefa tem o arquivo que pretende.',
+      items: {
+        type: 'object',
+        required: ['campo', 'nome', 'bytes', 'sha256'],
+        properties: {
+          campo: { type: 'string', enum: ['retorno', 'txt'] },
+          nome: { type: 'string', description: 'O nome do arquivo como o cliente o enviou.' },
+          bytes: { type: 'integer' },
+          sha256: { type: 'string', description: 'SHA-256 do arquivo, em hexadecimal.' },
+        },
+      },
+    },
   },
 } as const;
 
@@ -238,6 +257,7 @@ export const loteCreateSchema = {
     ...errorResponses({
       400: 'Corpo que não é um objeto JSON, `nome` longo demais, ou `Webhook inválido: <motivo>.`',
       422: '`Idempotency-Key já usada com outra requisição.`',
+      429: 'MAX_LOTES_ABERTOS lotes abertos deste principal: `Muitos lotes abertos.`',
     }),
     ...readErrors,
   },
@@ -289,26 +309,98 @@ export const loteTarefasSchema = {
   },
 } as const;
 
+const loteHeaders = {
+  'lote-tarefas-concluidas': { type: 'integer', description: 'Tarefas divergencias-rf concluídas do lote.' },
+  'lote-tarefas-falhas': { type: 'integer', description: 'Tarefas divergencias-rf do lote que falharam.' },
+  'lote-estado': { type: 'string', description: 'Com `parcial=true`: o estado do lote quando a resposta começou.' },
+} as const;
+
+const parcialQuery = {
+  format: { type: 'string', enum: ['json', 'csv', 'xlsx'], default: 'json' },
+  parcial: {
+    type: 'string',
+    enum: ['true', 'false'],
+    default: 'false',
+    description: '`true`: responde antes de o lote estar concluido, com o que já terminou (e `Lote-Estado`).',
+  },
+} as const;
+
+const notConcluded = '`Lote ainda não concluído.` (com Retry-After), antes de o lote estar concluido e sem `parcial=true`.';
+
 export const loteDivergenciasSchema = {
   tags: ['lotes'],
-  summary: 'Todas as divergências das tarefas divergencias-rf concluídas do lote',
+  summary: 'Todas as divergências das tarefas divergencias-rf concluídas do lote, e os arquivos que falharam',
   description:
     'Em ordem de criação das tarefas, cada item com `referencia` e `arquivo` (o nome do arquivo enviado) antes dos campos de /api/divergencias-rf. ' +
+    'Nunca parcial sem dizer: 409 até o lote estar concluido, a menos que `parcial=true`. Os arquivos que falharam vêm em `falhas` (json) ' +
+    'ou na planilha `Falhas` (xlsx); o csv traz só as divergências (veja /falhas). ' +
     'Transmitido aos poucos, com memória limitada; um xlsx que passaria de 1.048.575 linhas continua em outras planilhas.',
   security: apiKeySecurity,
   params: idParam,
-  querystring: { type: 'object', properties: { format: { type: 'string', enum: ['json', 'csv', 'xlsx'], default: 'json' } } },
+  querystring: { type: 'object', properties: parcialQuery },
   response: {
     200: {
-      description: 'As divergências.',
+      description: 'As divergências e as falhas.',
+      headers: loteHeaders,
       content: {
-        'application/json': { schema: { type: 'object', description: '{"divergencias": [{"referencia", "arquivo", ...}]}' } },
+        'application/json': {
+          schema: {
+            type: 'object',
+            description: '{"divergencias": [{"referencia", "arquivo", ...}], "falhas": [{"referencia", "arquivo", "status", "erro"}]}',
+          },
+        },
         'text/csv': { schema: { type: 'string' } },
         'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': { schema: { type: 'string', format: 'binary' } },
       },
     },
-    ...errorResponses({ 400: '`Parâmetro format deve ser json, csv ou xlsx.`' }),
+    ...errorResponses({ 400: '`Parâmetro format deve ser json, csv ou xlsx.` ou `parcial` inválido.', 409: notConcluded }),
     ...loteNotFound,
+    ...readErrors,
+  },
+} as const;
+
+export const loteFalhasSchema = {
+  tags: ['lotes'],
+  summary: 'Os arquivos do lote que falharam (tarefas divergencias-rf), com o status e o erro de cada um',
+  security: apiKeySecurity,
+  params: idParam,
+  querystring: { type: 'object', properties: parcialQuery },
+  response: {
+    200: {
+      description: 'As falhas.',
+      headers: loteHeaders,
+      content: {
+        'application/json': { schema: { type: 'object', description: '{"falhas": [{"referencia", "arquivo", "status", "erro"}]}' } },
+        'text/csv': { schema: { type: 'string' } },
+        'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': { schema: { type: 'string', format: 'binary' } },
+      },
+    },
+    ...errorResponses({ 400: '`Parâmetro format deve ser json, csv ou xlsx.` ou `parcial` inválido.', 409: notConcluded }),
+    ...loteNotFound,
+    ...readErrors,
+  },
+} as const;
+
+export const lotesListSchema = {
+  tags: ['lotes'],
+  summary: 'Os lotes de quem pergunta, do mais novo ao mais antigo, página por página',
+  description: 'Só os lotes criados pela mesma integração (chave) ou pela mesma pessoa: quem perdeu o id de um lote o acha aqui.',
+  security: apiKeySecurity,
+  querystring: {
+    type: 'object',
+    properties: {
+      cursor: { type: 'string', description: '`next_cursor` da página anterior.' },
+      limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+    },
+  },
+  response: {
+    200: {
+      description: 'Uma página; `next_cursor` é null na última.',
+      type: 'object',
+      required: ['lotes', 'next_cursor'],
+      properties: { lotes: { type: 'array', items: loteRef }, next_cursor: { type: ['string', 'null'] } },
+    },
+    ...errorResponses({ 400: 'cursor ou limit inválido.' }),
     ...readErrors,
   },
 } as const;

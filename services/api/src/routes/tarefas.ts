@@ -7,22 +7,34 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { BadInputError, JobRejectedError } from '@censo/shared';
 import { annotateRequestLog } from '../plugins/request-log.js';
-import { FORMAT_ERROR, requestedFormat } from './census-answers.js';
+import { FORMAT_ERROR, requestedFormat } from '../http/census-answers.js';
 import {
   loteCreateSchema,
   loteDeleteSchema,
   loteDivergenciasSchema,
   loteFecharSchema,
+  loteFalhasSchema,
   loteGetSchema,
+  lotesListSchema,
   loteTarefasSchema,
   tarefaDeleteSchema,
   tarefaGetSchema,
   tarefaResultadoSchema,
 } from './tarefas-schemas.js';
-import { ConflictError, IdempotencyMismatchError, invalido, loteNaoEncontrado, mensagens, tarefaNaoEncontrada } from '../tarefas/errors.js';
+import {
+  ConflictError,
+  IdempotencyMismatchError,
+  invalido,
+  loteNaoEncontrado,
+  mensagens,
+  TooManyLotesError,
+  tarefaNaoEncontrada,
+} from '../tarefas/errors.js';
+import { donoDe } from '../tarefas/dono.js';
 import { monitorOf, RETRY_AFTER_S } from '../tarefas/intake.js';
 import { ESTADOS_TAREFA, isId, loteMonitor, newId, type EstadoTarefa, type LoteRecord } from '../tarefas/model.js';
-import { sendLoteDivergencias, sendResultado } from '../tarefas/results.js';
+import { divergenciasCounts, sendLoteDivergencias, sendLoteFalhas, sendResultado } from '../tarefas/results.js';
+import type { LotesCursor, TarefasService } from '../tarefas/service.js';
 import { checkWebhookDestination, newWebhookSecret, parseWebhookUrl, WebhookRefused } from '../tarefas/webhooks.js';
 
 /** The schemas describe; the handlers check, with the SPEC's messages. */
@@ -44,12 +56,18 @@ function explicitFormat(query: unknown) {
   return format;
 }
 
-function listQuery(query: Record<string, unknown>): { estado: EstadoTarefa | null; after: number; limit: number } {
-  const { estado, cursor, limit } = query as Record<string, string | undefined>;
-  if (estado !== undefined && !(ESTADOS_TAREFA as readonly string[]).includes(estado)) throw invalido.estado();
+/** `limit` of the listings: 1–1000, default 100 (SPEC §7.3). */
+function limitOf(limit: string | undefined): number {
   if (limit !== undefined && !/^[1-9]\d{0,3}$/.test(limit)) throw invalido.limit();
   const max = limit === undefined ? 100 : Number(limit);
   if (max > 1000) throw invalido.limit();
+  return max;
+}
+
+function listQuery(query: Record<string, unknown>): { estado: EstadoTarefa | null; after: number; limit: number } {
+  const { estado, cursor, limit } = query as Record<string, string | undefined>;
+  if (estado !== undefined && !(ESTADOS_TAREFA as readonly string[]).includes(estado)) throw invalido.estado();
+  const max = limitOf(limit);
   let after = -Infinity;
   if (cursor !== undefined) {
     const decoded = /^[A-Za-z0-9_-]{1,20}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('latin1') : '';
@@ -60,6 +78,42 @@ function listQuery(query: Record<string, unknown>): { estado: EstadoTarefa | nul
 }
 
 const encodeCursor = (seq: number) => Buffer.from(String(seq), 'latin1').toString('base64url');
+
+/** GET /api/lotes's cursor: the last batch's position (minus its creation time) and id. */
+const encodeLotesCursor = ({ score, id }: LotesCursor) => Buffer.from(`${score}:${id}`, 'latin1').toString('base64url');
+
+function lotesQuery(query: Record<string, unknown>): { cursor: LotesCursor | null; limit: number } {
+  const { cursor, limit } = query as Record<string, string | undefined>;
+  const max = limitOf(limit);
+  if (cursor === undefined) return { cursor: null, limit: max };
+  const decoded = /^[A-Za-z0-9_-]{1,100}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('latin1') : '';
+  const match = /^(-\d{1,15}):([0-9a-f-]{36})$/.exec(decoded);
+  if (!match || !isId(match[2]!)) throw invalido.cursor();
+  return { cursor: { score: Number(match[1]), id: match[2]! }, limit: max };
+}
+
+/** `?parcial=`: absent or `false`, or `true` (SPEC §7.3). */
+function parcialOf(query: unknown): boolean {
+  const parcial = (query as Record<string, unknown> | undefined)?.parcial;
+  if (parcial === undefined || parcial === 'false') return false;
+  if (parcial === 'true') return true;
+  throw invalido.parcial();
+}
+
+/**
+ * What every answer built from a batch's results says first (SPEC §7.3): its divergencias-rf
+ * counts; then, before it is `concluido`, a 409 unless the caller asked for a partial answer.
+ */
+async function answerOnlyWhole(service: TarefasService, reply: FastifyReply, lote: LoteRecord, parcial: boolean): Promise<void> {
+  const counts = await divergenciasCounts(service, lote);
+  reply.header('lote-tarefas-concluidas', String(counts.concluida)).header('lote-tarefas-falhas', String(counts.falhou));
+  if (lote.estado === 'concluido') return;
+  if (!parcial) {
+    reply.header('retry-after', RETRY_AFTER_S);
+    throw new ConflictError(mensagens.loteNaoConcluido);
+  }
+  reply.header('lote-estado', lote.estado);
+}
 
 async function routes(app: FastifyInstance): Promise<void> {
   const { service, storage, config } = app.tarefas;
@@ -74,7 +128,7 @@ async function routes(app: FastifyInstance): Promise<void> {
   app.get<WithId>('/api/tarefas/:id', { schema: tarefaGetSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, tarefaNaoEncontrada);
     annotateRequestLog(request, { tarefa: id });
-    const agora = await service.agora(id);
+    const agora = await service.agora(id, donoDe(request));
     if (agora === null) throw tarefaNaoEncontrada();
     if (agora.record.lote) annotateRequestLog(request, { lote: agora.record.lote });
     if (agora.estado === 'aguardando' || agora.estado === 'processando') reply.header('retry-after', RETRY_AFTER_S);
@@ -84,7 +138,7 @@ async function routes(app: FastifyInstance): Promise<void> {
   app.get<WithId>('/api/tarefas/:id/resultado', { schema: tarefaResultadoSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, tarefaNaoEncontrada);
     annotateRequestLog(request, { tarefa: id });
-    const agora = await service.agora(id);
+    const agora = await service.agora(id, donoDe(request));
     if (agora === null) throw tarefaNaoEncontrada();
     const format = agora.record.rota === 'censo-corrigido' ? null : explicitFormat(request.query);
     switch (agora.estado) {
@@ -106,7 +160,7 @@ async function routes(app: FastifyInstance): Promise<void> {
   app.delete<WithId>('/api/tarefas/:id', { schema: tarefaDeleteSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, tarefaNaoEncontrada);
     annotateRequestLog(request, { tarefa: id });
-    if (!(await service.deleteTarefa(id))) throw tarefaNaoEncontrada();
+    if (!(await service.deleteTarefa(id, donoDe(request)))) throw tarefaNaoEncontrada();
     return reply.code(204).send();
   });
 
@@ -144,7 +198,9 @@ async function routes(app: FastifyInstance): Promise<void> {
 
       const header = request.headers['idempotency-key'];
       if (header !== undefined && (typeof header !== 'string' || !/^[\x20-\x7e]{1,255}$/.test(header))) throw invalido.idempotencyKey();
-      const idemKey = header === undefined ? null : service.idempotencyKey('lotes', header);
+      const dono = donoDe(request);
+      // The principal's own key space: a replay answers webhook_segredo to the principal that created the batch, never to another.
+      const idemKey = header === undefined ? null : service.idempotencyKey('lotes', dono, header);
       const digest = createHash('sha256')
         .update(JSON.stringify([nome, url]))
         .digest('hex');
@@ -161,7 +217,7 @@ async function routes(app: FastifyInstance): Promise<void> {
       const replayOf = async (state: Awaited<ReturnType<typeof service.idempotency>>): Promise<LoteRecord | null> => {
         if (state.state !== 'done') return null;
         if (state.digest !== digest) throw new IdempotencyMismatchError();
-        const lote = await service.lote(state.lote ?? '');
+        const lote = await service.lote(state.lote ?? '', dono);
         if (lote === null) throw loteNaoEncontrado();
         return lote;
       };
@@ -173,6 +229,7 @@ async function routes(app: FastifyInstance): Promise<void> {
       const now = service.now();
       const lote: LoteRecord = {
         id: newId(),
+        dono,
         nome,
         estado: 'aberto',
         criadoEm: now,
@@ -184,12 +241,14 @@ async function routes(app: FastifyInstance): Promise<void> {
         concluida: 0,
         falhou: 0,
         cancelada: 0,
+        divergencias: { concluida: 0, falhou: 0 },
         seq: 0,
         webhook: url === null ? null : { url, segredo: newWebhookSecret() },
         idem: idemKey,
       };
       const created = await service.createLote(lote, idemKey === null ? null : { key: idemKey, digest });
       if (created.ok) return answer(lote, false);
+      if (created.why === 'muitos-abertos') throw new TooManyLotesError();
       // Another request with this key created its batch meanwhile.
       const earlier = await replayOf(created.existing);
       if (earlier !== null) return answer(earlier, true);
@@ -197,10 +256,18 @@ async function routes(app: FastifyInstance): Promise<void> {
     });
   });
 
+  app.get('/api/lotes', { schema: lotesListSchema, ...describeOnly }, async (request, reply) => {
+    const { cursor, limit } = lotesQuery(request.query as Record<string, unknown>);
+    const page = await service.listLotes(donoDe(request), cursor, limit);
+    const processando = await service.processandoPorLote();
+    const lotes = page.lotes.map((lote) => loteMonitor(lote, processando.get(lote.id) ?? 0));
+    return reply.send({ lotes, next_cursor: page.next === null ? null : encodeLotesCursor(page.next) });
+  });
+
   app.get<WithId>('/api/lotes/:id', { schema: loteGetSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, loteNaoEncontrado);
     annotateRequestLog(request, { lote: id });
-    const lote = await service.lote(id);
+    const lote = await service.lote(id, donoDe(request));
     if (lote === null) throw loteNaoEncontrado();
     return loteAnswer(reply, lote);
   });
@@ -208,7 +275,7 @@ async function routes(app: FastifyInstance): Promise<void> {
   app.post<WithId>('/api/lotes/:id/fechar', { schema: loteFecharSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, loteNaoEncontrado);
     annotateRequestLog(request, { lote: id });
-    const lote = await service.fecharLote(id);
+    const lote = await service.fecharLote(id, { dono: donoDe(request) });
     if (lote === null) throw loteNaoEncontrado();
     return loteAnswer(reply, lote);
   });
@@ -217,7 +284,7 @@ async function routes(app: FastifyInstance): Promise<void> {
     const id = idOf(request, loteNaoEncontrado);
     annotateRequestLog(request, { lote: id });
     const query = listQuery(request.query as Record<string, unknown>);
-    const lote = await service.lote(id);
+    const lote = await service.lote(id, donoDe(request));
     if (lote === null) throw loteNaoEncontrado();
     const page = await service.listLote(id, query);
     const tarefas = await Promise.all(page.tarefas.map((agora) => monitorOf(service, agora)));
@@ -229,14 +296,29 @@ async function routes(app: FastifyInstance): Promise<void> {
     annotateRequestLog(request, { lote: id });
     const format = requestedFormat(request.query);
     if (format === null) throw new BadInputError(FORMAT_ERROR);
-    if ((await service.lote(id)) === null) throw loteNaoEncontrado();
+    const parcial = parcialOf(request.query);
+    const lote = await service.lote(id, donoDe(request));
+    if (lote === null) throw loteNaoEncontrado();
+    await answerOnlyWhole(service, reply, lote, parcial);
     return sendLoteDivergencias(reply, service, storage, id, format);
+  });
+
+  app.get<WithId>('/api/lotes/:id/falhas', { schema: loteFalhasSchema, ...describeOnly }, async (request, reply) => {
+    const id = idOf(request, loteNaoEncontrado);
+    annotateRequestLog(request, { lote: id });
+    const format = requestedFormat(request.query);
+    if (format === null) throw new BadInputError(FORMAT_ERROR);
+    const parcial = parcialOf(request.query);
+    const lote = await service.lote(id, donoDe(request));
+    if (lote === null) throw loteNaoEncontrado();
+    await answerOnlyWhole(service, reply, lote, parcial);
+    return sendLoteFalhas(reply, service, id, format);
   });
 
   app.delete<WithId>('/api/lotes/:id', { schema: loteDeleteSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, loteNaoEncontrado);
     annotateRequestLog(request, { lote: id });
-    if (!(await service.deleteLote(id))) throw loteNaoEncontrado();
+    if (!(await service.deleteLote(id, donoDe(request)))) throw loteNaoEncontrado();
     return reply.code(204).send();
   });
 }

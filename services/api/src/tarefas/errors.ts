@@ -8,6 +8,8 @@ export const mensagens = {
   naoConcluida: 'Tarefa ainda não concluída.',
   cancelada: 'Tarefa cancelada.',
   loteFechado: 'Lote fechado.',
+  loteNaoConcluido: 'Lote ainda não concluído.',
+  muitosLotes: 'Muitos lotes abertos.',
   idemOutra: 'Idempotency-Key já usada com outra requisição.',
   idemEmAndamento: 'Requisição com esta Idempotency-Key em andamento.',
 } as const;
@@ -31,6 +33,15 @@ export class IdempotencyMismatchError extends CensoError {
   }
 }
 
+/** 429: the principal holds MAX_LOTES_ABERTOS open batches already (SPEC §7.3). */
+export class TooManyLotesError extends CensoError {
+  readonly status = 429;
+  readonly code = 'TOO_MANY_LOTES';
+  constructor() {
+    super(mensagens.muitosLotes);
+  }
+}
+
 export const tarefaNaoEncontrada = () => new NotFoundError(mensagens.tarefaNaoEncontrada);
 export const loteNaoEncontrado = () => new NotFoundError(mensagens.loteNaoEncontrado);
 
@@ -41,6 +52,7 @@ export const invalido = {
   estado: () => new BadInputError('Parâmetro estado deve ser aguardando, processando, concluida, falhou ou cancelada.'),
   limit: () => new BadInputError('Parâmetro limit deve ser um número inteiro de 1 a 1000.'),
   cursor: () => new BadInputError('Parâmetro cursor inválido.'),
+  parcial: () => new BadInputError('Parâmetro parcial deve ser true ou false.'),
   corpo: () => new BadInputError('O corpo deve ser um objeto JSON (campos opcionais nome e webhook).'),
   nome: () => new BadInputError('Campo nome deve ser um texto de até 200 caracteres.'),
   webhook: (motivo: string) => new BadInputError(`Webhook inválido: ${motivo}.`),

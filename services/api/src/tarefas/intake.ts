@@ -6,9 +6,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import { OverloadedError } from '@censo/shared';
 import { receiveFiles } from '../http/uploads.js';
 import { annotateRequestLog } from '../plugins/request-log.js';
-import { jobData, requestedFormat, RESULT_FILE, type RouteSpec } from '../routes/census-answers.js';
+import { jobData, requestedFormat, RESULT_FILE, type RouteSpec } from '../http/census-answers.js';
 import { ConflictError, IdempotencyMismatchError, invalido, loteNaoEncontrado, mensagens, tarefaNaoEncontrada } from './errors.js';
-import { isFinal, isId, newId, tarefaMonitor, type Formato, type TarefaAgora, type TarefaRecord } from './model.js';
+import { donoDe } from './dono.js';
+import { isFinal, isId, newId, tarefaMonitor, type ArquivoTarefa, type Formato, type TarefaAgora, type TarefaRecord } from './model.js';
 import type { IdempotencyReservation, IdempotencyState, TarefasService } from './service.js';
 
 /** Seconds a client is asked to wait before looking at an unfinished task again. */
@@ -31,9 +32,32 @@ function idempotencyKeyOf(request: FastifyRequest): string | null {
   return header;
 }
 
-/** Where an Idempotency-Key is remembered: per batch on its routes, else service-wide. */
+/** Where an Idempotency-Key is remembered: per batch on its routes, else the principal's tasks (the key's hash adds the principal). */
 export function idempotencyScope(loteId: string | null): string {
   return loteId === null ? 'tarefas' : `lote:${loteId}`;
+}
+
+/**
+ * Uploads admitted by this replica whose task is not in the queue yet. The backlog check counts
+ * them with the tasks waiting, so uploads that arrive together cannot all pass a check that none
+ * of them has reached the queue yet (SPEC §7.5: a strict bound per replica).
+ */
+export class AdmissionCount {
+  #admitted = 0;
+
+  get current(): number {
+    return this.#admitted;
+  }
+
+  /** Counts one admission until `release` (idempotent) is called. */
+  hold(): () => void {
+    this.#admitted++;
+    let held = true;
+    return () => {
+      if (held) this.#admitted--;
+      held = false;
+    };
+  }
 }
 
 /** What admission found out, for the handler. */
@@ -41,6 +65,8 @@ interface Admission {
   readonly idemKey: string | null;
   readonly replay: Extract<IdempotencyState, { state: 'done' }> | null;
   reservation: IdempotencyReservation | null;
+  /** Gives back this upload's place under MAX_QUEUED_TAREFAS (once its task is queued or the request ends). */
+  readonly release: () => void;
 }
 
 declare module 'fastify' {
@@ -70,33 +96,39 @@ function inProgress(reply: FastifyReply): ConflictError {
 export function admitTarefa(app: FastifyInstance, route: RouteSpec, options: { lote: boolean }): onRequestHookHandler {
   return async (request, reply) => {
     if (!options.lote && !wantsAsync(request)) return;
-    const { service, config } = app.tarefas;
+    const { service, config, admitted } = app.tarefas;
     const idemKey = idempotencyKeyOf(request);
+    const dono = donoDe(request);
     const loteId = options.lote ? (request.params as { id: string }).id : null;
     if (loteId !== null) {
       annotateRequestLog(request, { lote: loteId });
       if (!isId(loteId)) throw loteNaoEncontrado();
     }
-    const lote = loteId === null ? null : await service.lote(loteId);
+    // Another principal's batch is not found, exactly as an unknown one (no oracle).
+    const lote = loteId === null ? null : await service.lote(loteId, dono);
     if (loteId !== null && lote === null) throw loteNaoEncontrado();
 
     let storeKey: string | null = null;
     if (idemKey !== null) {
-      storeKey = service.idempotencyKey(idempotencyScope(loteId), idemKey);
+      storeKey = service.idempotencyKey(idempotencyScope(loteId), dono, idemKey);
       const state = await service.idempotency(storeKey);
       if (state.state === 'receiving') throw inProgress(reply);
       if (state.state === 'done') {
         // Decided once the files are in: the same request is a replay, another one a 422.
-        request.tarefaAdmission = { idemKey: storeKey, replay: state, reservation: null };
+        request.tarefaAdmission = { idemKey: storeKey, replay: state, reservation: null, release: () => undefined };
         return;
       }
     }
     if (lote !== null && lote.estado !== 'aberto') throw new ConflictError(mensagens.loteFechado);
-    if ((await service.execution.waiting()) >= config.maxQueuedTarefas) {
+    // Held before the backlog is read: of uploads checked together, each sees the others.
+    const release = admitted.hold();
+    reply.raw.once('close', release);
+    if ((await service.execution.waiting()) + admitted.current > config.maxQueuedTarefas) {
+      release();
       reply.header('retry-after', '30');
       throw new OverloadedError();
     }
-    const admission: Admission = { idemKey: storeKey, replay: null, reservation: null };
+    const admission: Admission = { idemKey: storeKey, replay: null, reservation: null, release };
     if (storeKey !== null) {
       admission.reservation = await service.reserveIdempotency(storeKey);
       if (admission.reservation === null) throw inProgress(reply);
@@ -171,14 +203,19 @@ export async function intakeTarefa(
 
   if (admission.replay) {
     if (admission.replay.digest !== digest) throw new IdempotencyMismatchError();
-    const agora = await service.agora(admission.replay.tarefa ?? '');
+    const agora = await service.agora(admission.replay.tarefa ?? '', donoDe(request));
     if (agora === null) throw tarefaNaoEncontrada();
     return replyAccepted(service, request, reply, agora, true);
   }
 
   const entradas = [`retorno.${files.retorno.format}`, ...(files.txt ? ['censo.txt'] : [])];
+  const arquivos: ArquivoTarefa[] = [
+    { campo: 'retorno', nome: files.retornoName, bytes: files.bytes.retorno, sha256: files.sha256.retorno },
+  ];
+  if (files.txt) arquivos.push({ campo: 'txt', nome: files.txtName ?? '', bytes: files.bytes.txt ?? 0, sha256: files.sha256.txt ?? '' });
   const record: TarefaRecord = {
     id,
+    dono: donoDe(request),
     rota: route.rota,
     formato,
     estado: 'aguardando',
@@ -193,6 +230,7 @@ export async function intakeTarefa(
     seq: 0,
     arquivo: files.retornoName,
     txtName: files.txtName,
+    arquivos,
     entradas,
     idem: admission.reservation?.key ?? null,
   };
@@ -212,6 +250,9 @@ export async function intakeTarefa(
   } catch (err) {
     await service.deleteTarefa(id);
     throw err;
+  } finally {
+    // In the queue now (or gone): counted by the backlog itself from here on.
+    admission.release();
   }
   return replyAccepted(service, request, reply, { record: created.record, estado: 'aguardando', iniciadaEm: null }, false);
 }

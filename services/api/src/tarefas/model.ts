@@ -34,8 +34,32 @@ export interface ResultadoTarefa {
   readonly corrigido?: { readonly pessoasCorrigidas: number; readonly naoAplicadas: number };
 }
 
+/** One uploaded file as the monitor lists it (SPEC §7.1): no personal data, only what identifies the bytes. */
+export interface ArquivoTarefa {
+  readonly campo: 'retorno' | 'txt';
+  readonly nome: string;
+  readonly bytes: number;
+  readonly sha256: string;
+}
+
+/**
+ * Who a task, a batch or an Idempotency-Key belongs to (SPEC §7.1): `integracao` for every value
+ * of API_KEY (one principal, rotated), `pessoa:<sub>` for one signed-in person.
+ */
+export type Dono = string;
+
+/**
+ * Records written before ownership existed (a rolling upgrade from a version without it) were all
+ * made with the integration's key or by a person under the old "the id is the secret" rule; they
+ * are the integration's, so no person gains another's task through the upgrade.
+ */
+export const DONO_ANTERIOR: Dono = 'integracao';
+
+export const donoOf = (record: { readonly dono?: Dono }): Dono => record.dono ?? DONO_ANTERIOR;
+
 export interface TarefaRecord {
   readonly id: string;
+  readonly dono: Dono;
   readonly rota: Rota;
   readonly formato: Formato;
   /** `aguardando` until the job's end is recorded; `processando` is read from the job itself. */
@@ -54,14 +78,23 @@ export interface TarefaRecord {
   /** The uploaded retorno's and txt's names, as the client sent them (data, never paths). */
   readonly arquivo: string;
   readonly txtName: string | null;
+  /** The upload's files, for a client that resumes to check the task holds the file it means. */
+  readonly arquivos: readonly ArquivoTarefa[];
   /** Names of its upload's files in its storage area (deleted when the job ends). */
   readonly entradas: readonly string[];
   /** Its Idempotency-Key record, forgotten with the task. */
   readonly idem: string | null;
 }
 
+/** How many of a batch's `divergencias-rf` tasks ended each way (the `Lote-Tarefas-*` headers). */
+export interface ContagemDivergencias {
+  readonly concluida: number;
+  readonly falhou: number;
+}
+
 export interface LoteRecord {
   readonly id: string;
+  readonly dono: Dono;
   readonly nome: string | null;
   readonly estado: Exclude<EstadoLote, 'cancelado'>;
   readonly criadoEm: number;
@@ -75,6 +108,8 @@ export interface LoteRecord {
   readonly concluida: number;
   readonly falhou: number;
   readonly cancelada: number;
+  /** Absent on records of a version before it: counted from the tasks then (results.ts). */
+  readonly divergencias?: ContagemDivergencias;
   /** The last task's position. */
   readonly seq: number;
   readonly webhook: { readonly url: string; readonly segredo: string } | null;
@@ -104,6 +139,7 @@ export interface TarefaMonitor {
   readonly erro: ErroTarefa | null;
   readonly referencia: string | null;
   readonly lote: string | null;
+  readonly arquivos: readonly ArquivoTarefa[];
 }
 
 export interface LoteMonitor {
@@ -155,6 +191,7 @@ export function tarefaMonitor({ record, estado, iniciadaEm }: TarefaAgora, loteE
     erro: estado === 'falhou' ? record.erro : null,
     referencia: record.referencia,
     lote: record.lote,
+    arquivos: record.arquivos ?? [],
   };
 }
 

@@ -6,11 +6,12 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge } from 'prom-client';
-import type { Config, Logger, Storage } from '@censo/shared';
+import { isAreaFolderName, type Config, type Logger, type Storage } from '@censo/shared';
 import type { BullmqRunner } from '../jobs/bullmq.js';
 import type { JobRunner } from '../jobs/runner.js';
 import { createEmbeddedExecution } from './execution.js';
 import { defaultIntervals, startHousekeeping, type HousekeepingIntervals } from './housekeeping.js';
+import { AdmissionCount } from './intake.js';
 import { TarefasService } from './service.js';
 import { createMemoryStore } from './store-memory.js';
 import { createRedisStore } from './store-redis.js';
@@ -19,6 +20,8 @@ export interface TarefasContext {
   readonly service: TarefasService;
   readonly storage: Storage;
   readonly config: Config;
+  /** Uploads admitted and not yet queued (the strict MAX_QUEUED_TAREFAS bound). */
+  readonly admitted: AdmissionCount;
 }
 
 declare module 'fastify' {
@@ -80,11 +83,12 @@ async function tarefas(app: FastifyInstance, { config, runner, storage, logger, 
     ...(tuning.now ? { now: tuning.now } : {}),
     onEstado: (rota, estado) => tarefasTotal.inc({ rota, estado }),
   });
-  app.decorate('tarefas', { service, storage, config });
+  app.decorate('tarefas', { service, storage, config, admitted: new AdmissionCount() });
 
   // Embedded records die with the process; the folders of the tasks it forgot would stay. They
-  // are removed at start once older than the retention (a folder changes when its job ends).
-  if (!bullmq && storage.kind === 'folder') await removeForgottenAreas(config.uploadDir, config.resultTtlMs, log);
+  // are removed at start once older than the longest a result can live (a batch's task lives until
+  // its batch expires: LOTE_MAX_HOURS + RESULT_TTL_HOURS; a folder changes when its job ends).
+  if (!bullmq && storage.kind === 'folder') await removeForgottenAreas(config.uploadDir, config.loteMaxMs + config.resultTtlMs, log);
 
   const housekeeping = startHousekeeping(service, log, { ...defaultIntervals(config.resultTtlMs), ...tuning.intervals });
   app.addHook('onClose', async () => {
@@ -96,14 +100,15 @@ async function tarefas(app: FastifyInstance, { config, runner, storage, logger, 
 
 /**
  * Task folders an earlier embedded process left (it forgot their records when it stopped): those
- * unchanged for longer than the retention, which they would have lived at most. Younger ones may
- * belong to another process sharing the folder, and are left to it.
+ * unchanged for longer than a result can live. Younger ones may belong to another process sharing
+ * the folder, and are left to it; anything not named as this service names its folders is never
+ * touched (SPEC §9: UPLOAD_DIR may be a folder others use).
  */
-async function removeForgottenAreas(uploadDir: string, resultTtlMs: number, log: Logger): Promise<void> {
-  const before = Date.now() - resultTtlMs;
+async function removeForgottenAreas(uploadDir: string, maxAgeMs: number, log: Logger): Promise<void> {
+  const before = Date.now() - maxAgeMs;
   const names = await readdir(uploadDir).catch(() => [] as string[]);
   let removed = 0;
-  for (const name of names) {
+  for (const name of names.filter(isAreaFolderName)) {
     const dir = path.join(uploadDir, name);
     const info = await stat(dir).catch(() => null);
     if (!info?.isDirectory() || info.mtimeMs >= before) continue;

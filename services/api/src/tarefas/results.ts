@@ -10,14 +10,16 @@ import {
   PESSOAS_TABLE,
   csvChunks,
   jsonListChunks,
+  jsonListsChunks,
   tableRows,
+  xlsxBookStream,
   xlsxStream,
   type OutputFormat,
   type Storage,
 } from '@censo/shared';
 import { attachment } from '../http/content-disposition.js';
-import { CONTENT_TYPES, describeResult, LIST_NAMES, RESULT_FILE } from '../routes/census-answers.js';
-import { KIND_OF, type TarefaRecord } from './model.js';
+import { CONTENT_TYPES, describeResult, LIST_NAMES, RESULT_FILE } from '../http/census-answers.js';
+import { KIND_OF, type ContagemDivergencias, type LoteRecord, type TarefaRecord } from './model.js';
 import type { TarefasService } from './service.js';
 
 /**
@@ -113,9 +115,43 @@ async function* loteDivergencias(service: TarefasService, storage: Storage, lote
   }
 }
 
-export const LOTE_DIVERGENCIA_COLUMNS = ['referencia', 'arquivo', ...DIVERGENCIA_COLUMNS] as const;
+/** A failed file of a batch (SPEC §7.3): never dropped from its answers. */
+export interface Falha {
+  readonly referencia: string;
+  readonly arquivo: string;
+  readonly status: number;
+  readonly erro: string;
+}
 
-/** GET /api/lotes/{id}/divergencias (SPEC §7.3): streamed, one task's result at a time. */
+/** The batch's failed divergencias-rf tasks, in creation order. */
+async function* loteFalhas(service: TarefasService, loteId: string): AsyncGenerator<Falha> {
+  for await (const record of service.loteTarefas(loteId)) {
+    if (record.rota !== 'divergencias-rf' || record.estado !== 'falhou' || record.erro === null) continue;
+    yield { referencia: record.referencia ?? '', arquivo: record.arquivo, status: record.erro.status, erro: record.erro.erro };
+  }
+}
+
+export const LOTE_DIVERGENCIA_COLUMNS = ['referencia', 'arquivo', ...DIVERGENCIA_COLUMNS] as const;
+export const FALHA_COLUMNS = ['referencia', 'arquivo', 'status', 'erro'] as const;
+const FALHAS = 'falhas';
+
+/**
+ * How many of the batch's divergencias-rf tasks concluded and failed (the `Lote-Tarefas-*`
+ * headers): kept on the record; counted from the tasks for a record of a version before that.
+ */
+export async function divergenciasCounts(service: TarefasService, lote: LoteRecord): Promise<ContagemDivergencias> {
+  if (lote.divergencias) return lote.divergencias;
+  let concluida = 0;
+  let falhou = 0;
+  for await (const record of service.loteTarefas(lote.id)) {
+    if (record.rota !== 'divergencias-rf') continue;
+    if (record.estado === 'concluida') concluida++;
+    else if (record.estado === 'falhou') falhou++;
+  }
+  return { concluida, falhou };
+}
+
+/** GET /api/lotes/{id}/divergencias (SPEC §7.3): streamed, one task's result at a time, then the failed files. */
 export function sendLoteDivergencias(
   reply: FastifyReply,
   service: TarefasService,
@@ -125,7 +161,32 @@ export function sendLoteDivergencias(
 ): FastifyReply {
   const items = loteDivergencias(service, storage, loteId);
   reply.type(CONTENT_TYPES[format]);
-  if (format === 'json') return reply.send(Readable.from(jsonListChunks(LIST_NAMES.divergencias, items)));
+  if (format === 'json') {
+    return reply.send(
+      Readable.from(
+        jsonListsChunks([
+          [LIST_NAMES.divergencias, items],
+          [FALHAS, loteFalhas(service, loteId)],
+        ]),
+      ),
+    );
+  }
   reply.header('content-disposition', attachment(`${LIST_NAMES.divergencias}.${format}`));
-  return reply.send(listBody(items, format, { key: LIST_NAMES.divergencias, columns: LOTE_DIVERGENCIA_COLUMNS }));
+  if (format === 'csv') return reply.send(listBody(items, format, { key: LIST_NAMES.divergencias, columns: LOTE_DIVERGENCIA_COLUMNS }));
+  // A spreadsheet has room for both: the failed files on a sheet of their own.
+  return reply.send(
+    xlsxBookStream([
+      { name: LIST_NAMES.divergencias, columns: LOTE_DIVERGENCIA_COLUMNS, rows: tableRows(items, LOTE_DIVERGENCIA_COLUMNS) },
+      { name: 'Falhas', columns: FALHA_COLUMNS, rows: tableRows(loteFalhas(service, loteId), FALHA_COLUMNS) },
+    ]),
+  );
+}
+
+/** GET /api/lotes/{id}/falhas (SPEC §7.3): the failed files alone. */
+export function sendLoteFalhas(reply: FastifyReply, service: TarefasService, loteId: string, format: OutputFormat): FastifyReply {
+  const falhas = loteFalhas(service, loteId);
+  reply.type(CONTENT_TYPES[format]);
+  if (format === 'json') return reply.send(Readable.from(jsonListChunks(FALHAS, falhas)));
+  reply.header('content-disposition', attachment(`${FALHAS}.${format}`));
+  return reply.send(listBody(falhas, format, { key: FALHAS, columns: FALHA_COLUMNS }));
 }

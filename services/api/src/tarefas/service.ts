@@ -11,9 +11,11 @@ import { ERRORS, httpMessages, type Config, type JobResult, type Logger, type St
 import type { JobObservation, TaskExecution } from './execution.js';
 import {
   contagens,
+  donoOf,
   isFinal,
   rfc3339,
   type Contagens,
+  type Dono,
   type EstadoFinal,
   type EstadoTarefa,
   type LoteRecord,
@@ -22,7 +24,7 @@ import {
 } from './model.js';
 import { keys, type Guard, type TarefaStore, type Write } from './store.js';
 import { deliverWebhook, newMessageId } from './webhooks.js';
-import { RESULT_FILE } from '../routes/census-answers.js';
+import { RESULT_FILE } from '../http/census-answers.js';
 
 /** A task just committed may not be in the queue yet: a missing job is not a lost one this soon. */
 const SUBMIT_GRACE_MS = 30_000;
@@ -55,6 +57,23 @@ export interface IdempotencyReservation {
   readonly value: string;
 }
 
+export type NewLoteOutcome =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly why: 'idempotencia'; readonly existing: IdempotencyState }
+  | { readonly ok: false; readonly why: 'muitos-abertos' };
+
+/** A page of a principal's batches, newest first (GET /api/lotes). */
+export interface LotesListing {
+  readonly lotes: LoteRecord[];
+  /** Where the next page starts: the last batch's position. */
+  readonly next: LotesCursor | null;
+}
+
+export interface LotesCursor {
+  readonly score: number;
+  readonly id: string;
+}
+
 export type NewTarefaOutcome =
   | { readonly ok: true; readonly record: TarefaRecord }
   | { readonly ok: false; readonly why: 'lote-nao-encontrado' | 'lote-fechado' | 'idempotencia' };
@@ -76,7 +95,10 @@ export interface TarefasServiceDeps {
   readonly store: TarefaStore;
   readonly execution: TaskExecution;
   readonly storage: Storage;
-  readonly config: Pick<Config, 'resultTtlMs' | 'jobTimeoutMs' | 'uploadTimeoutMs' | 'webhookAllowPrivate'>;
+  readonly config: Pick<
+    Config,
+    'resultTtlMs' | 'jobTimeoutMs' | 'uploadTimeoutMs' | 'webhookAllowPrivate' | 'loteMaxMs' | 'maxLotesAbertos'
+  >;
   readonly log: Logger;
   readonly now?: () => number;
   /** Told every state a task reaches (censo_tarefas_total). */
@@ -84,6 +106,15 @@ export interface TarefasServiceDeps {
 }
 
 const parse = <T>(raw: string): T => JSON.parse(raw) as T;
+
+/** A principal as part of a store key: fixed length, whatever a provider's `sub` holds. */
+const donoKey = (dono: Dono): string => createHash('sha256').update(dono, 'utf8').digest('hex').slice(0, 32);
+
+/** `dono` given: the record only if it is that principal's (any other gets what an unknown id gets). */
+function owned<T extends { readonly dono?: Dono }>(record: T | null, dono: Dono | undefined): T | null {
+  if (record === null || dono === undefined) return record;
+  return donoOf(record) === dono ? record : null;
+}
 const RETRY = Symbol('retry');
 
 async function retrying<T>(attempt: () => Promise<T | typeof RETRY>): Promise<T> {
@@ -151,8 +182,9 @@ export class TarefasService {
 
   // ---------------------------------------------------------------- idempotency (SPEC §7.2)
 
-  idempotencyKey(scope: string, key: string): string {
-    return keys.idem(scope, createHash('sha256').update(key, 'utf8').digest('hex'));
+  /** Where a principal's Idempotency-Key is remembered: its own space (SPEC §7.2), another's same key is another key. */
+  idempotencyKey(scope: string, dono: Dono, key: string): string {
+    return keys.idem(scope, createHash('sha256').update(`${dono}\n${key}`, 'utf8').digest('hex'));
   }
 
   async idempotency(storeKey: string): Promise<IdempotencyState> {
@@ -196,6 +228,7 @@ export class TarefasService {
         const raw = await this.store.get(keys.lote(record.lote));
         if (raw === null) return { ok: false, why: 'lote-nao-encontrado' } as const;
         const lote = parse<LoteRecord>(raw);
+        if (donoOf(lote) !== record.dono) return { ok: false, why: 'lote-nao-encontrado' } as const;
         if (lote.estado !== 'aberto') return { ok: false, why: 'lote-fechado' } as const;
         const updated: LoteRecord = { ...lote, total: lote.total + 1, seq: lote.seq + 1, ultimoEnvioEm: now };
         task = { ...record, seq: updated.seq };
@@ -227,14 +260,15 @@ export class TarefasService {
     });
   }
 
-  async tarefa(id: string): Promise<TarefaRecord | null> {
+  /** The task's record; with `dono`, only if it is that principal's. */
+  async tarefa(id: string, dono?: Dono): Promise<TarefaRecord | null> {
     const raw = await this.store.get(keys.tarefa(id));
-    return raw === null ? null : parse<TarefaRecord>(raw);
+    return owned(raw === null ? null : parse<TarefaRecord>(raw), dono);
   }
 
   /** The task as it is now: its record once ended, else what its job is doing (its end recorded if seen). */
-  async agora(id: string): Promise<TarefaAgora | null> {
-    const record = await this.tarefa(id);
+  async agora(id: string, dono?: Dono): Promise<TarefaAgora | null> {
+    const record = await this.tarefa(id, dono);
     if (record === null) return null;
     if (isFinal(record.estado)) return { record, estado: record.estado, iniciadaEm: record.iniciadaEm };
     const observation = await this.execution.inspect(id);
@@ -277,7 +311,11 @@ export class TarefasService {
         const loteRaw = await this.store.get(keys.lote(record.lote));
         if (loteRaw !== null) {
           const lote = parse<LoteRecord>(loteRaw);
-          const counted: LoteRecord = { ...lote, [end.estado]: lote[end.estado] + 1 };
+          const counted: LoteRecord = {
+            ...lote,
+            [end.estado]: lote[end.estado] + 1,
+            ...divergenciasCount(lote, record, end.estado, +1),
+          };
           guards.push({ key: keys.lote(lote.id), value: loteRaw });
           writes.push(...this.#concludeIfDone(counted, now));
         }
@@ -295,12 +333,13 @@ export class TarefasService {
       .catch((err: unknown) => this.#deps.log.debug({ err, tarefa: id }, 'could not drop a finished task job'));
   }
 
-  /** DELETE (SPEC §7.1): record, job, upload and result, now. False when there is no such task. */
-  async deleteTarefa(id: string): Promise<boolean> {
+  /** DELETE (SPEC §7.1): record, job, upload and result, now. False when there is no such task (of `dono`'s, if given). */
+  async deleteTarefa(id: string, dono?: Dono): Promise<boolean> {
     const removed = await retrying(async () => {
       const raw = await this.store.get(keys.tarefa(id));
       if (raw === null) return null;
-      const record = parse<TarefaRecord>(raw);
+      const record = owned(parse<TarefaRecord>(raw), dono);
+      if (record === null) return null;
       const guards: Guard[] = [{ key: keys.tarefa(id), value: raw }];
       const writes: Write[] = [...this.#forgetTarefa(record)];
       if (record.lote !== null) {
@@ -310,7 +349,9 @@ export class TarefasService {
           const fewer: LoteRecord = {
             ...lote,
             total: lote.total - 1,
-            ...(isFinal(record.estado) ? { [record.estado]: lote[record.estado] - 1 } : {}),
+            ...(isFinal(record.estado)
+              ? { [record.estado]: lote[record.estado] - 1, ...divergenciasCount(lote, record, record.estado, -1) }
+              : {}),
           };
           guards.push({ key: keys.lote(lote.id), value: loteRaw });
           // Its last unfinished task gone, a closed batch has ended.
@@ -350,56 +391,122 @@ export class TarefasService {
 
   // ---------------------------------------------------------------- batches (SPEC §7.3)
 
-  async createLote(
-    lote: LoteRecord,
-    idempotency: { readonly key: string; readonly digest: string } | null,
-  ): Promise<{ ok: true } | { ok: false; existing: IdempotencyState }> {
-    const guards: Guard[] = [{ key: keys.lote(lote.id), value: null }];
-    const writes: Write[] = [
-      { op: 'set', key: keys.lote(lote.id), value: JSON.stringify(lote) },
-      { op: 'zadd', key: keys.abertos, member: lote.id, score: lote.ultimoEnvioEm },
-    ];
-    if (idempotency) {
-      guards.push({ key: idempotency.key, value: null });
-      writes.push({
-        op: 'set',
-        key: idempotency.key,
-        value: JSON.stringify({ digest: idempotency.digest, lote: lote.id }),
-        ttlMs: IDEMPOTENCY_TTL_MS,
-      });
-    }
-    if (await this.store.commit(guards, writes)) return { ok: true };
-    return { ok: false, existing: idempotency ? await this.idempotency(idempotency.key) : { state: 'none' } };
+  /**
+   * Records a new batch, bound to its Idempotency-Key if any, unless its principal already holds
+   * MAX_LOTES_ABERTOS open ones (counted exactly: the count is guarded like every record).
+   */
+  async createLote(lote: LoteRecord, idempotency: { readonly key: string; readonly digest: string } | null): Promise<NewLoteOutcome> {
+    const abertosKey = keys.abertosDe(donoKey(lote.dono));
+    return retrying<NewLoteOutcome>(async () => {
+      const countRaw = await this.store.get(abertosKey);
+      const abertos = countRaw === null ? 0 : Number(countRaw);
+      if (abertos >= this.#deps.config.maxLotesAbertos) return { ok: false, why: 'muitos-abertos' } as const;
+      const guards: Guard[] = [
+        { key: keys.lote(lote.id), value: null },
+        { key: abertosKey, value: countRaw },
+      ];
+      const writes: Write[] = [
+        { op: 'set', key: keys.lote(lote.id), value: JSON.stringify(lote) },
+        { op: 'set', key: abertosKey, value: String(abertos + 1) },
+        { op: 'zadd', key: keys.abertos, member: lote.id, score: lote.ultimoEnvioEm },
+        { op: 'zadd', key: keys.limite, member: lote.id, score: lote.criadoEm + this.#deps.config.loteMaxMs },
+        { op: 'zadd', key: keys.lotesDe(donoKey(lote.dono)), member: lote.id, score: -lote.criadoEm },
+      ];
+      if (idempotency) {
+        guards.push({ key: idempotency.key, value: null });
+        writes.push({
+          op: 'set',
+          key: idempotency.key,
+          value: JSON.stringify({ digest: idempotency.digest, lote: lote.id }),
+          ttlMs: IDEMPOTENCY_TTL_MS,
+        });
+      }
+      if (await this.store.commit(guards, writes)) return { ok: true } as const;
+      if (idempotency) {
+        const existing = await this.idempotency(idempotency.key);
+        if (existing.state !== 'none') return { ok: false, why: 'idempotencia', existing } as const;
+      }
+      return RETRY;
+    });
   }
 
-  async lote(id: string): Promise<LoteRecord | null> {
+  /** The batch's record; with `dono`, only if it is that principal's. */
+  async lote(id: string, dono?: Dono): Promise<LoteRecord | null> {
     const raw = await this.store.get(keys.lote(id));
-    return raw === null ? null : parse<LoteRecord>(raw);
+    return owned(raw === null ? null : parse<LoteRecord>(raw), dono);
+  }
+
+  /** A principal's batches, newest first, after `cursor` (keyset; creation times may tie, ids break them). */
+  async listLotes(dono: Dono, cursor: LotesCursor | null, limit: number): Promise<LotesListing> {
+    const key = keys.lotesDe(donoKey(dono));
+    const seen = (entry: { score: number; member: string }) =>
+      cursor !== null && (entry.score < cursor.score || (entry.score === cursor.score && entry.member <= cursor.id));
+    // Entries that tie with the cursor's score and were already listed are skipped; ask for enough
+    // beyond them (ties are batches created in the same millisecond: a handful at most).
+    const fetch = async (extra: number) => {
+      const fetched = await this.store.range(key, { ...(cursor ? { from: cursor.score } : {}), limit: limit + 1 + extra });
+      return { page: fetched.filter((entry) => !seen(entry)), all: fetched.length < limit + 1 + extra };
+    };
+    let extra = 16;
+    let { page, all } = await fetch(extra);
+    while (page.length <= limit && !all) ({ page, all } = await fetch((extra *= 4)));
+    const chosen = page.slice(0, limit);
+    const raws = await this.store.getMany(chosen.map((entry) => keys.lote(entry.member)));
+    const lotes = raws.flatMap((raw) => (raw === null ? [] : [parse<LoteRecord>(raw)]));
+    const last = chosen[chosen.length - 1];
+    return { lotes, next: page.length > limit && last ? { score: last.score, id: last.member } : null };
   }
 
   /** How many of the batch's unfinished tasks are running now. */
   async processando(loteId: string): Promise<number> {
-    const running = [...(await this.execution.running()).keys()];
-    const records = (await this.store.getMany(running.map(keys.tarefa))).flatMap((raw) => (raw === null ? [] : [parse<TarefaRecord>(raw)]));
-    return records.filter((record) => record.lote === loteId && record.estado === 'aguardando').length;
+    return (await this.processandoPorLote()).get(loteId) ?? 0;
   }
 
-  /** `fechar` (SPEC §7.3): no more files; ends now when every task has. Null when there is no such batch. */
-  async fecharLote(id: string, onlyIfIdleSince?: number): Promise<LoteRecord | null> {
+  /** Unfinished tasks running now, counted by batch (one look at the executor for a whole listing). */
+  async processandoPorLote(): Promise<Map<string, number>> {
+    const running = [...(await this.execution.running()).keys()];
+    const records = (await this.store.getMany(running.map(keys.tarefa))).flatMap((raw) => (raw === null ? [] : [parse<TarefaRecord>(raw)]));
+    const counts = new Map<string, number>();
+    for (const record of records) {
+      if (record.lote !== null && record.estado === 'aguardando') counts.set(record.lote, (counts.get(record.lote) ?? 0) + 1);
+    }
+    return counts;
+  }
+
+  /**
+   * `fechar` (SPEC §7.3): no more files; ends now when every task has. Null when there is no such
+   * batch (of `dono`'s, if given). `onlyIfIdleSince`: the idle close, only if no file came since.
+   */
+  async fecharLote(id: string, options: { readonly dono?: Dono; readonly onlyIfIdleSince?: number } = {}): Promise<LoteRecord | null> {
     return retrying(async () => {
       const raw = await this.store.get(keys.lote(id));
       if (raw === null) return null;
-      const lote = parse<LoteRecord>(raw);
+      const lote = owned(parse<LoteRecord>(raw), options.dono);
+      if (lote === null) return null;
       if (lote.estado !== 'aberto') return lote;
-      if (onlyIfIdleSince !== undefined && lote.ultimoEnvioEm > onlyIfIdleSince) return lote;
+      if (options.onlyIfIdleSince !== undefined && lote.ultimoEnvioEm > options.onlyIfIdleSince) return lote;
       const now = this.now();
-      const writes = [
-        { op: 'zrem', key: keys.abertos, member: id } as const,
+      const abertos = await this.#abertosWrite(lote);
+      const writes: Write[] = [
+        { op: 'zrem', key: keys.abertos, member: id },
+        { op: 'zrem', key: keys.limite, member: id },
+        ...abertos.writes,
         ...this.#concludeIfDone({ ...lote, estado: 'processando', fechadoEm: now }, now),
       ];
-      if (!(await this.store.commit([{ key: keys.lote(id), value: raw }], writes))) return RETRY;
+      if (!(await this.store.commit([{ key: keys.lote(id), value: raw }, ...abertos.guards], writes))) return RETRY;
       return parse<LoteRecord>((await this.store.get(keys.lote(id))) ?? raw);
     });
+  }
+
+  /** The principal's open-batch count, one fewer (a batch stops being open), guarded on what was read. */
+  async #abertosWrite(lote: LoteRecord): Promise<{ guards: Guard[]; writes: Write[] }> {
+    const key = keys.abertosDe(donoKey(donoOf(lote)));
+    const raw = await this.store.get(key);
+    const fewer = Math.max(0, (raw === null ? 0 : Number(raw)) - 1);
+    return {
+      guards: [{ key, value: raw }],
+      writes: [fewer === 0 ? { op: 'del', key } : { op: 'set', key, value: String(fewer) }],
+    };
   }
 
   /**
@@ -458,18 +565,23 @@ export class TarefasService {
     }
   }
 
-  /** DELETE (SPEC §7.3): unfinished tasks cancelled, every record and file removed. False when unknown. */
-  async deleteLote(id: string): Promise<boolean> {
+  /** DELETE (SPEC §7.3): unfinished tasks cancelled, every record and file removed. False when unknown (or not `dono`'s). */
+  async deleteLote(id: string, dono?: Dono): Promise<boolean> {
     const deleted = await retrying(async () => {
       const raw = await this.store.get(keys.lote(id));
       if (raw === null) return null;
-      const lote = parse<LoteRecord>(raw);
+      const lote = owned(parse<LoteRecord>(raw), dono);
+      if (lote === null) return null;
       const now = this.now();
+      const abertos = lote.estado === 'aberto' ? await this.#abertosWrite(lote) : { guards: [], writes: [] };
       const writes: Write[] = [
         { op: 'del', key: keys.lote(id) },
         { op: 'zrem', key: keys.abertos, member: id },
+        { op: 'zrem', key: keys.limite, member: id },
+        { op: 'zrem', key: keys.lotesDe(donoKey(donoOf(lote))), member: id },
         { op: 'zrem', key: keys.expiram, member: `l:${id}` },
         { op: 'zadd', key: keys.apagar, member: id, score: now },
+        ...abertos.writes,
       ];
       if (lote.idem) writes.push({ op: 'del', key: lote.idem });
       if (lote.estado !== 'concluido') {
@@ -478,7 +590,7 @@ export class TarefasService {
         const counts: Contagens = { ...contagens(lote, 0), aguardando: 0, cancelada: lote.cancelada + unfinished };
         writes.push(...this.#webhookWrites(lote, 'lote.cancelado', 'cancelado', counts, now));
       }
-      return (await this.store.commit([{ key: keys.lote(id), value: raw }], writes)) ? lote : RETRY;
+      return (await this.store.commit([{ key: keys.lote(id), value: raw }, ...abertos.guards], writes)) ? lote : RETRY;
     });
     if (deleted === null) return false;
     await this.purgeLote(id);
@@ -604,8 +716,24 @@ export class TarefasService {
     }
     const idleSince = now - LOTE_IDLE_MS;
     for (const { member } of await this.store.range(keys.abertos, { upTo: idleSince, limit: 100 })) {
-      if ((await this.fecharLote(member, idleSince)) === null) await this.store.commit([], [{ op: 'zrem', key: keys.abertos, member }]);
+      if ((await this.fecharLote(member, { onlyIfIdleSince: idleSince })) === null) {
+        await this.store.commit([], [{ op: 'zrem', key: keys.abertos, member }]);
+      }
+    }
+    // LOTE_MAX_HOURS after its creation a batch closes whatever its uploads (SPEC §7.3), so no
+    // result outlives LOTE_MAX_HOURS + RESULT_TTL_HOURS.
+    for (const { member } of await this.store.range(keys.limite, { upTo: now, limit: 100 })) {
+      if ((await this.fecharLote(member)) === null) await this.store.commit([], [{ op: 'zrem', key: keys.limite, member }]);
     }
     for (const { member } of await this.store.range(keys.apagar, { upTo: now - 60_000, limit: 10 })) await this.purgeLote(member);
   }
+}
+
+/**
+ * The batch's `divergencias-rf` counts after one of its tasks reached (`delta` +1) or left (-1)
+ * `estado`; nothing for other routes and states. A record from before the counts existed keeps none.
+ */
+function divergenciasCount(lote: LoteRecord, task: TarefaRecord, estado: EstadoFinal, delta: 1 | -1): Partial<LoteRecord> {
+  if (task.rota !== 'divergencias-rf' || estado === 'cancelada' || lote.divergencias === undefined) return {};
+  return { divergencias: { ...lote.divergencias, [estado]: lote.divergencias[estado] + delta } };
 }

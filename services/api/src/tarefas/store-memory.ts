@@ -25,17 +25,18 @@ class SortedSet {
     if (this.#scores.delete(member)) this.#sorted = null;
   }
 
-  range({ after = -Infinity, upTo = Infinity, limit }: RangeQuery): Scored[] {
+  range({ after = -Infinity, from, upTo = Infinity, limit }: RangeQuery): Scored[] {
     this.#sorted ??= [...this.#scores]
       .map(([member, score]) => ({ member, score }))
       .sort((a, b) => a.score - b.score || (a.member < b.member ? -1 : a.member > b.member ? 1 : 0));
     const sorted = this.#sorted;
-    // First index above `after` (binary search), then up to `limit` within `upTo`.
+    // First index above `after` and from `from` (binary search), then up to `limit` within `upTo`.
     let lo = 0;
     let hi = sorted.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (sorted[mid]!.score > after) hi = mid;
+      const score = sorted[mid]!.score;
+      if (from === undefined ? score > after : score >= from && score > after) hi = mid;
       else lo = mid + 1;
     }
     const out: Scored[] = [];

@@ -84,8 +84,8 @@ export function createRedisStore(redis: Redis | Cluster, queuePrefix: string): T
       };
       return (await commit(names.length, ...names, JSON.stringify(spec))) === 1;
     },
-    async range(key, { after, upTo, limit }: RangeQuery): Promise<Scored[]> {
-      const min = after === undefined || after === -Infinity ? '-inf' : `(${after}`;
+    async range(key, { after, from, upTo, limit }: RangeQuery): Promise<Scored[]> {
+      const min = from !== undefined ? String(from) : after === undefined || after === -Infinity ? '-inf' : `(${after}`;
       const max = upTo === undefined || upTo === Infinity ? '+inf' : String(upTo);
       const flat = await client.zrangebyscore(full(key), min, max, 'WITHSCORES', 'LIMIT', 0, limit);
       const out: Scored[] = [];

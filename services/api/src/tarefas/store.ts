@@ -29,6 +29,8 @@ export interface Scored {
 export interface RangeQuery {
   /** Scores strictly above this (keyset cursors). */
   readonly after?: number;
+  /** Scores from this, inclusive (a cursor whose score others may share: the caller skips the ties it has seen). */
+  readonly from?: number;
   /** Scores up to this, inclusive. */
   readonly upTo?: number;
   readonly limit: number;
@@ -60,6 +62,12 @@ export const keys = {
   /** Deleted batches whose tasks are still being removed (score: when). */
   apagar: 'apagar',
   idem: (scope: string, digest: string) => `idem:${scope}:${digest}`,
+  /** A principal's batches, newest first (score: minus the creation time), for GET /api/lotes. */
+  lotesDe: (dono: string) => `dono:${dono}:lotes`,
+  /** How many open batches a principal holds (a number, guarded: MAX_LOTES_ABERTOS is strict). */
+  abertosDe: (dono: string) => `dono:${dono}:abertos`,
+  /** Open batches by when they must close at the latest (score: creation + LOTE_MAX_HOURS). */
+  limite: 'limite',
   webhook: (id: string) => `webhook:${id}`,
   /** Webhook messages to send (score: when the next attempt is due). */
   webhooksDue: 'webhooks',

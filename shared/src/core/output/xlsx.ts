@@ -118,18 +118,53 @@ function rowXml(number: number, values: readonly string[], style: number, letter
   return `${xml}</row>`;
 }
 
+/** Rows read ahead to size a sheet's columns: the `<cols>` element comes before the data. */
+const SIZING_ROWS = 500;
+const MIN_WIDTH = 6;
+const MAX_WIDTH = 60;
+
+/** Each column's width in characters: its longest text among the header and the first rows, within bounds. */
+function columnWidths(columns: readonly string[], rows: readonly (readonly string[])[]): number[] {
+  return columns.map((header, i) => {
+    let longest = header.length;
+    for (const row of rows) longest = Math.max(longest, row[i]?.length ?? 0);
+    return Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, longest + 2));
+  });
+}
+
 async function* sheetXml(
   columns: readonly string[],
   rows: AsyncIterable<readonly string[]> | Iterable<readonly string[]>,
 ): AsyncGenerator<Buffer> {
   const letters = columns.map((_, i) => columnName(i));
+  // Columns sized to their content (SPEC §3.5, session 4) from the rows read ahead; the rest stream.
+  const source = (rows as AsyncIterable<readonly string[]>)[Symbol.asyncIterator]
+    ? (rows as AsyncIterable<readonly string[]>)[Symbol.asyncIterator]()
+    : (rows as Iterable<readonly string[]>)[Symbol.iterator]();
+  const first: (readonly string[])[] = [];
+  let next = await source.next();
+  while (!next.done && first.length < SIZING_ROWS) {
+    first.push(next.value);
+    next = await source.next();
+  }
+  const cols = columnWidths(columns, first)
+    .map((width, i) => `<col min="${i + 1}" max="${i + 1}" width="${width}" customWidth="1"/>`)
+    .join('');
   let batch =
     `${XML_HEAD}<worksheet xmlns="${MAIN_NS}" xmlns:r="${REL_NS}">` +
     '<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/></sheetView></sheetViews>' +
+    `<cols>${cols}</cols>` +
     '<sheetData>' +
     rowXml(1, columns, HEADER_STYLE, letters);
   let number = 1;
-  for await (const row of rows) {
+  const remaining = async function* () {
+    yield* first;
+    while (!next.done) {
+      yield next.value;
+      next = await source.next();
+    }
+  };
+  for await (const row of remaining()) {
     batch += rowXml(++number, row, TEXT_STYLE, letters);
     if (batch.length >= BATCH_CHARS) {
       yield Buffer.from(batch);
@@ -144,6 +179,13 @@ export interface XlsxOptions {
   readonly maxRowsPerSheet?: number;
 }
 
+/** One table of a workbook: its sheet's name, its header and its rows. */
+export interface XlsxTable {
+  readonly name: string;
+  readonly columns: readonly string[];
+  readonly rows: AsyncIterable<readonly string[]>;
+}
+
 /**
  * The workbook's bytes: `columns` as each sheet's bold, frozen header, then `rows`, continued on
  * further sheets (`name 2`, `name 3`...) past Excel's row limit. Rows are pulled as the bytes are
@@ -155,7 +197,16 @@ export function xlsxChunks(
   rows: AsyncIterable<readonly string[]>,
   options: XlsxOptions = {},
 ): AsyncGenerator<Buffer> {
-  return zipArchive(workbookParts(sheetName, columns, rows, options));
+  return xlsxBookChunks([{ name: sheetName, columns, rows }], options);
+}
+
+/** Several tables, one after the other, each on its sheets (a batch's divergences, then its `Falhas`). */
+export function xlsxBookChunks(tables: readonly XlsxTable[], options: XlsxOptions = {}): AsyncGenerator<Buffer> {
+  return zipArchive(workbookParts(tables, options));
+}
+
+export function xlsxBookStream(tables: readonly XlsxTable[], options: XlsxOptions = {}): Readable {
+  return Readable.from(xlsxBookChunks(tables, options), { objectMode: false });
 }
 
 /** The same bytes as a stream (an HTTP answer). */
@@ -168,42 +219,41 @@ export function xlsxStream(
   return Readable.from(xlsxChunks(sheetName, columns, rows, options), { objectMode: false });
 }
 
-async function* workbookParts(
-  sheetName: string,
-  columns: readonly string[],
-  rows: AsyncIterable<readonly string[]>,
-  options: XlsxOptions,
-): AsyncGenerator<ZipPart> {
+async function* workbookParts(tables: readonly XlsxTable[], options: XlsxOptions): AsyncGenerator<ZipPart> {
   const perSheet = Math.max(1, options.maxRowsPerSheet ?? XLSX_MAX_DATA_ROWS);
-  const source = rows[Symbol.asyncIterator]();
-  // The row after a sheet's last one, read ahead: a last full sheet gets no empty follower.
-  const ahead: { row: IteratorResult<readonly string[]> | null } = { row: null };
-  async function* sheetRows(): AsyncGenerator<readonly string[]> {
-    for (let taken = 0; taken < perSheet; taken++) {
-      const row = ahead.row ?? (await source.next());
-      ahead.row = null;
-      if (row.done) return;
-      yield row.value;
-    }
-    ahead.row = await source.next();
-  }
-
+  const sources = tables.map((table) => table.rows[Symbol.asyncIterator]());
   try {
     // [Content_Types].xml first: file-type sniffers look for it at the start of the zip.
     yield { name: '[Content_Types].xml', data: Buffer.from(CONTENT_TYPES) };
     yield { name: '_rels/.rels', data: Buffer.from(ROOT_RELS) };
     yield { name: 'xl/styles.xml', data: Buffer.from(STYLES) };
-    let sheets = 0;
-    do {
-      sheets++;
-      // The archive reads a sheet to its end before it asks for the next part.
-      yield { name: `xl/worksheets/sheet${sheets}.xml`, data: sheetXml(columns, sheetRows()) };
-    } while (ahead.row !== null && !ahead.row.done);
-    yield { name: 'xl/workbook.xml', data: Buffer.from(workbook(sheetNames(sheetName, sheets))) };
-    yield { name: 'xl/_rels/workbook.xml.rels', data: Buffer.from(workbookRels(sheets)) };
+    const names: string[] = [];
+    for (const [t, table] of tables.entries()) {
+      const source = sources[t]!;
+      // The row after a sheet's last one, read ahead: a last full sheet gets no empty follower.
+      const ahead: { row: IteratorResult<readonly string[]> | null } = { row: null };
+      const sheetRows = async function* (): AsyncGenerator<readonly string[]> {
+        for (let taken = 0; taken < perSheet; taken++) {
+          const row = ahead.row ?? (await source.next());
+          ahead.row = null;
+          if (row.done) return;
+          yield row.value;
+        }
+        ahead.row = await source.next();
+      };
+      let sheets = 0;
+      do {
+        sheets++;
+        // The archive reads a sheet to its end before it asks for the next part.
+        yield { name: `xl/worksheets/sheet${names.length + sheets}.xml`, data: sheetXml(table.columns, sheetRows()) };
+      } while (ahead.row !== null && !ahead.row.done);
+      names.push(...sheetNames(table.name, sheets));
+    }
+    yield { name: 'xl/workbook.xml', data: Buffer.from(workbook(names)) };
+    yield { name: 'xl/_rels/workbook.xml.rels', data: Buffer.from(workbookRels(names.length)) };
   } finally {
     // A reader gone or an error ends the rows too (a no-op once they are all read).
-    await Promise.resolve(source.return?.()).catch(() => undefined);
+    await Promise.all(sources.map((source) => Promise.resolve(source.return?.()).catch(() => undefined)));
   }
 }
 

@@ -3,8 +3,8 @@
 // answer: same type, same headers.
 import type { FastifyReply, onRequestHookHandler } from 'fastify';
 import { BadInputError, OUTPUT_FORMATS, type JobData, type JobResult, type OutputFormat } from '@censo/shared';
-import type { ReceivedFiles, UploadField } from '../http/uploads.js';
-import { attachment, corrigidoFilename } from '../http/content-disposition.js';
+import type { ReceivedFiles, UploadField } from './uploads.js';
+import { attachment, corrigidoFilename } from './content-disposition.js';
 import type { Rota } from '../tarefas/model.js';
 
 export type Kind = JobData['kind'];
