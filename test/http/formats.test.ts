@@ -19,6 +19,60 @@ const DIVERGENCIA_COLUMNS = ['codigo_na_escola', 'linha', 'campo', 'enviado', 'c
 const PESSOA_COLUMNS = ['codigo_na_escola', 'linha', 'cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae'];
 const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 
+// Workbooks are for people (SPEC §3.5, session 4): the same columns in the same order, headed by
+// the page's words, Sim/Não, the words of chave, and whether the corrected file applies each one.
+const DADO: Record<string, string> = {
+  cpf: 'CPF',
+  nome: 'Nome',
+  data_nascimento: 'Data de nascimento',
+  inep: 'INEP',
+  nome_mae: 'Nome da mãe',
+  nome_pai: 'Nome do pai',
+};
+/** SPEC §3.4's rule, written again here: fields 4–7 with a value INEP's layout can hold. */
+function applied(item: Record<string, unknown>): boolean {
+  const value = String(item.correto);
+  const digits = value.replace(/[\s./-]/g, '');
+  switch (item.chave) {
+    case 'cpf':
+      return /^\d{11}$/.test(digits);
+    case 'inep':
+      return /^\d{12}$/.test(digits);
+    case 'nome':
+      return /[A-Za-zÀ-ÿ]/.test(value);
+    case 'data_nascimento':
+      return /^(\d{1,2}\/\d{1,2}\/\d{4}|\d{8}|\d{4}-\d{2}-\d{2}.*)$/.test(value);
+    default:
+      return false;
+  }
+}
+const DIVERGENCIA_SHEET = {
+  columns: [
+    'Código na escola',
+    'Linha no txt',
+    'Campo no retorno',
+    'Valor enviado',
+    'Valor da Receita Federal',
+    'Filiação',
+    'Dado',
+    'No arquivo corrigido',
+  ],
+  cells: (d: Record<string, unknown>) => [
+    String(d.codigo_na_escola),
+    String(d.linha),
+    String(d.campo),
+    String(d.enviado),
+    String(d.correto),
+    d.is_filiacao ? 'Sim' : 'Não',
+    d.chave === null ? 'Outro campo' : DADO[d.chave as string]!,
+    applied(d) ? 'Sim' : 'não corrigido automaticamente',
+  ],
+};
+const PESSOA_SHEET = {
+  columns: ['Código na escola', 'Linha no txt', 'CPF', 'Nome', 'Data de nascimento', 'INEP', 'Nome da mãe'],
+  cells: (p: Record<string, unknown>) => PESSOA_COLUMNS.map((c) => (p[c] === null ? '' : String(p[c]))),
+};
+
 /** An independent RFC 4180 oracle: quote when needed, double quotes, CRLF. */
 function csvOf(columns: readonly string[], items: readonly Record<string, unknown>[]): string {
   const field = (v: unknown) => {
@@ -123,35 +177,45 @@ describe.each(['embedded', 'queue'] as const)('%s mode', (mode) => {
   });
 
   it.each([
-    ['/api/divergencias-rf', [retornoJson], 'divergencias', DIVERGENCIA_COLUMNS, divergencias],
-    ['/api/retorno-rf', [retornoXlsx, txt()], 'pessoas', PESSOA_COLUMNS, pessoas],
-  ] as const)('%s?format=xlsx: one sheet, bold frozen header, every cell text', async (route, files, name, columns, items) => {
-    const { response, bytes } = await upload(server, `${route}?format=xlsx`, [...files]);
-    expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toBe(XLSX_TYPE);
-    const workbook = new ExcelJS.Workbook();
-    await workbook.xlsx.load(bytes as unknown as ExcelJS.Buffer);
-    expect(workbook.worksheets.map((s) => s.name)).toEqual([name]);
-    const sheet = workbook.worksheets[0]!;
-    expect(sheet.views[0]).toMatchObject({ state: 'frozen', ySplit: 1 });
-    const header = sheet.getRow(1);
-    expect(columns.map((_, i) => header.getCell(i + 1).value)).toEqual([...columns]);
-    expect(header.getCell(1).font?.bold).toBe(true);
-    expect(sheet.rowCount).toBe(items.length + 1);
-    items.forEach((item, r) => {
-      const row = sheet.getRow(r + 2);
-      columns.forEach((column, c) => {
-        const cell = row.getCell(c + 1);
-        const text = item[column] === null ? '' : String(item[column]);
-        // An empty text cell reads back as an empty cell.
-        if (text === '') expect(cell.value, `${column} row ${r + 2}`).toBeNull();
-        else {
-          expect(cell.type, `${column} row ${r + 2}`).toBe(ExcelJS.ValueType.String);
-          expect(cell.value).toBe(text);
-        }
+    ['/api/divergencias-rf', [retornoJson], 'divergencias', DIVERGENCIA_SHEET, divergencias],
+    ['/api/retorno-rf', [retornoXlsx, txt()], 'pessoas', PESSOA_SHEET, pessoas],
+  ] as const)(
+    '%s?format=xlsx: one sheet, bold frozen header in words, every cell text, columns sized',
+    async (route, files, name, planilha, items) => {
+      const columns = planilha.columns;
+      const { response, bytes } = await upload(server, `${route}?format=xlsx`, [...files]);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe(XLSX_TYPE);
+      const workbook = new ExcelJS.Workbook();
+      await workbook.xlsx.load(bytes as unknown as ExcelJS.Buffer);
+      expect(workbook.worksheets.map((s) => s.name)).toEqual([name]);
+      const sheet = workbook.worksheets[0]!;
+      expect(sheet.views[0]).toMatchObject({ state: 'frozen', ySplit: 1 });
+      const header = sheet.getRow(1);
+      expect(columns.map((_, i) => header.getCell(i + 1).value)).toEqual([...columns]);
+      expect(header.getCell(1).font?.bold).toBe(true);
+      // Sized to their content: at least as wide as the header's words.
+      columns.forEach((column, c) => expect(sheet.getColumn(c + 1).width, column).toBeGreaterThanOrEqual(column.length));
+      expect(sheet.rowCount).toBe(items.length + 1);
+      items.forEach((item, r) => {
+        const row = sheet.getRow(r + 2);
+        planilha.cells(item).forEach((text, c) => {
+          const cell = row.getCell(c + 1);
+          // An empty text cell reads back as an empty cell.
+          if (text === '') expect(cell.value, `${columns[c]} row ${r + 2}`).toBeNull();
+          else {
+            expect(cell.type, `${columns[c]} row ${r + 2}`).toBe(ExcelJS.ValueType.String);
+            expect(cell.value).toBe(text);
+          }
+        });
       });
-    });
-  });
+      if (name === 'divergencias') {
+        // The fixture has both kinds, so the column says something.
+        const said = new Set(items.map((item) => planilha.cells(item).at(-1)));
+        expect(said).toEqual(new Set(['Sim', 'não corrigido automaticamente']));
+      }
+    },
+  );
 
   it('format=json is the default answer, and any other format is a 400 before the body is read', async () => {
     const json = await upload(server, '/api/divergencias-rf?format=json', [retornoJson]);
@@ -199,8 +263,8 @@ describe('LibreOffice opens the workbook with CPFs intact', () => {
         { timeout: 120_000 },
       );
       const csv = (await readFile(path.join(work, 'divergencias.csv'), 'utf8')).trim().split(/\r?\n/);
-      expect(csv[0]).toBe(DIVERGENCIA_COLUMNS.join(','));
-      expect(csv[1]).toBe('007,2,Número do CPF,01234567890,00234567891,false,cpf');
+      expect(csv[0]).toBe(DIVERGENCIA_SHEET.columns.join(','));
+      expect(csv[1]).toBe('007,2,Número do CPF,01234567890,00234567891,Não,CPF,Sim');
     } finally {
       await server.dispose();
     }

@@ -366,19 +366,37 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       expect(lines[1]!.startsWith('A,escola a.json,')).toBe(true);
     });
 
-    it('xlsx: the divergences as text cells, then the failed files on a sheet Falhas', async () => {
+    it('xlsx: the divergences in words, then the failed files on a sheet Falhas', async () => {
       const answer = await request(server, 'GET', `/api/lotes/${lote}/divergencias?format=xlsx`);
       expect(answer.headers.get('content-type')).toBe('application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
       expectCounts(answer);
       const sheets = await workbookSheets(answer.bytes);
       expect(sheets.map((sheet) => sheet.name)).toEqual(['divergencias', 'Falhas']);
       const [sheet, falhas] = sheets;
-      expect(sheet!.rows[0]).toEqual(COLUMNS);
-      // An empty last cell (a null chave) is no cell to exceljs.
-      const padded = sheet!.rows.slice(1).map((row) => COLUMNS.map((_, i) => row[i] ?? ''));
-      expect(padded).toEqual(expected().map((d) => COLUMNS.map((c) => String((d as Record<string, unknown>)[c] ?? ''))));
+      // For people (SPEC §3.5, session 4): the same columns in the same order, in words.
+      expect(sheet!.rows[0]).toEqual([
+        'Referência',
+        'Arquivo',
+        'Código na escola',
+        'Linha no txt',
+        'Campo no retorno',
+        'Valor enviado',
+        'Valor da Receita Federal',
+        'Filiação',
+        'Dado',
+        'No arquivo corrigido',
+      ]);
+      expect(sheet!.rows.length - 1).toBe(expected().length);
+      const byRow = sheet!.rows.slice(1);
+      expected().forEach((d, i) => {
+        expect(byRow[i]!.slice(0, 7)).toEqual(
+          [d.referencia, d.arquivo, d.codigo_na_escola, d.linha, d.campo, d.enviado, d.correto].map(String),
+        );
+        expect(byRow[i]![7]).toBe(d.is_filiacao ? 'Sim' : 'Não');
+      });
+      expect(new Set(byRow.map((row) => row[9]))).toEqual(new Set(['Sim', 'não corrigido automaticamente']));
       expect(falhas!.rows).toEqual([
-        ['referencia', 'arquivo', 'status', 'erro'],
+        ['Referência', 'Arquivo', 'Status HTTP', 'Erro'],
         [FALHA.referencia, FALHA.arquivo, String(FALHA.status), FALHA.erro],
       ]);
     });

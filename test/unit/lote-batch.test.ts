@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   csvLine,
+  DIVERGENCIAS_PLANILHA,
   loteCells,
   loteJsonItem,
   runJob,
@@ -34,7 +35,8 @@ async function previousText(file: LoteBatchFile, format: LoteFormat): Promise<st
   const { divergencias } = JSON.parse(await readFile(resultPath, 'utf8')) as { divergencias: Divergencia[] };
   if (format === 'csv') return divergencias.map((d) => csvLine(loteCells(file.name, d))).join('');
   if (format === 'json') return divergencias.map((d) => loteJsonItem(file.name, d)).join(',');
-  return divergencias.length === 0 ? '' : JSON.stringify(divergencias.map((d) => loteCells(file.name, d)));
+  // A workbook's rows are in words (SPEC §3.5, session 4): the path, then the divergence's cells.
+  return divergencias.length === 0 ? '' : JSON.stringify(divergencias.map((d) => [file.name, ...DIVERGENCIAS_PLANILHA.cells(d)]));
 }
 
 describe('runLoteBatch', () => {

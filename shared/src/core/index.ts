@@ -15,6 +15,7 @@ export * from './item-stream.js';
 export * from './output/csv.js';
 export * from './output/json.js';
 export * from './output/table.js';
+export * from './output/planilha.js';
 export * from './output/xlsx.js';
 export { crc32InJs, zipArchive, type ZipOptions, type ZipPart } from './output/zip-writer.js';
 export * from './censo/inep-values.js';

@@ -12,6 +12,7 @@ import { csvChunks } from './output/csv.js';
 import { jsonListChunks, writeChunks } from './output/json.js';
 import { DIVERGENCIAS_TABLE, PESSOAS_TABLE, tableRows, type TableShape } from './output/table.js';
 import { writeXlsx } from './output/xlsx.js';
+import { planilhaRows } from './output/planilha.js';
 import { readRetornoBatches } from './retorno/index.js';
 import type { JobData, JobResult, OutputFormat } from './types.js';
 import type { Vocabulary } from './vocabulary.js';
@@ -83,7 +84,7 @@ export async function writeTable(
   let bytes: number;
   if (format === 'json') bytes = await writeChunks(path, jsonListChunks(table.key, counted), signal);
   else if (format === 'csv') bytes = await writeChunks(path, csvChunks(table.columns, tableRows(counted, table.columns)), signal);
-  else bytes = (await writeXlsx(path, table.key, table.columns, tableRows(counted, table.columns), signal)).bytes;
+  else bytes = (await writeXlsx(path, table.key, table.planilha.columns, planilhaRows(counted, table.planilha), signal)).bytes;
   return { count, bytes };
 }
 

@@ -8,6 +8,7 @@ import { divergenciaBatches } from './divergencias.js';
 import { jobFailure } from './job.js';
 import { csvLine } from './output/csv.js';
 import { cellValues, DIVERGENCIA_COLUMNS } from './output/table.js';
+import { LOTE_ARQUIVO_PLANILHA } from './output/planilha.js';
 import { ResultFile } from './output/result-file.js';
 import { readRetornoBatches } from './retorno/index.js';
 import type { Divergencia, StoredRetorno } from './types.js';
@@ -17,6 +18,8 @@ export type LoteFormat = 'csv' | 'json' | 'xlsx';
 
 /** The combined result's columns: the file's path in the folder, then a divergence's. */
 export const LOTE_COLUMNS: readonly string[] = ['arquivo', ...DIVERGENCIA_COLUMNS];
+/** The same in a workbook, in words (SPEC §3.5, session 4). */
+export const LOTE_XLSX_COLUMNS: readonly string[] = LOTE_ARQUIVO_PLANILHA.columns;
 
 /** One divergence of file `name` as the combined result's cells (CSV and workbook). */
 export function loteCells(name: string, divergencia: Divergencia): string[] {
@@ -67,7 +70,7 @@ export async function runLoteBatch(batch: LoteBatch, options: { readonly vocabul
           for (const divergencia of found) {
             if (batch.format === 'csv') out.add(csvLine(loteCells(file.name, divergencia)));
             else if (batch.format === 'json') out.add((rows === 0 ? '' : ',') + loteJsonItem(file.name, divergencia));
-            else out.add((rows === 0 ? '' : ',') + JSON.stringify(loteCells(file.name, divergencia)));
+            else out.add((rows === 0 ? '' : ',') + JSON.stringify(LOTE_ARQUIVO_PLANILHA.cells({ arquivo: file.name, ...divergencia })));
             rows++;
           }
         }

@@ -7,7 +7,11 @@ import type { FastifyReply } from 'fastify';
 import {
   DIVERGENCIA_COLUMNS,
   DIVERGENCIAS_TABLE,
+  FALHAS_PLANILHA,
+  LOTE_DIVERGENCIAS_PLANILHA,
   PESSOAS_TABLE,
+  planilhaRows,
+  type TableShape,
   csvChunks,
   jsonListChunks,
   jsonListsChunks,
@@ -69,13 +73,9 @@ function tableOf(record: TarefaRecord) {
 }
 
 /** Items in `format` as a stream of the synchronous route's answer body. */
-function listBody(
-  items: AsyncIterable<object>,
-  format: Exclude<OutputFormat, 'json'>,
-  table: { key: string; columns: readonly string[] },
-): Readable {
+function listBody(items: AsyncIterable<object>, format: Exclude<OutputFormat, 'json'>, table: TableShape): Readable {
   if (format === 'csv') return Readable.from(csvChunks(table.columns, tableRows(items, table.columns)));
-  return xlsxStream(table.key, table.columns, tableRows(items, table.columns));
+  return xlsxStream(table.key, table.planilha.columns, planilhaRows(items, table.planilha));
 }
 
 /**
@@ -131,9 +131,13 @@ async function* loteFalhas(service: TarefasService, loteId: string): AsyncGenera
   }
 }
 
-export const LOTE_DIVERGENCIA_COLUMNS = ['referencia', 'arquivo', ...DIVERGENCIA_COLUMNS] as const;
-export const FALHA_COLUMNS = ['referencia', 'arquivo', 'status', 'erro'] as const;
+const LOTE_DIVERGENCIAS_TABLE: TableShape = {
+  key: LIST_NAMES.divergencias,
+  columns: ['referencia', 'arquivo', ...DIVERGENCIA_COLUMNS],
+  planilha: LOTE_DIVERGENCIAS_PLANILHA,
+};
 const FALHAS = 'falhas';
+const FALHAS_TABLE: TableShape = { key: FALHAS, columns: ['referencia', 'arquivo', 'status', 'erro'], planilha: FALHAS_PLANILHA };
 
 /**
  * How many of the batch's divergencias-rf tasks concluded and failed (the `Lote-Tarefas-*`
@@ -172,12 +176,12 @@ export function sendLoteDivergencias(
     );
   }
   reply.header('content-disposition', attachment(`${LIST_NAMES.divergencias}.${format}`));
-  if (format === 'csv') return reply.send(listBody(items, format, { key: LIST_NAMES.divergencias, columns: LOTE_DIVERGENCIA_COLUMNS }));
+  if (format === 'csv') return reply.send(listBody(items, format, LOTE_DIVERGENCIAS_TABLE));
   // A spreadsheet has room for both: the failed files on a sheet of their own.
   return reply.send(
     xlsxBookStream([
-      { name: LIST_NAMES.divergencias, columns: LOTE_DIVERGENCIA_COLUMNS, rows: tableRows(items, LOTE_DIVERGENCIA_COLUMNS) },
-      { name: 'Falhas', columns: FALHA_COLUMNS, rows: tableRows(loteFalhas(service, loteId), FALHA_COLUMNS) },
+      { name: LIST_NAMES.divergencias, ...planilhaTable(LOTE_DIVERGENCIAS_TABLE, items) },
+      { name: 'Falhas', ...planilhaTable(FALHAS_TABLE, loteFalhas(service, loteId)) },
     ]),
   );
 }
@@ -188,5 +192,10 @@ export function sendLoteFalhas(reply: FastifyReply, service: TarefasService, lot
   reply.type(CONTENT_TYPES[format]);
   if (format === 'json') return reply.send(Readable.from(jsonListChunks(FALHAS, falhas)));
   reply.header('content-disposition', attachment(`${FALHAS}.${format}`));
-  return reply.send(listBody(falhas, format, { key: FALHAS, columns: FALHA_COLUMNS }));
+  return reply.send(listBody(falhas, format, FALHAS_TABLE));
+}
+
+/** A table's sheet: its words and its items' cells. */
+function planilhaTable(table: TableShape, items: AsyncIterable<object>) {
+  return { columns: table.planilha.columns, rows: planilhaRows(items, table.planilha) };
 }

@@ -1,6 +1,7 @@
 // The answers of the upload routes as tables (SPEC §3.5): the same items as the JSON answer, one
 // per row, columns named and ordered as the JSON keys, every value as text.
 import type { Divergencia, Pessoa } from '../types.js';
+import { DIVERGENCIAS_PLANILHA, PESSOAS_PLANILHA, type Planilha } from './planilha.js';
 
 export const DIVERGENCIA_COLUMNS = [
   'codigo_na_escola',
@@ -21,14 +22,18 @@ export const PESSOA_COLUMNS = [
   'nome_mae',
 ] as const satisfies readonly (keyof Pessoa)[];
 
-/** What a job answers: the JSON key of its list (also the sheet and file name) and its columns. */
+/**
+ * What a job answers: the JSON key of its list (also the sheet and file name), its columns (JSON
+ * and CSV, for programs) and the same table in words (XLSX, for people: SPEC §3.5, session 4).
+ */
 export interface TableShape {
-  readonly key: 'divergencias' | 'pessoas';
+  readonly key: string;
   readonly columns: readonly string[];
+  readonly planilha: Planilha;
 }
 
-export const DIVERGENCIAS_TABLE: TableShape = { key: 'divergencias', columns: DIVERGENCIA_COLUMNS };
-export const PESSOAS_TABLE: TableShape = { key: 'pessoas', columns: PESSOA_COLUMNS };
+export const DIVERGENCIAS_TABLE: TableShape = { key: 'divergencias', columns: DIVERGENCIA_COLUMNS, planilha: DIVERGENCIAS_PLANILHA };
+export const PESSOAS_TABLE: TableShape = { key: 'pessoas', columns: PESSOA_COLUMNS, planilha: PESSOAS_PLANILHA };
 
 /** Booleans as `true`/`false`, a null `chave` as an empty cell. */
 export function cellValues(item: object, columns: readonly string[]): string[] {
