@@ -1,6 +1,6 @@
 // The operators' queue dashboard at /admin/queues: absent unless BULL_BOARD_TOKEN is set and jobs
 // go through BullMQ; when present, every page and API call needs the token (bearer header, or a
-// cookie obtained once with ?token=).
+// cookie obtained once with ?token=, Secure over https, which behind a proxy needs TRUST_PROXY).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_KEY, startTestServer, type TestServer } from '../helpers/http.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
@@ -90,10 +90,35 @@ describe('on (BULL_BOARD_TOKEN and REDIS_URL)', () => {
     expect(body.queues.map((queue) => [queue.name, queue.readOnlyMode])).toEqual([['censo-jobs', true]]);
   });
 
+  it('X-Forwarded-Proto counts for nothing without TRUST_PROXY: no Secure on the cookie', async () => {
+    const first = await get(server, `${BASE}?token=${TOKEN}`, { 'x-forwarded-proto': 'https' });
+    expect(first.status).toBe(303);
+    expect(first.headers.get('set-cookie')).not.toMatch(/;\s*Secure/i);
+  });
+
   it('a wrong ?token= sets no cookie', async () => {
     const response = await get(server, `${BASE}?token=${TOKEN}x`);
     expect(response.status).toBe(401);
     expect(response.headers.get('set-cookie')).toBeNull();
+  });
+
+  it('behind the TLS proxy with TRUST_PROXY set, the cookie is Secure (SPEC §9)', async () => {
+    const proxied = await startTestServer({
+      REDIS_URL: redis.url,
+      QUEUE_PREFIX: prefix,
+      BULL_BOARD_TOKEN: TOKEN,
+      TRUST_PROXY: '127.0.0.1',
+    });
+    try {
+      const overTls = await get(proxied, `${BASE}?token=${TOKEN}`, { 'x-forwarded-proto': 'https' });
+      expect(overTls.status).toBe(303);
+      expect(overTls.headers.get('set-cookie')).toMatch(/; Secure$/);
+      // The same service reached over plain http (no proxy header) sets no Secure cookie.
+      const plain = await get(proxied, `${BASE}?token=${TOKEN}`);
+      expect(plain.headers.get('set-cookie')).not.toMatch(/;\s*Secure/i);
+    } finally {
+      await proxied.dispose();
+    }
   });
 
   it('stays out of the OpenAPI document', async () => {

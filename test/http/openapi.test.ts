@@ -11,8 +11,12 @@ type Json = Record<string, any>;
 const PUBLIC_ROUTES = [
   'delete /api/lotes/{id}',
   'delete /api/tarefas/{id}',
+  'get /api/lotes',
   'get /api/lotes/{id}',
+  'get /api/lotes/{id}/comparacao',
   'get /api/lotes/{id}/divergencias',
+  'get /api/lotes/{id}/falhas',
+  'get /api/lotes/{id}/resumo',
   'get /api/lotes/{id}/tarefas',
   'get /api/query',
   'get /api/tarefas/{id}',

@@ -159,7 +159,7 @@ describe('upload storage', () => {
     const json = await readFile(basico.retorno.json);
     await upload.write(json.subarray(0, 200));
     const [folder] = await waitForFolders(1);
-    expect(folder).toMatch(/^[0-9a-f-]{36}$/);
+    expect(folder).toMatch(/^censo-[0-9a-f-]{36}$/);
     const dir = path.join(server.uploadDir, folder!);
     expect((await stat(dir)).mode & 0o777).toBe(0o700);
     expect(await readdir(dir)).toEqual(['retorno.json']);

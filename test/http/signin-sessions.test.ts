@@ -114,9 +114,9 @@ describe('cookies when PUBLIC_URL is https', () => {
     expect(session).toHaveLength(1);
     const attributes = session[0]!.split(';').map((part) => part.trim().toLowerCase());
     expect(attributes).toEqual(expect.arrayContaining(['httponly', 'secure', 'samesite=lax', 'path=/']));
-    const state = browser.setCookies.find((header) => header.startsWith('censo-entrada-'))!;
+    const state = browser.setCookies.find((header) => header.startsWith('censo-entrada='))!;
     expect(state.toLowerCase()).toMatch(/; secure/);
-    expect(state).toMatch(/Path=\/auth\/callback/);
+    expect(state).toMatch(/; Path=\/auth(;|$)/);
     expect(await sessao(browser, SECURE_URL)).toBe(200);
   });
 });

@@ -186,6 +186,37 @@ describe('signing in through the provider', () => {
     expect(sessionCookie(browser)).toBeUndefined();
   });
 
+  it('keeps the pending sign-ins of one browser in one small cookie: 60 unfinished, then one that completes', async () => {
+    const browser = new TestBrowser();
+    // Before, each /auth/login added a cookie of its own; about 50 of them and the callback's
+    // Cookie header passed Node's 16 KiB limit: 431 for every sign-in in that browser (issue 33).
+    for (let i = 0; i < 59; i++) expect((await browser.fetch(`${publicUrl}/auth/login`)).status).toBe(302);
+    const { callback } = await signInUntilCallback(browser, publicUrl, 'ana');
+    const back = await browser.fetch(callback);
+    expect(back.status).toBe(303);
+    expect(back.headers.get('location')).toBe(`${publicUrl}/`);
+    // One cookie held them all, and stayed small.
+    const pending = browser.setCookies.filter((header) => header.startsWith('censo-entrada'));
+    expect(new Set(pending.map((header) => header.split('=')[0]))).toEqual(new Set(['censo-entrada']));
+    expect(Math.max(...pending.map((header) => header.length))).toBeLessThan(1024);
+    expect((await browser.fetch(`${publicUrl}/auth/sessao`)).status).toBe(200);
+  });
+
+  it('completes sign-ins started in two tabs of one browser, each once', async () => {
+    const browser = new TestBrowser();
+    const first = await signInUntilCallback(browser, publicUrl, 'ana');
+    const second = await signInUntilCallback(browser, publicUrl, 'ana');
+    expect(first.callback.searchParams.get('state')).not.toBe(second.callback.searchParams.get('state'));
+    expect((await browser.fetch(first.callback)).status).toBe(303);
+    const afterFirst = sessionCookie(browser);
+    expect((await browser.fetch(second.callback)).status).toBe(303);
+    expect(sessionCookie(browser)).not.toBe(afterFirst);
+    // Each was taken out of the cookie when it completed: the last one took the cookie with it.
+    expect(browser.cookie(publicUrl, 'censo-entrada')).toBeUndefined();
+    expect((await browser.fetch(first.callback)).status).toBe(400);
+    expect((await browser.fetch(`${publicUrl}/auth/sessao`)).status).toBe(200);
+  });
+
   it('says so in words when the provider refuses (the person cancelled)', async () => {
     const browser = new TestBrowser();
     const leaving = await browser.fetch(`${publicUrl}/auth/login`);
@@ -338,6 +369,47 @@ describe('signing out', () => {
     expect(again.body).toMatch(/name="login"/);
   });
 
+  // SameSite=Lax keeps the session cookie off a POST from another site's page: what reaches the
+  // service is a logout with no cookie (and no token, which that page cannot read).
+  it('from another site (no session cookie) changes nothing: no cookie cleared, no provider logout', async () => {
+    const { browser } = await signedIn('ana');
+    const crossSite: Record<string, string>[] = [
+      { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://outro-site.example' },
+      { 'content-type': 'application/x-www-form-urlencoded', origin: 'null' },
+      { accept: 'application/json', origin: 'https://outro-site.example' },
+    ];
+    for (const headers of crossSite) {
+      const forged = await fetch(`${publicUrl}/auth/logout`, { method: 'POST', headers, body: 'csrf=adivinhado', redirect: 'manual' });
+      // A browser applies the Set-Cookie of a top-level answer even cross-site: there must be none.
+      expect(forged.headers.getSetCookie()).toEqual([]);
+      expect(forged.headers.get('cache-control')).toBe('no-store');
+      if (headers.accept === 'application/json') {
+        expect(forged.status).toBe(200);
+        expect(await forged.json()).toEqual({ redirecionar: `${publicUrl}/` });
+      } else {
+        // Home, not the provider's end_session_endpoint (that would end the provider's session).
+        expect(forged.status).toBe(303);
+        expect(forged.headers.get('location')).toBe(`${publicUrl}/`);
+      }
+    }
+    expect((await browser.fetch(`${publicUrl}/auth/sessao`)).status).toBe(200);
+  });
+
+  it('with the session cookie but a wrong or missing token field: 403, and the session goes on', async () => {
+    const { browser } = await signedIn('bia');
+    for (const body of ['', 'csrf=', `csrf=${randomBytes(32).toString('base64url')}`]) {
+      const forged = await browser.fetch(`${publicUrl}/auth/logout`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      });
+      expect(forged.status).toBe(403);
+      expect(json(forged)).toEqual({ erro: 'Token CSRF inválido.' });
+      expect(forged.headers.getSetCookie()).toEqual([]);
+    }
+    expect((await browser.fetch(`${publicUrl}/auth/sessao`)).status).toBe(200);
+  });
+
   it('answers the page’s fetch with the address to go to', async () => {
     const { browser, csrf } = await signedIn('bia');
     const out = await browser.fetch(`${publicUrl}/auth/logout`, {
@@ -407,6 +479,8 @@ describe('the access log (SPEC §8)', () => {
       time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       sub: 'ana',
       email: 'ana@seduc.example',
+      // Straight from the socket: no TRUST_PROXY here (proxy-trust.test.ts has the proxy's case).
+      ip: '127.0.0.1',
       requestId: upload.headers.get('x-request-id'),
       method: 'POST',
       route: '/api/divergencias-rf',

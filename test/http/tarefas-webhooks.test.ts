@@ -163,18 +163,24 @@ describe('destination checks (WEBHOOK_ALLOW_PRIVATE unset)', () => {
   const create = (webhook: string) =>
     request(server, 'POST', '/api/lotes', { body: JSON.stringify({ webhook }), headers: { 'content-type': 'application/json' } });
 
+  const PRIVATE = 'endereço privado ou local (defina WEBHOOK_ALLOW_PRIVATE=true para redes internas)';
   it.each([
-    ['http://example.com/ganchos', 'a URL deve usar https'],
-    ['https://127.0.0.1/ganchos', 'o endereço de destino é privado ou local'],
-    ['https://localhost/ganchos', 'o endereço de destino é privado ou local'],
-    ['https://10.1.2.3/', 'o endereço de destino é privado ou local'],
-    ['https://192.168.0.10/', 'o endereço de destino é privado ou local'],
-    ['https://169.254.169.254/latest/meta-data', 'o endereço de destino é privado ou local'],
-    ['https://100.64.0.1/', 'o endereço de destino é privado ou local'],
-    ['https://[::1]/', 'o endereço de destino é privado ou local'],
-    ['https://[fd00::1]/', 'o endereço de destino é privado ou local'],
-    ['https://[::ffff:127.0.0.1]/', 'o endereço de destino é privado ou local'],
-    ['https://0.0.0.0/', 'o endereço de destino é privado ou local'],
+    ['http://example.com/ganchos', 'a URL deve usar https (defina WEBHOOK_ALLOW_PRIVATE=true para http em redes internas)'],
+    ['https://127.0.0.1/ganchos', PRIVATE],
+    ['https://localhost/ganchos', PRIVATE],
+    ['https://10.1.2.3/', PRIVATE],
+    ['https://192.168.0.10/', PRIVATE],
+    ['https://169.254.169.254/latest/meta-data', PRIVATE],
+    ['https://100.64.0.1/', PRIVATE],
+    ['https://[::1]/', PRIVATE],
+    ['https://[fd00::1]/', PRIVATE],
+    ['https://0.0.0.0/', PRIVATE],
+    // Every IPv6 form that embeds an IPv4 address is judged by that address (SPEC §7.4, issue 33).
+    ['https://[::ffff:127.0.0.1]/', PRIVATE],
+    ['https://[::127.0.0.1]/', PRIVATE],
+    ['https://[::ffff:0:10.1.2.3]/', PRIVATE],
+    ['https://[2002:a9fe:a9fe::1]/', PRIVATE],
+    ['https://[64:ff9b::10.1.2.3]/', PRIVATE],
     ['https://user:senha@93.184.215.14/', 'a URL não pode conter usuário ou senha'],
   ])('%s is refused at creation: 400 Webhook inválido: %s.', async (webhook, motivo) => {
     const answer = await create(webhook);
@@ -182,8 +188,13 @@ describe('destination checks (WEBHOOK_ALLOW_PRIVATE unset)', () => {
     expect(answer.json()).toEqual({ erro: `Webhook inválido: ${motivo}.` });
   });
 
-  it('https to a public address is accepted (checked without connecting)', async () => {
-    expect((await create('https://93.184.215.14/ganchos')).status).toBe(201);
+  it.each([
+    'https://93.184.215.14/ganchos',
+    'https://[::ffff:93.184.215.14]/',
+    'https://[2002:5db8:d70e::1]/',
+    'https://[64:ff9b::93.184.215.14]/',
+  ])('https to a public address is accepted, in any form (checked without connecting): %s', async (webhook) => {
+    expect((await create(webhook)).status).toBe(201);
   });
 
   it('is checked again at delivery, on the addresses the connection would use: a private one is never called', async () => {

@@ -85,6 +85,41 @@ describe('loadConfig', () => {
     ).toEqual({ kind: 's3', bucket: 'censo.uploads', endpoint: 'http://minio:9000', region: 'garage', prefix: 'sp/uploads/' });
   });
 
+  describe('TRUST_PROXY (SPEC §9)', () => {
+    it.each([
+      [undefined, false],
+      ['', false],
+      ['false', false],
+      ['off', false],
+      ['OFF', false],
+      ['true', true],
+      ['True', true],
+      ['127.0.0.1', ['127.0.0.1']],
+      [' 10.0.0.0/8 , 192.168.1.10,', ['10.0.0.0/8', '192.168.1.10']],
+      ['fd00::/8,::1', ['fd00::/8', '::1']],
+      ['10.0.0.0/0,::/128', ['10.0.0.0/0', '::/128']],
+    ])('%j → %j', (value, expected) => {
+      expect(loadConfig(value === undefined ? {} : { TRUST_PROXY: value }).trustProxy).toEqual(expected);
+    });
+
+    it.each(['yes', '1', 'proxy.local', '10.0.0.0/33', 'fd00::/129', '10.0.0.0/8/1', '10.0.0/8', '10.0.0.0/x', '127.0.0.1, sim'])(
+      '%j is a one-line ConfigError naming the setting and the entry',
+      (value) => {
+        let error: unknown;
+        try {
+          loadConfig({ TRUST_PROXY: value });
+        } catch (err) {
+          error = err;
+        }
+        expect(error).toBeInstanceOf(ConfigError);
+        const message = (error as Error).message;
+        expect(message).not.toContain('\n');
+        expect(message).toMatch(/^TRUST_PROXY must be false, true or proxy addresses\/CIDRs separated by commas, got "/);
+        expect(message).toContain(`"${value.split(',').at(-1)!.trim()}"`);
+      },
+    );
+  });
+
   it('never echoes a URL (it may hold a password) in its error', () => {
     expect(() => loadConfig({ DATABASE_URL: 'postgres://u:s3cret@[bad' })).toThrow(
       expect.objectContaining({ message: expect.not.stringContaining('s3cret') }),

@@ -103,12 +103,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (runner.mode === 'bullmq') probes.push({ name: 'redis', isReady: () => runner.isReady() });
   if (query) probes.push({ name: 'postgres', isReady: () => query.isReady() });
   if (storage.kind === 's3') probes.push({ name: 'storage', isReady: () => storage.isReady() });
-  await app.register(healthRoutes, { probes });
+  // No API_KEY: every key-holding caller gets 503 (SPEC §4); not ready, and /readyz says why (§9).
+  // With staff sign-in the people are the callers: a deployment without an integration is whole.
+  const noCaller = config.apiKeys.length === 0 && config.signIn === null;
+  await app.register(healthRoutes, { probes, missing: noCaller ? ['api_key'] : [] });
 
-  // Asynchronous intake (SPEC §7): any key that may upload may read any task.
+  // Asynchronous intake (SPEC §7): tasks and batches belong to the principal that created them.
   await app.register(tarefasPlugin, { config, runner, storage, logger: deps.logger, ...(deps.tarefas ? { tuning: deps.tarefas } : {}) });
   await app.register(async (uploads) => {
     uploads.addHook('onRequest', requireCredential(config.apiKeys, staff && { sessions: staff, permission: 'retorno' }));
+    // Results, lists of divergences and persons, the corrected file: CPFs and names, in every
+    // format (SPEC §7.1). No answer of these routes is worth keeping in a shared or browser cache.
+    uploads.addHook('onSend', async (_request, reply) => {
+      reply.header('cache-control', 'no-store');
+    });
     await uploads.register(censusReturnRoutes, { config, runner, storage });
     await uploads.register(tarefasRoutes);
   });
@@ -119,7 +127,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(bullBoardPlugin, { config, runner, logger: deps.logger });
-  await app.register(pagePlugin);
+  await app.register(pagePlugin, { consultas: query !== null });
 
   app.addHook('onClose', async () => {
     await Promise.all([runner.close(), query?.close()]);

@@ -41,7 +41,10 @@ async function createRunner(
   }
   const { createBullmqRunner } = await import('./jobs/bullmq.js');
   const { startWorker } = await import('@censo/worker');
-  const worker = role === 'all' ? await startWorker(config, logger.child({ role: 'worker' }), { storage }) : null;
+  // The process's logger already binds `role`: binding it again would write the key twice in
+  // every worker line, which log pipelines such as OpenSearch refuse (SPEC §9). `component`
+  // tells the worker's lines apart instead, as `tarefas` does for its own.
+  const worker = role === 'all' ? await startWorker(config, logger.child({ component: 'worker' }), { storage }) : null;
   return { runner: createBullmqRunner(config, logger), worker };
 }
 
@@ -65,6 +68,15 @@ export async function startServer(
   const where =
     config.storage.kind === 's3' ? { bucket: config.storage.bucket, prefix: config.storage.prefix } : { uploadDir: config.uploadDir };
   logger.info({ url, jobs: runner.mode, worker: worker !== null, storage: config.storage.kind, ...where }, 'censo-api listening');
+  // Fail-closed rather than a stop (SPEC §4, §9): the process runs, answers 503 to keys and is
+  // not ready; this line says why before anyone reads /readyz.
+  if (config.apiKeys.length === 0) {
+    logger.warn(
+      config.signIn === null
+        ? 'API_KEY is not set: the API answers 503 to every key and /readyz is 503 (api_key: ausente)'
+        : 'API_KEY is not set: only signed-in people can use the API; integrations get 503',
+    );
+  }
 
   let closing: Promise<void> | null = null;
   const close = () =>

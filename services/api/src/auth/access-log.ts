@@ -1,8 +1,9 @@
 // The access log of SPEC §8 (LGPD): one JSON line per /api/* request whose caller was identified
 // (uploads, tasks, batches, queries), on a stream of its own (ACCESS_LOG: stdout or a file). Who
-// (`sub` and `email` of a person, or `chave`: the index of the key in its setting), when, the route,
-// the status, the counts, each uploaded file's SHA-256 and size, the query's declared name. Only
-// those: never a CPF or a name from a file, file contents, filter values, cookies or tokens.
+// (`sub` and `email` of a person, or `chave`: the index of the key in its setting), from where (`ip`:
+// the client's address, X-Forwarded-For's client behind a proxy TRUST_PROXY names, SPEC §9), when,
+// the route, the status, the counts, each uploaded file's SHA-256 and size, the query's declared
+// name. Only those: never a CPF or a name from a file, file contents, filter values, cookies or tokens.
 import { openSync } from 'node:fs';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -97,6 +98,8 @@ export function accessLine(request: FastifyRequest, status: number): Record<stri
   const fields = request.logFields ?? {};
   return {
     ...who,
+    // Fastify's request.ip: the socket's peer, unless that peer is a proxy TRUST_PROXY names.
+    ip: request.ip,
     requestId: request.id,
     method: request.method,
     route: request.routeOptions.url ?? null,

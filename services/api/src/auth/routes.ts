@@ -67,7 +67,7 @@ export async function signInRoutes(app: FastifyInstance, opts: SignInRoutesOptio
       return failed(reply, 400, MESSAGES.invalid);
     }
     const permissoes = permissionsOf(person.roles, settings);
-    const previous = request.cookies[sessions.cookieName] ?? null;
+    const previous = request.cookies[sessions.cookieName(request)] ?? null;
     await sessions.start(reply, { sub: person.sub, email: person.email, nome: person.nome, permissoes, idToken: person.idToken }, previous);
     return reply.header('cache-control', 'no-store').redirect(permissoes.length > 0 ? home : `${settings.publicUrl}/auth/negado`, 303);
   });
@@ -93,21 +93,34 @@ export async function signInRoutes(app: FastifyInstance, opts: SignInRoutesOptio
     );
   });
 
+  // A logout changes something only with the session's cookie and its CSRF token (SPEC §9), which
+  // a page of another site has neither of: SameSite=Lax keeps the cookie off its cross-site POST,
+  // and it cannot read the token.
+  // - No live session in the request (the cross-site form, or a session already over): nothing to
+  //   end, so nothing is touched. No Set-Cookie (clearing the cookie would sign the person out of
+  //   this browser all the same: a browser applies a top-level answer's cookies even cross-site)
+  //   and no trip to the provider's logout (that would end the provider's session). The answer
+  //   goes home, where the page shows whoever is still signed in.
+  // - A live session without its token (a same-site page, a stale tab): the 403 `Token CSRF
+  //   inválido.` that /api/* answers, and the session goes on.
   app.post('/auth/logout', hidden, async (request, reply) => {
-    const current = await sessions.current(request);
-    if (current !== null) {
-      const token = headerOrField(request, 'x-csrf-token', 'csrf');
-      if (!csrfMatches(current.session, token)) throw new CsrfInvalidError();
-      await sessions.end(current.id);
-    }
-    sessions.clearCookie(reply);
-    const target = (await relyingParty.endSessionUrl(current?.session.idToken ?? null))?.href ?? home;
     reply.header('cache-control', 'no-store');
-    // The page signs out with fetch (a form's redirect to the provider would need the provider in
-    // the page's form-action): it gets the address and goes there itself.
-    if (wantsJson(request)) return reply.send({ redirecionar: target });
-    return reply.redirect(target, 303);
+    const current = await sessions.current(request);
+    if (current === null) return leave(request, reply, home);
+    if (!csrfMatches(current.session, headerOrField(request, 'x-csrf-token', 'csrf'))) throw new CsrfInvalidError();
+    await sessions.end(current.id);
+    sessions.clearCookie(reply);
+    return leave(request, reply, (await relyingParty.endSessionUrl(current.session.idToken))?.href ?? home);
   });
+}
+
+/**
+ * The page signs out with fetch (a form's redirect to the provider would need the provider in the
+ * page's form-action): it gets the address and goes there itself. A form follows a 303.
+ */
+function leave(request: FastifyRequest, reply: FastifyReply, target: string): FastifyReply {
+  if (wantsJson(request)) return reply.send({ redirecionar: target });
+  return reply.redirect(target, 303);
 }
 
 function headerOrField(request: FastifyRequest, header: string, field: string): string | undefined {
