@@ -211,6 +211,8 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
         ['GET', `/api/lotes/${lote}/tarefas`, async () => undefined],
         ['GET', `/api/lotes/${lote}/divergencias?parcial=true`, async () => undefined],
         ['GET', `/api/lotes/${lote}/falhas?parcial=true`, async () => undefined],
+        ['GET', `/api/lotes/${lote}/resumo?parcial=true`, async () => undefined],
+        ['GET', `/api/lotes/${lote}/comparacao?anterior=${randomUUID()}`, async () => undefined],
         ['POST', `/api/lotes/${lote}/divergencias-rf`, form],
         ['POST', `/api/lotes/${lote}/fechar`, async () => undefined],
         ['DELETE', `/api/lotes/${lote}`, async () => undefined],
@@ -222,6 +224,11 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
         expect([method, route, theirs.status, theirs.json()]).toEqual([method, route, 404, LOTE_404]);
         expect(theirs.text).toBe(nobodys.text);
       }
+      // Comparing one's own batch with another's earlier round: that round is not found either.
+      const own = (await createLote(ana)).json().id as string;
+      await ana.call('POST', `/api/lotes/${own}/fechar`);
+      const across = await ana.call('GET', `/api/lotes/${own}/comparacao?anterior=${lote}`);
+      expect([across.status, across.json()]).toEqual([404, LOTE_404]);
       const listed = async (caller: Caller) =>
         ((await caller.call('GET', '/api/lotes')).json().lotes as Array<{ id: string }>).map((l) => l.id);
       expect(await listed(ana)).not.toContain(lote);

@@ -22,3 +22,4 @@ export * from './censo/inep-values.js';
 export * from './censo/corrigido.js';
 export * from './job.js';
 export * from './lote.js';
+export * from './progresso.js';

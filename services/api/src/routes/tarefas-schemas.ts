@@ -381,6 +381,88 @@ export const loteFalhasSchema = {
   },
 } as const;
 
+const contagemResumo = {
+  type: 'object',
+  properties: Object.fromEntries(
+    ['arquivos', 'falhas', 'divergencias', 'cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae', 'nome_pai', 'outro'].map((name) => [
+      name,
+      { type: 'integer' },
+    ]),
+  ),
+} as const;
+
+export const loteResumoSchema = {
+  tags: ['lotes'],
+  summary: 'O resumo do lote: por escola (referencia), arquivos, falhas e divergências por tipo, e o total',
+  description:
+    'Uma linha por `referencia`, na ordem dos arquivos: `arquivos`, `falhas`, `divergencias` e uma contagem por `chave` ' +
+    '(`cpf`, `nome`, `data_nascimento`, `inep`, `nome_mae`, `nome_pai`, `outro` para as sem chave). json: `{"resumo": [...], "total": {...}}`; ' +
+    'csv e xlsx: as linhas e, por último, a linha `Total`. 409 até o lote estar concluido, a menos que `parcial=true` (SPEC §10).',
+  security: apiKeySecurity,
+  params: idParam,
+  querystring: { type: 'object', properties: parcialQuery },
+  response: {
+    200: {
+      description: 'O resumo.',
+      headers: loteHeaders,
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            properties: {
+              resumo: {
+                type: 'array',
+                items: { ...contagemResumo, properties: { referencia: { type: 'string' }, ...contagemResumo.properties } },
+              },
+              total: contagemResumo,
+            },
+          },
+        },
+        'text/csv': { schema: { type: 'string' } },
+        'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': { schema: { type: 'string', format: 'binary' } },
+      },
+    },
+    ...errorResponses({ 400: '`Parâmetro format deve ser json, csv ou xlsx.` ou `parcial` inválido.', 409: notConcluded }),
+    ...loteNotFound,
+    ...readErrors,
+  },
+} as const;
+
+export const loteComparacaoSchema = {
+  tags: ['lotes'],
+  summary: 'Compara o lote com a rodada anterior: cada divergência resolvida, persistente ou nova, por escola',
+  description:
+    'Chave de cada divergência: (`referencia`, `codigo_na_escola`, `chave` — ou `campo` quando não há chave). `resolvida`: só na rodada anterior; ' +
+    '`persistente`: nas duas (valores da atual); `nova`: só na atual. Uma `referencia` presente em só uma rodada vai para `referencias_sem_par` ' +
+    'e não é julgada. Os dois lotes devem ser de quem pergunta e estar concluidos. json: `{"comparacao", "resumo", "total", "referencias_sem_par"}`; ' +
+    'csv: as linhas; xlsx: as linhas e a planilha `resumo` com as contagens por escola e o total (SPEC §10).',
+  security: apiKeySecurity,
+  params: idParam,
+  querystring: {
+    type: 'object',
+    required: ['anterior'],
+    properties: { anterior: { type: 'string', description: 'O id do lote da rodada anterior.' }, format: parcialQuery.format },
+  },
+  response: {
+    200: {
+      description: 'A comparação.',
+      content: {
+        'application/json': {
+          schema: { type: 'object', description: '{"comparacao": [...], "resumo": [...], "total": {...}, "referencias_sem_par": [...]}' },
+        },
+        'text/csv': { schema: { type: 'string' } },
+        'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': { schema: { type: 'string', format: 'binary' } },
+      },
+    },
+    ...errorResponses({
+      400: '`Parâmetro format deve ser json, csv ou xlsx.` ou `anterior` ausente ou inválido.',
+      409: '`Lote ainda não concluído.` (com Retry-After), para qualquer dos dois lotes.',
+    }),
+    ...loteNotFound,
+    ...readErrors,
+  },
+} as const;
+
 export const lotesListSchema = {
   tags: ['lotes'],
   summary: 'Os lotes de quem pergunta, do mais novo ao mais antigo, página por página',

@@ -13,7 +13,9 @@ import {
   loteDeleteSchema,
   loteDivergenciasSchema,
   loteFecharSchema,
+  loteComparacaoSchema,
   loteFalhasSchema,
+  loteResumoSchema,
   loteGetSchema,
   lotesListSchema,
   loteTarefasSchema,
@@ -33,6 +35,7 @@ import {
 import { donoDe } from '../tarefas/dono.js';
 import { monitorOf, RETRY_AFTER_S } from '../tarefas/intake.js';
 import { ESTADOS_TAREFA, isId, loteMonitor, newId, type EstadoTarefa, type LoteRecord } from '../tarefas/model.js';
+import { sendComparacao, sendResumo } from '../tarefas/progresso.js';
 import { divergenciasCounts, sendLoteDivergencias, sendLoteFalhas, sendResultado } from '../tarefas/results.js';
 import type { LotesCursor, TarefasService } from '../tarefas/service.js';
 import { checkWebhookDestination, newWebhookSecret, parseWebhookUrl, WebhookRefused } from '../tarefas/webhooks.js';
@@ -313,6 +316,38 @@ async function routes(app: FastifyInstance): Promise<void> {
     if (lote === null) throw loteNaoEncontrado();
     await answerOnlyWhole(service, reply, lote, parcial);
     return sendLoteFalhas(reply, service, id, format);
+  });
+
+  // A state's progress (SPEC §10): each school's standing, and what changed from an earlier round.
+  app.get<WithId>('/api/lotes/:id/resumo', { schema: loteResumoSchema, ...describeOnly }, async (request, reply) => {
+    const id = idOf(request, loteNaoEncontrado);
+    annotateRequestLog(request, { lote: id });
+    const format = requestedFormat(request.query);
+    if (format === null) throw new BadInputError(FORMAT_ERROR);
+    const parcial = parcialOf(request.query);
+    const lote = await service.lote(id, donoDe(request));
+    if (lote === null) throw loteNaoEncontrado();
+    await answerOnlyWhole(service, reply, lote, parcial);
+    return sendResumo(reply, service, storage, id, format);
+  });
+
+  app.get<WithId>('/api/lotes/:id/comparacao', { schema: loteComparacaoSchema, ...describeOnly }, async (request, reply) => {
+    const id = idOf(request, loteNaoEncontrado);
+    annotateRequestLog(request, { lote: id });
+    const format = requestedFormat(request.query);
+    if (format === null) throw new BadInputError(FORMAT_ERROR);
+    const anteriorId = (request.query as Record<string, unknown>).anterior;
+    if (typeof anteriorId !== 'string' || !isId(anteriorId) || anteriorId === id) throw invalido.anterior();
+    const dono = donoDe(request);
+    // Both rounds the caller's (SPEC §7.1): another's earlier batch is as unknown as a made-up id.
+    const [lote, anterior] = await Promise.all([service.lote(id, dono), service.lote(anteriorId, dono)]);
+    if (lote === null || anterior === null) throw loteNaoEncontrado();
+    await answerOnlyWhole(service, reply, lote, false);
+    if (anterior.estado !== 'concluido') {
+      reply.header('retry-after', RETRY_AFTER_S);
+      throw new ConflictError(mensagens.loteNaoConcluido);
+    }
+    return sendComparacao(reply, service, storage, { anterior: anteriorId, atual: id }, format);
   });
 
   app.delete<WithId>('/api/lotes/:id', { schema: loteDeleteSchema, ...describeOnly }, async (request, reply) => {

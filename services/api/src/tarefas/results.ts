@@ -102,7 +102,11 @@ export async function sendResultado(
 }
 
 /** Every divergence of the batch's concluded divergencias-rf tasks, in creation order, each with `referencia` and `arquivo`. */
-async function* loteDivergencias(service: TarefasService, storage: Storage, loteId: string): AsyncGenerator<Record<string, unknown>> {
+export async function* loteDivergencias(
+  service: TarefasService,
+  storage: Storage,
+  loteId: string,
+): AsyncGenerator<Record<string, unknown>> {
   for await (const record of service.loteTarefas(loteId)) {
     if (record.rota !== 'divergencias-rf' || record.estado !== 'concluida') continue;
     // A task deleted (or expired) meanwhile has no result any more: it is skipped.
