@@ -290,6 +290,8 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       expect((failed.tarefas as Array<{ id: string }>).map((t) => t.id)).toEqual([ids[3]]);
       const done = (await request(server, 'GET', `/api/lotes/${lote}/tarefas?estado=concluida&limit=1000`)).json();
       expect((done.tarefas as unknown[]).length).toBe(4);
+      // The batch's own spelling (concluido) means the same tasks.
+      expect((await request(server, 'GET', `/api/lotes/${lote}/tarefas?estado=concluido&limit=1000`)).json()).toEqual(done);
     });
 
     it.each([
@@ -399,6 +401,23 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
         ['Referência', 'Arquivo', 'Status HTTP', 'Erro'],
         [FALHA.referencia, FALHA.arquivo, String(FALHA.status), FALHA.erro],
       ]);
+    });
+
+    it('every export is a download with a file name, json included', async () => {
+      for (const [route, name] of [
+        ['divergencias', 'divergencias'],
+        ['falhas', 'falhas'],
+        ['resumo', 'resumo'],
+      ]) {
+        for (const format of ['json', 'csv', 'xlsx']) {
+          const answer = await request(server, 'GET', `/api/lotes/${lote}/${route}?format=${format}`);
+          expect([route, format, answer.headers.get('content-disposition')]).toEqual([
+            route,
+            format,
+            `attachment; filename="${name}.${format}"`,
+          ]);
+        }
+      }
     });
 
     it('/falhas lists the failed files alone, as json and csv', async () => {

@@ -137,6 +137,20 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       expect((await request(server, 'GET', `/api/tarefas/${id}`)).headers.get('retry-after')).toBeNull();
     });
 
+    it('a corrected-file task has one format: ?format= on its result is a 400, as an unknown format is elsewhere', async () => {
+      const id = (await postAsync(server, '/api/censo-corrigido', [retornoJson, txt])).json().id as string;
+      await waitForTarefa(server, id);
+      for (const format of ['csv', 'json', 'txt']) {
+        const refused = await request(server, 'GET', `/api/tarefas/${id}/resultado?format=${format}`);
+        expect([format, refused.status, refused.json()]).toEqual([
+          format,
+          400,
+          { erro: 'Parâmetro format não se aplica ao arquivo corrigido, que é sempre o txt do Censo.' },
+        ]);
+      }
+      expect((await request(server, 'GET', `/api/tarefas/${id}/resultado`)).status).toBe(200);
+    });
+
     it('xlsx: the same workbook as the synchronous answer', async () => {
       const route = '/api/divergencias-rf?format=xlsx';
       const sync = await syncAnswer(server, route, [retornoXlsx]);

@@ -67,8 +67,16 @@ function limitOf(limit: string | undefined): number {
   return max;
 }
 
+/**
+ * A batch is `concluido`/`cancelado`, its tasks `concluida`/`cancelada`: a filter written with the
+ * batch's spelling means the same tasks, rather than a 400 over a letter.
+ */
+const ESTADO_ALIASES: Readonly<Record<string, EstadoTarefa>> = { concluido: 'concluida', cancelado: 'cancelada' };
+
 function listQuery(query: Record<string, unknown>): { estado: EstadoTarefa | null; after: number; limit: number } {
-  const { estado, cursor, limit } = query as Record<string, string | undefined>;
+  const { cursor, limit } = query as Record<string, string | undefined>;
+  const given = (query as Record<string, string | undefined>).estado;
+  const estado = given === undefined ? undefined : (ESTADO_ALIASES[given] ?? given);
   if (estado !== undefined && !(ESTADOS_TAREFA as readonly string[]).includes(estado)) throw invalido.estado();
   const max = limitOf(limit);
   let after = -Infinity;
@@ -143,6 +151,10 @@ async function routes(app: FastifyInstance): Promise<void> {
     annotateRequestLog(request, { tarefa: id });
     const agora = await service.agora(id, donoDe(request));
     if (agora === null) throw tarefaNaoEncontrada();
+    // The corrected census file exists in one format: asking for another is refused, as an unknown format is elsewhere.
+    if (agora.record.rota === 'censo-corrigido' && (request.query as Record<string, unknown>).format !== undefined) {
+      throw invalido.formatoCorrigido();
+    }
     const format = agora.record.rota === 'censo-corrigido' ? null : explicitFormat(request.query);
     switch (agora.estado) {
       case 'aguardando':

@@ -53,6 +53,7 @@ export const invalido = {
   limit: () => new BadInputError('Parâmetro limit deve ser um número inteiro de 1 a 1000.'),
   cursor: () => new BadInputError('Parâmetro cursor inválido.'),
   parcial: () => new BadInputError('Parâmetro parcial deve ser true ou false.'),
+  formatoCorrigido: () => new BadInputError('Parâmetro format não se aplica ao arquivo corrigido, que é sempre o txt do Censo.'),
   anterior: () => new BadInputError('Parâmetro anterior deve ser o id de outro lote (a rodada anterior).'),
   corpo: () => new BadInputError('O corpo deve ser um objeto JSON (campos opcionais nome e webhook).'),
   nome: () => new BadInputError('Campo nome deve ser um texto de até 200 caracteres.'),

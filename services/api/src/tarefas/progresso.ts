@@ -42,8 +42,7 @@ async function rodadaOf(service: TarefasService, storage: Storage, loteId: strin
 }
 
 function send(reply: FastifyReply, name: string, format: OutputFormat, chunks: AsyncIterable<string | Buffer>): FastifyReply {
-  reply.type(CONTENT_TYPES[format]);
-  if (format !== 'json') reply.header('content-disposition', attachment(`${name}.${format}`));
+  reply.type(CONTENT_TYPES[format]).header('content-disposition', attachment(`${name}.${format}`));
   return reply.send(Readable.from(chunks, { objectMode: false }));
 }
 

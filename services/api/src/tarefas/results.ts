@@ -168,7 +168,8 @@ export function sendLoteDivergencias(
   format: OutputFormat,
 ): FastifyReply {
   const items = loteDivergencias(service, storage, loteId);
-  reply.type(CONTENT_TYPES[format]);
+  // A batch's export is a download in every format, json included: it gets a file name.
+  reply.type(CONTENT_TYPES[format]).header('content-disposition', attachment(`${LIST_NAMES.divergencias}.${format}`));
   if (format === 'json') {
     return reply.send(
       Readable.from(
@@ -179,7 +180,6 @@ export function sendLoteDivergencias(
       ),
     );
   }
-  reply.header('content-disposition', attachment(`${LIST_NAMES.divergencias}.${format}`));
   if (format === 'csv') return reply.send(listBody(items, format, LOTE_DIVERGENCIAS_TABLE));
   // A spreadsheet has room for both: the failed files on a sheet of their own.
   return reply.send(
@@ -193,9 +193,8 @@ export function sendLoteDivergencias(
 /** GET /api/lotes/{id}/falhas (SPEC §7.3): the failed files alone. */
 export function sendLoteFalhas(reply: FastifyReply, service: TarefasService, loteId: string, format: OutputFormat): FastifyReply {
   const falhas = loteFalhas(service, loteId);
-  reply.type(CONTENT_TYPES[format]);
+  reply.type(CONTENT_TYPES[format]).header('content-disposition', attachment(`${FALHAS}.${format}`));
   if (format === 'json') return reply.send(Readable.from(jsonListChunks(FALHAS, falhas)));
-  reply.header('content-disposition', attachment(`${FALHAS}.${format}`));
   return reply.send(listBody(falhas, format, FALHAS_TABLE));
 }
 
