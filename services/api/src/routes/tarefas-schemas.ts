@@ -325,6 +325,15 @@ const parcialQuery = {
   },
 } as const;
 
+/** A batch export's answer in its three formats: `json` as described, csv and xlsx as downloads. */
+function exportContent(json: object) {
+  return {
+    'application/json': json,
+    'text/csv': { schema: { type: 'string' } },
+    'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': { schema: { type: 'string', format: 'binary' } },
+  } as const;
+}
+
 const notConcluded = '`Lote ainda não concluído.` (com Retry-After), antes de o lote estar concluido e sem `parcial=true`.';
 
 export const loteDivergenciasSchema = {
@@ -342,16 +351,12 @@ export const loteDivergenciasSchema = {
     200: {
       description: 'As divergências e as falhas.',
       headers: loteHeaders,
-      content: {
-        'application/json': {
-          schema: {
-            type: 'object',
-            description: '{"divergencias": [{"referencia", "arquivo", ...}], "falhas": [{"referencia", "arquivo", "status", "erro"}]}',
-          },
+      content: exportContent({
+        schema: {
+          type: 'object',
+          description: '{"divergencias": [{"referencia", "arquivo", ...}], "falhas": [{"referencia", "arquivo", "status", "erro"}]}',
         },
-        'text/csv': { schema: { type: 'string' } },
-        'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': { schema: { type: 'string', format: 'binary' } },
-      },
+      }),
     },
     ...errorResponses({ 400: '`Parâmetro format deve ser json, csv ou xlsx.` ou `parcial` inválido.', 409: notConcluded }),
     ...loteNotFound,
@@ -369,11 +374,7 @@ export const loteFalhasSchema = {
     200: {
       description: 'As falhas.',
       headers: loteHeaders,
-      content: {
-        'application/json': { schema: { type: 'object', description: '{"falhas": [{"referencia", "arquivo", "status", "erro"}]}' } },
-        'text/csv': { schema: { type: 'string' } },
-        'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': { schema: { type: 'string', format: 'binary' } },
-      },
+      content: exportContent({ schema: { type: 'object', description: '{"falhas": [{"referencia", "arquivo", "status", "erro"}]}' } }),
     },
     ...errorResponses({ 400: '`Parâmetro format deve ser json, csv ou xlsx.` ou `parcial` inválido.', 409: notConcluded }),
     ...loteNotFound,
@@ -405,22 +406,18 @@ export const loteResumoSchema = {
     200: {
       description: 'O resumo.',
       headers: loteHeaders,
-      content: {
-        'application/json': {
-          schema: {
-            type: 'object',
-            properties: {
-              resumo: {
-                type: 'array',
-                items: { ...contagemResumo, properties: { referencia: { type: 'string' }, ...contagemResumo.properties } },
-              },
-              total: contagemResumo,
+      content: exportContent({
+        schema: {
+          type: 'object',
+          properties: {
+            resumo: {
+              type: 'array',
+              items: { ...contagemResumo, properties: { referencia: { type: 'string' }, ...contagemResumo.properties } },
             },
+            total: contagemResumo,
           },
         },
-        'text/csv': { schema: { type: 'string' } },
-        'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': { schema: { type: 'string', format: 'binary' } },
-      },
+      }),
     },
     ...errorResponses({ 400: '`Parâmetro format deve ser json, csv ou xlsx.` ou `parcial` inválido.', 409: notConcluded }),
     ...loteNotFound,
@@ -446,13 +443,9 @@ export const loteComparacaoSchema = {
   response: {
     200: {
       description: 'A comparação.',
-      content: {
-        'application/json': {
-          schema: { type: 'object', description: '{"comparacao": [...], "resumo": [...], "total": {...}, "referencias_sem_par": [...]}' },
-        },
-        'text/csv': { schema: { type: 'string' } },
-        'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': { schema: { type: 'string', format: 'binary' } },
-      },
+      content: exportContent({
+        schema: { type: 'object', description: '{"comparacao": [...], "resumo": [...], "total": {...}, "referencias_sem_par": [...]}' },
+      }),
     },
     ...errorResponses({
       400: '`Parâmetro format deve ser json, csv ou xlsx.` ou `anterior` ausente ou inválido.',

@@ -306,42 +306,37 @@ async function routes(app: FastifyInstance): Promise<void> {
     return reply.send({ tarefas, next_cursor: page.next === null ? null : encodeCursor(page.next) });
   });
 
-  app.get<WithId>('/api/lotes/:id/divergencias', { schema: loteDivergenciasSchema, ...describeOnly }, async (request, reply) => {
-    const id = idOf(request, loteNaoEncontrado);
-    annotateRequestLog(request, { lote: id });
-    const format = requestedFormat(request.query);
-    if (format === null) throw new BadInputError(FORMAT_ERROR);
-    const parcial = parcialOf(request.query);
-    const lote = await service.lote(id, donoDe(request));
-    if (lote === null) throw loteNaoEncontrado();
-    await answerOnlyWhole(service, reply, lote, parcial);
-    return sendLoteDivergencias(reply, service, storage, id, format);
-  });
+  /**
+   * The exports built from a batch's results (SPEC §7.3, §10): the caller's batch, a known format,
+   * the counts in the headers, and a 409 before `concluido` unless `?parcial=true`.
+   */
+  const loteExport = (
+    url: string,
+    schema: object,
+    send: (
+      reply: FastifyReply,
+      id: string,
+      format: NonNullable<ReturnType<typeof requestedFormat>>,
+    ) => FastifyReply | Promise<FastifyReply>,
+  ) =>
+    app.get<WithId>(url, { schema, ...describeOnly }, async (request, reply) => {
+      const id = idOf(request, loteNaoEncontrado);
+      annotateRequestLog(request, { lote: id });
+      const format = requestedFormat(request.query);
+      if (format === null) throw new BadInputError(FORMAT_ERROR);
+      const parcial = parcialOf(request.query);
+      const lote = await service.lote(id, donoDe(request));
+      if (lote === null) throw loteNaoEncontrado();
+      await answerOnlyWhole(service, reply, lote, parcial);
+      return send(reply, id, format);
+    });
 
-  app.get<WithId>('/api/lotes/:id/falhas', { schema: loteFalhasSchema, ...describeOnly }, async (request, reply) => {
-    const id = idOf(request, loteNaoEncontrado);
-    annotateRequestLog(request, { lote: id });
-    const format = requestedFormat(request.query);
-    if (format === null) throw new BadInputError(FORMAT_ERROR);
-    const parcial = parcialOf(request.query);
-    const lote = await service.lote(id, donoDe(request));
-    if (lote === null) throw loteNaoEncontrado();
-    await answerOnlyWhole(service, reply, lote, parcial);
-    return sendLoteFalhas(reply, service, id, format);
-  });
-
+  loteExport('/api/lotes/:id/divergencias', loteDivergenciasSchema, (reply, id, format) =>
+    sendLoteDivergencias(reply, service, storage, id, format),
+  );
+  loteExport('/api/lotes/:id/falhas', loteFalhasSchema, (reply, id, format) => sendLoteFalhas(reply, service, id, format));
   // A state's progress (SPEC §10): each school's standing, and what changed from an earlier round.
-  app.get<WithId>('/api/lotes/:id/resumo', { schema: loteResumoSchema, ...describeOnly }, async (request, reply) => {
-    const id = idOf(request, loteNaoEncontrado);
-    annotateRequestLog(request, { lote: id });
-    const format = requestedFormat(request.query);
-    if (format === null) throw new BadInputError(FORMAT_ERROR);
-    const parcial = parcialOf(request.query);
-    const lote = await service.lote(id, donoDe(request));
-    if (lote === null) throw loteNaoEncontrado();
-    await answerOnlyWhole(service, reply, lote, parcial);
-    return sendResumo(reply, service, storage, id, format);
-  });
+  loteExport('/api/lotes/:id/resumo', loteResumoSchema, (reply, id, format) => sendResumo(reply, service, storage, id, format));
 
   app.get<WithId>('/api/lotes/:id/comparacao', { schema: loteComparacaoSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, loteNaoEncontrado);
