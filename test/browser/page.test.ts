@@ -10,11 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   downloaded as downloadedTo,
   enterKey,
+  expectAccessible,
   launchChromium,
   openPage as openPageIn,
   screenshotsDir,
   tableRows,
 } from '../helpers/browser.js';
+import { inepCpf, inepData, inepId, inepNome } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
@@ -63,6 +65,10 @@ async function routeAnswer(route: string, files: UploadFile[]): Promise<Buffer> 
 
 const text = (row: Record<string, unknown>, columns: string[]) => columns.map((c) => (row[c] === null ? '' : String(row[c])));
 const PESSOA_COLUMNS = ['codigo_na_escola', 'linha', 'cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae'];
+const WRITERS: Record<string, (value: string) => string | null> = { cpf: inepCpf, nome: inepNome, data_nascimento: inepData, inep: inepId };
+/** A person as the corrected file writes its fields 4–7 (SPEC §3.4); basico has no value the layout refuses. */
+const writtenPessoa = (p: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(p).map(([k, v]) => [k, WRITERS[k] && v !== '' ? WRITERS[k](String(v)) : v]));
 /** The words a person reads for a divergence's `chave` (the page never shows field names). */
 const DADO: Record<string, string> = {
   cpf: 'CPF',
@@ -95,6 +101,8 @@ describe('the staff page', () => {
     expect(csp).not.toMatch(/unsafe-inline/);
     expect(response.headers.get('referrer-policy')).toBe('no-referrer');
     expect(await response.text()).not.toMatch(/<script>(?!\s*<\/script>)|<script(?![^>]*src=)[^>]*>/);
+    // With a database the page offers the Consultas tab (pagina.json says so; page-access.test.ts has the embedded default).
+    expect(await (await fetch(`${server.url}/pagina.json`)).json()).toEqual({ consultas: true });
 
     const page = await openPage();
     await page.screenshot({ path: path.join(SHOTS, 'chave.png') });
@@ -186,7 +194,8 @@ describe('the staff page', () => {
     await page.locator('#txt-pessoas').setInputFiles(basico.txt);
     await page.getByRole('button', { name: 'Ver pessoas corrigidas' }).click();
     await page.locator('#tabela-pessoas tbody tr').first().waitFor();
-    expect(await tableRows(page, 'tabela-pessoas')).toEqual(pessoas.map((p) => text(p, PESSOA_COLUMNS)));
+    // CPF, Nome, Data de nascimento and INEP as the corrected file writes them (JOÃO → JOAO).
+    expect(await tableRows(page, 'tabela-pessoas')).toEqual(pessoas.map((p) => text(writtenPessoa(p), PESSOA_COLUMNS)));
     expect(await page.locator('#tabela-pessoas th').allTextContents()).toEqual([
       'Código na escola',
       'Linha no txt',
@@ -246,6 +255,7 @@ describe('the staff page', () => {
     await page.getByRole('button', { name: 'Consultar' }).click();
     await expect.poll(() => page.locator('#tabela-consulta .posicao').textContent()).toBe('Página 1 de 10+');
     await page.screenshot({ path: path.join(SHOTS, 'consultas.png'), fullPage: true });
+    await expectAccessible(page, 'consultas');
     const next = page.locator('#tabela-consulta').getByRole('button', { name: 'Página seguinte' });
     const back = page.locator('#tabela-consulta').getByRole('button', { name: 'Página anterior' });
     for (let i = 1; i < 10; i++) {

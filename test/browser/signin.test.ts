@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { screenshotsDir } from '../helpers/browser.js';
+import { expectAccessible, screenshotsDir } from '../helpers/browser.js';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { startTestServer, type TestServer } from '../helpers/http.js';
 import { OP_HOST, freePort, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
@@ -85,6 +85,7 @@ describe('the staff page with sign-in', () => {
     expect(await page.getByLabel('Chave de acesso (x-api-key)').isVisible()).toBe(false);
     expect(await page.getByRole('button', { name: 'Ver divergências' }).isVisible()).toBe(false);
     await page.screenshot({ path: path.join(SHOTS, 'entrar.png') });
+    await expectAccessible(page, 'entrar');
 
     await signInOnPage(page, 'ana');
     await page.waitForURL(`${publicUrl}/`);
@@ -93,6 +94,7 @@ describe('the staff page with sign-in', () => {
     expect(await page.locator('#sessao').textContent()).toBe('Conectado como Ana Lima (ana@seduc.example)Sair');
     expect(await page.getByLabel('Chave de acesso (x-api-key)').isVisible()).toBe(false);
     await page.screenshot({ path: path.join(SHOTS, 'conectado.png') });
+    await expectAccessible(page, 'conectado');
     // The session lives in an HttpOnly cookie: nothing of it is readable by the page's scripts.
     expect(await page.evaluate('document.cookie')).toBe('');
 

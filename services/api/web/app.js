@@ -1,15 +1,18 @@
-// The staff page (SPEC §3.6): the key once per tab (or the signed-in session, §8), the three
-// tasks, every error with the service's own `erro`. Each set of files is uploaded once, as an
-// asynchronous task (§7.1); the table, the counts and every download come from that task, so
-// nothing on screen can belong to files other than the ones chosen. Several returns go as one
-// batch (§7.3).
+// The staff page (SPEC §3.6): the key once per tab (or the signed-in session, §8), the tasks,
+// every error with the service's own `erro`, in the panel of the task it belongs to. Each set of
+// files is uploaded once, as an asynchronous task (§7.1); the table, the counts and every
+// download come from that task, so nothing on screen can belong to files other than the ones
+// chosen. Several returns go as one batch (§7.3), whose summary and comparison are on the Lotes
+// tab (§10). eMAG 3.1's access bar is access-bar.js.
+import { initAccessBar } from './access-bar.js';
 import { ApiError, apiErrorOf, filenameOf, follow, getBlob, getHeaders, getJson, key, postForm, postJson, save, startTask } from './api.js';
+import { initLotes } from './lotes.js';
+import { messages, messagesIn } from './messages.js';
 import { el, renderTable, tableWorker } from './table.js';
-import { ready as sessionReady, signedIn } from './session.js';
+import { NAO_APLICADA } from './table-data.js';
+import { signedIn } from './session.js';
 
 const $ = (id) => document.getElementById(id);
-
-const NAO_CORRIGIDO = 'não corrigido automaticamente';
 /** The words for a divergence's `chave` (SPEC §2). */
 const DADO = {
   cpf: 'CPF',
@@ -20,16 +23,6 @@ const DADO = {
   nome_pai: 'Nome do pai',
   null: 'Outro campo',
 };
-/** Which divergences the corrected file applies (SPEC §3.4: fields 4–7 only). */
-const APLICADA = {
-  cpf: 'Sim',
-  nome: 'Sim',
-  data_nascimento: 'Sim',
-  inep: 'Sim',
-  nome_mae: NAO_CORRIGIDO,
-  nome_pai: NAO_CORRIGIDO,
-  null: NAO_CORRIGIDO,
-};
 const DIVERGENCIA_COLUMNS = [
   { key: 'codigo_na_escola', label: 'Código na escola' },
   { key: 'linha', label: 'Linha no txt' },
@@ -38,15 +31,17 @@ const DIVERGENCIA_COLUMNS = [
   { key: 'correto', label: 'Valor da Receita Federal' },
   { key: 'chave', label: 'Dado', values: DADO },
   { key: 'is_filiacao', label: 'Filiação', values: { true: 'Sim', false: 'Não' } },
-  { key: 'corrigido', from: 'chave', label: 'No arquivo corrigido', values: APLICADA },
+  // Whether the corrected file applies it (SPEC §3.4: fields 4–7, with a value the layout takes).
+  { key: 'corrigido', label: 'No arquivo corrigido', aplicada: true },
 ];
 const PESSOA_COLUMNS = [
   { key: 'codigo_na_escola', label: 'Código na escola' },
   { key: 'linha', label: 'Linha no txt' },
-  { key: 'cpf', label: 'CPF' },
-  { key: 'nome', label: 'Nome' },
-  { key: 'data_nascimento', label: 'Data de nascimento' },
-  { key: 'inep', label: 'INEP' },
+  // As the corrected file writes them (SPEC §3.4), not as the tax authority's return spelled them.
+  { key: 'cpf', label: 'CPF', escrito: true },
+  { key: 'nome', label: 'Nome', escrito: true },
+  { key: 'data_nascimento', label: 'Data de nascimento', escrito: true },
+  { key: 'inep', label: 'INEP', escrito: true },
   { key: 'nome_mae', label: 'Nome da mãe' },
 ];
 const ESTADO = {
@@ -62,33 +57,20 @@ const LIMITE = 25 * MB;
 const plural = (n, one, many) => `${n.toLocaleString('pt-BR')} ${n === 1 ? one : many}`;
 const mb = (bytes) => (bytes / MB).toLocaleString('pt-BR', { maximumFractionDigits: 1 });
 
-function status(text) {
-  $('status').textContent = text;
-}
+/** The key's and the page's own messages, under the header. */
+const header = messages($('status'), $('erro'));
+/** Each task's messages, in its own panel. */
+const boxes = {
+  divergencias: messagesIn($('painel-divergencias')),
+  retorno: messagesIn($('painel-retorno')),
+  lotes: messagesIn($('painel-lotes')),
+  consultas: messagesIn($('painel-consultas')),
+};
 
-/** Shows `text` in the alert box: the service's `erro`, or what the person should do next. */
-function tell(text) {
-  const box = $('erro');
-  box.textContent = text;
-  box.hidden = false;
-  status('');
-}
-
-function showError(err) {
-  let text;
-  if (err instanceof ApiError) {
-    text = err.message;
-    if (err.status === 503 || err.status === 504) text += ' Tente novamente mais tarde.';
-  } else {
-    text = `Algo deu errado na página: ${err?.message ?? err}. Recarregue a página e tente de novo.`;
-  }
-  tell(text);
+/** `err` said in `box`; a refused key is asked for again. */
+function showError(err, box) {
+  box.error(err);
   if (err instanceof ApiError && err.status === 401 && !signedIn()) askKey();
-}
-
-function clearError() {
-  $('erro').hidden = true;
-  $('erro').textContent = '';
 }
 
 // The key ------------------------------------------------------------------------------------
@@ -109,7 +91,6 @@ function keyEntered({ moveFocus = false } = {}) {
   $('entrar').disabled = true;
   $('sair').hidden = false;
   if (moveFocus) document.querySelector('[role="tabpanel"]:not([hidden]) input, [role="tabpanel"]:not([hidden]) select')?.focus();
-  void loadQueries();
 }
 
 /** A key typed and not entered is the key used (SPEC §3.6): it becomes the tab's key. */
@@ -117,19 +98,21 @@ function adoptTypedKey() {
   if (!$('chave').disabled && key.set($('chave').value)) keyEntered();
 }
 
-/** Runs an action with errors shown and the status line kept honest. */
-async function guarded(action) {
-  clearError();
+/** Runs an action with its errors shown in `box` (its panel's) and the status line kept honest. */
+async function guarded(box, action) {
+  box.clear();
+  header.clear();
   adoptTypedKey();
   if (!key.get() && !signedIn()) {
-    tell('Informe a chave de acesso no alto da página e tente de novo.');
+    // About the key: said beside it, where the person goes next.
+    header.tell('Informe a chave de acesso no alto da página e tente de novo.');
     askKey();
     return;
   }
   try {
     await action();
   } catch (err) {
-    showError(err);
+    showError(err, box);
   }
 }
 
@@ -202,7 +185,7 @@ async function runTask(route, form, progress) {
  * Choosing files, a new run or an error clears the result. While work runs, the form and
  * `buttons` are disabled, so a second click cannot start a second upload.
  */
-function task({ form, results, buttons, clear }) {
+function task({ form, box, results, buttons, clear }) {
   let shown = null;
   let running = false;
 
@@ -231,8 +214,8 @@ function task({ form, results, buttons, clear }) {
   const edited = () => {
     if (running) return;
     reset();
-    clearError();
-    status('');
+    box.clear();
+    box.status('');
   };
   form.addEventListener('input', edited);
   form.addEventListener('change', edited);
@@ -253,11 +236,11 @@ function task({ form, results, buttons, clear }) {
   };
 }
 
-async function downloadFrom(path, fallback) {
+async function downloadFrom(box, path, fallback) {
   const { blob, headers } = await getBlob(path);
   const name = filenameOf(headers.get('content-disposition'), fallback);
   save(blob, name);
-  status(`Arquivo ${name} baixado.`);
+  box.status(`Arquivo ${name} baixado.`);
   return headers;
 }
 
@@ -280,10 +263,10 @@ async function runAndShow(route, form, progress, table) {
 }
 
 /** Shows a concluded task's result, read by `worker` (see runAndShow). */
-async function showResult(tarefa, worker, { container, caption, columns, textColumns, groupColumn }) {
+async function showResult(tarefa, worker, { container, caption, columns, textColumns, groupColumn, tallyColumns }) {
   let source;
   try {
-    source = await worker.source(`/api/tarefas/${tarefa.id}/resultado`, getHeaders(), columns, { textColumns, groupColumn });
+    source = await worker.source(`/api/tarefas/${tarefa.id}/resultado`, getHeaders(), columns, { textColumns, groupColumn, tallyColumns });
   } catch (err) {
     throw err instanceof Error ? err : apiErrorOf(err);
   }
@@ -303,11 +286,9 @@ async function showResult(tarefa, worker, { container, caption, columns, textCol
 let divergenciasSource = null;
 let pessoasSource = null;
 
-function explainDivergencias(counts) {
-  const total = counts.reduce((sum, [, n]) => sum + n, 0);
-  const applied = counts
-    .filter(([word]) => ['CPF', 'Nome', 'Data de nascimento', 'INEP'].includes(word))
-    .reduce((sum, [, n]) => sum + n, 0);
+/** `corrigido`: how many rows the corrected file applies ('Sim') and leaves out, from the table's own column. */
+function explainDivergencias(total, corrigido) {
+  const applied = corrigido.find(([word]) => word === 'Sim')?.[1] ?? 0;
   $('explica-divergencias').textContent =
     total === 0
       ? 'Nenhuma divergência com a Receita Federal neste retorno: não há nada a corrigir.'
@@ -315,31 +296,74 @@ function explainDivergencias(counts) {
         `${plural(applied, 'é corrigida', 'são corrigidas')} automaticamente no arquivo corrigido (CPF, Nome, Data de nascimento e INEP; ` +
         'aba “Retorno + txt”). ' +
         `${plural(total - applied, 'não é', 'não são')}: Nome da mãe, Nome do pai (filiação) e outros campos, como Sexo e Cor/Raça, ` +
-        'precisam ser corrigidos por você no Educacenso. Baixe a planilha para trabalhar nela.';
+        'e valores da Receita que o layout do INEP não aceita precisam ser corrigidos por você no Educacenso. ' +
+        'Baixe a planilha para trabalhar nela.';
 }
 
-async function verDivergencias(form, progress) {
+async function verDivergencias(file, progress) {
+  const form = new FormData();
+  form.set('retorno', file);
   const shown = await runAndShow('/api/divergencias-rf', form, progress, {
     container: $('tabela-divergencias'),
     caption: 'Divergências com a Receita Federal',
     columns: DIVERGENCIA_COLUMNS,
     textColumns: ['codigo_na_escola', 'campo', 'enviado', 'correto'],
     groupColumn: 'chave',
+    tallyColumns: ['corrigido'],
   });
   divergenciasSource = shown.source;
-  explainDivergencias(shown.counts);
-  const total = shown.total;
-  status(`${plural(total, 'divergência encontrada', 'divergências encontradas')}.`);
+  explainDivergencias(shown.total, shown.tallies.corrigido);
+  boxes.divergencias.status(`${plural(shown.total, 'divergência encontrada', 'divergências encontradas')}.`);
   return { tarefa: shown.tarefa };
 }
 
 // A batch: several returns at once (SPEC §7.3) ---------------------------------------------------
 
-function showLote(tarefas, files) {
+/** A file's name without its extension: the school it is, until the person says otherwise. */
+const baseName = (name) => name.replace(/\.[^.]*$/, '') || name;
+
+/** One "school" field per chosen file, when there are several (each file's `referencia`). */
+function schoolFields(files) {
+  const several = files.length > 1;
+  $('escolas-lote').hidden = !several;
+  $('escolas-arquivos').replaceChildren(
+    ...(several
+      ? files.map((file, i) => {
+          const id = `escola-arquivo-${i}`;
+          const input = el('input', { id, type: 'text', maxlength: '200', required: '' });
+          input.value = baseName(file.name);
+          return el('div', { class: 'escola-arquivo' }, el('label', { for: id, text: `Escola do arquivo ${file.name}` }), input);
+        })
+      : []),
+  );
+}
+
+/**
+ * Each file's `referencia`: the school typed beside it. Every file needs one, and a different
+ * one: the summary has a row per school and the comparison pairs rounds by it.
+ */
+function referenciasOf(files) {
+  const seen = new Map();
+  return files.map((file, i) => {
+    const input = $(`escola-arquivo-${i}`);
+    const referencia = input.value.trim();
+    const refuse = (text) => {
+      input.focus();
+      throw new ApiError(400, text);
+    };
+    if (referencia === '') refuse(`Informe a escola do arquivo ${file.name}.`);
+    if (seen.has(referencia))
+      refuse(`Dois arquivos com a mesma escola (${referencia}): ${seen.get(referencia)} e ${file.name}. Dê a cada arquivo a sua.`);
+    seen.set(referencia, file.name);
+    return referencia;
+  });
+}
+
+function showLote(tarefas, files, referencias) {
   const byName = new Map(tarefas.map((t) => [t.referencia, t]));
   $('lote-arquivos').replaceChildren(
     ...files.map((file, i) => {
-      const tarefa = byName.get(String(i + 1));
+      const tarefa = byName.get(referencias[i]);
       let state = tarefa ? (ESTADO[tarefa.estado] ?? tarefa.estado) : 'Enviando';
       if (tarefa?.estado === 'falhou') state += `: ${tarefa.erro.erro}`;
       return el('li', {}, el('strong', { text: file.name }), ` — ${state}`);
@@ -347,21 +371,20 @@ function showLote(tarefas, files) {
   );
 }
 
-async function verLote(form, progress) {
-  const files = form.getAll('retorno');
+async function verLote(files, referencias, nome, progress) {
   for (const file of files) {
     if (file.size > LIMITE) throw tooBig(file);
   }
   const total = files.reduce((sum, f) => sum + f.size, 0);
-  const lote = await postJson('/api/lotes', { nome: `Página: ${files.length} retornos` });
+  const lote = await postJson('/api/lotes', { nome: nome.trim() || `Página: ${files.length} retornos` });
   $('resultado-lote').hidden = false;
+  $('ver-resumo-lote').hidden = true;
   $('explica-lote').textContent = `Lote de ${plural(files.length, 'arquivo', 'arquivos')}: o estado de cada um aparece abaixo.`;
-  showLote([], files);
+  showLote([], files, referencias);
   let before = 0;
   for (const [i, file] of files.entries()) {
     const one = new FormData();
-    // The file's position names it in the batch: two schools' files often share a name.
-    one.set('referencia', String(i + 1));
+    one.set('referencia', referencias[i]);
     one.set('retorno', file);
     await postForm(`/api/lotes/${lote.id}/divergencias-rf`, one, { onProgress: (loaded) => progress.sent(before + loaded, total) });
     before += file.size;
@@ -376,7 +399,7 @@ async function verLote(form, progress) {
     const tarefas = await tarefasOf();
     if (mine > drawn) {
       drawn = mine;
-      showLote(tarefas, files);
+      showLote(tarefas, files, referencias);
     }
   };
   const ended = await follow(
@@ -394,8 +417,9 @@ async function verLote(form, progress) {
   $('explica-lote').textContent =
     `Lote concluído: ${plural(concluida, 'arquivo lido', 'arquivos lidos')}` +
     (falhou ? `, ${plural(falhou, 'com erro', 'com erro')} (motivo ao lado de cada um)` : '') +
-    '. A planilha combinada traz as divergências de todos, com o arquivo de origem em cada linha.';
-  status(`Lote concluído: ${files.length} arquivos.`);
+    '. A planilha combinada traz as divergências de todos, com o arquivo de origem em cada linha; o resumo mostra cada escola.';
+  $('ver-resumo-lote').hidden = ended.estado !== 'concluido';
+  boxes.divergencias.status(`Lote concluído: ${files.length} arquivos.`);
   return { lote: lote.id };
 }
 
@@ -405,9 +429,24 @@ function explainPessoas(total) {
   $('explica-pessoas').textContent =
     total === 0
       ? 'Nenhuma pessoa do .txt tem divergência com a Receita Federal: o arquivo corrigido seria igual ao enviado.'
-      : `${plural(total, 'pessoa do .txt tem', 'pessoas do .txt têm')} divergência com a Receita Federal, uma por linha, já com os valores ` +
-        'da Receita para CPF, Nome, Data de nascimento e INEP. Nome da mãe é o do .txt: filiação, Sexo e Cor/Raça não são ' +
-        'corrigidos automaticamente (corrija-os no Educacenso). Próximo passo: baixe o arquivo corrigido e importe-o no Educacenso.';
+      : `${plural(total, 'pessoa do .txt tem', 'pessoas do .txt têm')} divergência com a Receita Federal, uma por linha, com CPF, ` +
+        'Nome, Data de nascimento e INEP como o arquivo corrigido os escreve (nome em maiúsculas, sem acentos; CPF e INEP só com ' +
+        'números). Nome da mãe é o do .txt: filiação, Sexo e Cor/Raça não são corrigidos automaticamente (corrija-os no ' +
+        'Educacenso). Próximo passo: baixe o arquivo corrigido e importe-o no Educacenso.';
+}
+
+/** Which person and field each correction the file cannot apply is (SPEC §3.4), by name. */
+function explainNaoAplicadas({ count, listed }) {
+  $('nao-aplicadas').hidden = count === 0;
+  $('explica-nao-aplicadas').textContent =
+    count === 0
+      ? ''
+      : `${plural(count, 'correção não aplicada', 'correções não aplicadas')}: o valor da Receita Federal não cabe no layout do ` +
+        `INEP, e o arquivo corrigido mantém o valor do .txt${count > listed.length ? ` (as ${listed.length} primeiras abaixo)` : ''}. ` +
+        'Confira-as no Educacenso:';
+  $('lista-nao-aplicadas').replaceChildren(
+    ...listed.map((item) => el('li', { text: `${item.codigo} (linha ${item.linha} do .txt) — ${item.campo}: ${item.valor}` })),
+  );
 }
 
 async function verPessoas(form, progress) {
@@ -419,7 +458,8 @@ async function verPessoas(form, progress) {
   });
   pessoasSource = shown.source;
   explainPessoas(shown.total);
-  status(`${plural(shown.total, 'pessoa com divergência', 'pessoas com divergência')}.`);
+  explainNaoAplicadas(shown.naoAplicadas);
+  boxes.retorno.status(`${plural(shown.total, 'pessoa com divergência', 'pessoas com divergência')}.`);
   return { tarefa: shown.tarefa, form, pessoas: shown.total, corrigido: null };
 }
 
@@ -433,14 +473,16 @@ async function baixarCorrigido(shown) {
       progress.done();
     }
   }
-  const headers = await downloadFrom(`/api/tarefas/${shown.corrigido.id}/resultado`, 'censo-corrigido.txt');
+  const headers = await downloadFrom(boxes.retorno, `/api/tarefas/${shown.corrigido.id}/resultado`, 'censo-corrigido.txt');
   const linhas = Number(headers.get('censo-pessoas-corrigidas'));
   const naoAplicadas = Number(headers.get('censo-correcoes-nao-aplicadas'));
   const parado = shown.pessoas - linhas;
   $('contagens-corrigido').textContent =
     `Arquivo corrigido: ${plural(linhas, 'linha alterada', 'linhas alteradas')} de ${plural(shown.pessoas, 'pessoa', 'pessoas')} da tabela. ` +
     `Correções não aplicadas: ${naoAplicadas}` +
-    (naoAplicadas ? ' (valor da Receita que o layout do INEP não aceita: a linha mantém o valor do .txt)' : '') +
+    (naoAplicadas
+      ? ` (valor da Receita que o layout do INEP não aceita: a linha mantém o valor do .txt; marcadas na tabela com “${NAO_APLICADA.trim()}”)`
+      : '') +
     '.' +
     (parado > 0
       ? ` ${plural(parado, 'pessoa não teve', 'pessoas não tiveram')} a linha alterada: só divergências que não são corrigidas automaticamente ` +
@@ -482,21 +524,15 @@ function buildFilters() {
   }
 }
 
-/** The list of queries, once a key or a session is there to ask for it. */
+/** The list of queries, asked for when the tab is first opened (never on load: SPEC §3.3's 503 without a database). */
 function loadQueries() {
   if (queries.length > 0 || queriesLoading !== null) return queriesLoading;
-  if (!key.get() && !signedIn()) return null;
-  queriesLoading = getJson('/api/query')
-    .then((listing) => {
-      queries = listing.queries;
-      $('consulta').replaceChildren(...queries.map((q) => el('option', { value: q.name, text: labelOf(q) })));
-      buildFilters();
-    })
-    .catch((err) => {
-      // Reported when the person opens the tab; a new key or session tries again.
-      if (!$('painel-consultas').hidden) showError(err);
-    })
-    .finally(() => (queriesLoading = null));
+  queriesLoading = guarded(boxes.consultas, async () => {
+    const listing = await getJson('/api/query');
+    queries = listing.queries;
+    $('consulta').replaceChildren(...queries.map((q) => el('option', { value: q.name, text: labelOf(q) })));
+    buildFilters();
+  }).finally(() => (queriesLoading = null));
   return queriesLoading;
 }
 
@@ -537,22 +573,30 @@ async function consultar(params) {
   const { columns, source } = queryPager(params, answer);
   renderTable($('tabela-consulta'), { caption: `Consulta: ${query ? labelOf(query) : answer.query}`, columns, source, sortable: false });
   $('resultado-consulta').hidden = false;
-  status(`${plural(answer.count, 'linha', 'linhas')} na primeira página${answer.next_cursor ? '; há mais: use “Página seguinte”' : ''}.`);
+  boxes.consultas.status(
+    `${plural(answer.count, 'linha', 'linhas')} na primeira página${answer.next_cursor ? '; há mais: use “Página seguinte”' : ''}.`,
+  );
   return params;
 }
 
 async function exportCsv() {
   const params = queryParams();
   params.set('format', 'csv');
-  status('Exportando…');
+  boxes.consultas.status('Exportando…');
   const { blob } = await getBlob(`/api/query?${params}`);
   save(blob, `${params.get('query')}.csv`);
-  status('CSV exportado.');
+  boxes.consultas.status('CSV exportado.');
 }
 
 // Wiring ------------------------------------------------------------------------------------
 
-function selectTab(tab) {
+let lotes = null;
+
+/** The tabs a person can choose now (Consultas only where the service has queries). */
+const visibleTabs = () => [...document.querySelectorAll('[role="tab"]')].filter((tab) => !tab.hidden);
+
+/** Shows `tab`'s panel; `load`: ask for what the tab lists (off when the caller asks for something more precise). */
+function selectTab(tab, { load = true } = {}) {
   for (const other of document.querySelectorAll('[role="tab"]')) {
     const selected = other === tab;
     other.setAttribute('aria-selected', String(selected));
@@ -561,7 +605,24 @@ function selectTab(tab) {
   }
   tab.focus();
   adoptTypedKey();
+  if (!load || (!key.get() && !signedIn())) return; // nothing to ask for yet: the tab asks once there is a key
   if (tab.id === 'aba-consultas') void loadQueries();
+  if (tab.id === 'aba-lotes') void lotes.opened();
+}
+
+/**
+ * What this service offers the page (pagina.json): the Consultas tab only where queries are
+ * configured, so the page never asks for a list that can only answer 503.
+ */
+async function offered() {
+  try {
+    const response = await fetch('/pagina.json', { cache: 'no-store' });
+    if (!response.ok) return;
+    const { consultas } = await response.json();
+    $('aba-consultas').hidden = consultas !== true;
+  } catch {
+    // no answer: the tab stays hidden, and every other task still works
+  }
 }
 
 /** Files dropped on a box become its input's choice (the first one when it takes one). */
@@ -585,31 +646,38 @@ function dropZone(box, input) {
 }
 
 function init() {
+  initAccessBar({ say: (text) => header.status(text) });
+  void offered();
   if (key.get()) keyEntered();
   $('chave-form').addEventListener('submit', (e) => {
     e.preventDefault();
-    clearError();
+    // Every message so far was about the key the person is now replacing, or is about to be stale.
+    header.clear();
+    for (const box of Object.values(boxes)) box.clear();
     if ($('chave').disabled) return;
     if (!key.set($('chave').value)) {
-      tell('Informe a chave de acesso.');
+      header.tell('Informe a chave de acesso.');
       $('chave').focus();
       return;
     }
     keyEntered({ moveFocus: true });
-    status('Chave registrada nesta aba.');
+    header.status('Chave registrada nesta aba.');
+    const open = visibleTabs().find((tab) => tab.getAttribute('aria-selected') === 'true');
+    if (open?.id === 'aba-lotes') void lotes.opened();
+    if (open?.id === 'aba-consultas') void loadQueries();
   });
   $('sair').addEventListener('click', askKey);
-  void sessionReady.then(() => signedIn() && loadQueries());
 
   const tabs = [...document.querySelectorAll('[role="tab"]')];
   for (const tab of tabs) {
     tab.addEventListener('click', () => selectTab(tab));
     tab.addEventListener('keydown', (e) => {
-      const i = tabs.indexOf(tab);
-      if (e.key === 'ArrowRight') selectTab(tabs[(i + 1) % tabs.length]);
-      if (e.key === 'ArrowLeft') selectTab(tabs[(i - 1 + tabs.length) % tabs.length]);
-      if (e.key === 'Home') selectTab(tabs[0]);
-      if (e.key === 'End') selectTab(tabs[tabs.length - 1]);
+      const shown = visibleTabs();
+      const i = shown.indexOf(tab);
+      if (e.key === 'ArrowRight') selectTab(shown[(i + 1) % shown.length]);
+      if (e.key === 'ArrowLeft') selectTab(shown[(i - 1 + shown.length) % shown.length]);
+      if (e.key === 'Home') selectTab(shown[0]);
+      if (e.key === 'End') selectTab(shown[shown.length - 1]);
     });
   }
   for (const box of document.querySelectorAll('.caixa-arquivo')) dropZone(box, box.querySelector('input[type="file"]'));
@@ -618,8 +686,11 @@ function init() {
   // "Página anterior" stays disabled, whatever ran meanwhile).
   const panelButtons = (panel) => () => [...$(panel).querySelectorAll('.acoes button')];
 
+  lotes = initLotes({ box: boxes.lotes, guarded, download: downloadFrom });
+
   const divergencias = task({
     form: $('form-divergencias'),
+    box: boxes.divergencias,
     results: [$('resultado-divergencias'), $('resultado-lote')],
     buttons: panelButtons('painel-divergencias'),
     clear: () => {
@@ -630,25 +701,32 @@ function init() {
       $('lote-arquivos').replaceChildren();
     },
   });
+  $('retorno-divergencias').addEventListener('change', () => schoolFields([...$('retorno-divergencias').files]));
   $('form-divergencias').addEventListener('submit', (e) => {
     e.preventDefault();
-    void guarded(() =>
-      divergencias.run(async (form) => {
+    void guarded(boxes.divergencias, () => {
+      // Checked while the fields can still take focus (a running task disables the form).
+      const chosen = [...$('retorno-divergencias').files];
+      const referencias = chosen.length > 1 ? referenciasOf(chosen) : null;
+      return divergencias.run(async (form) => {
+        const files = form.getAll('retorno');
         const progress = progressIn($('form-divergencias').querySelector('.progresso'));
         try {
-          return form.getAll('retorno').length > 1 ? await verLote(form, progress) : await verDivergencias(form, progress);
+          return referencias !== null && files.length > 1
+            ? await verLote(files, referencias, form.get('nome-lote') ?? '', progress)
+            : await verDivergencias(files[0], progress);
         } finally {
           progress.done();
         }
-      }),
-    );
+      });
+    });
   });
   for (const button of $('resultado-divergencias').querySelectorAll('[data-baixar]')) {
     const format = button.dataset.baixar;
     button.addEventListener('click', () =>
-      guarded(() =>
+      guarded(boxes.divergencias, () =>
         divergencias.withShown((shown) =>
-          downloadFrom(`/api/tarefas/${shown.tarefa.id}/resultado?format=${format}`, `divergencias.${format}`),
+          downloadFrom(boxes.divergencias, `/api/tarefas/${shown.tarefa.id}/resultado?format=${format}`, `divergencias.${format}`),
         ),
       ),
     );
@@ -656,14 +734,23 @@ function init() {
   for (const button of $('resultado-lote').querySelectorAll('[data-baixar-lote]')) {
     const format = button.dataset.baixarLote;
     button.addEventListener('click', () =>
-      guarded(() =>
-        divergencias.withShown((shown) => downloadFrom(`/api/lotes/${shown.lote}/divergencias?format=${format}`, `divergencias.${format}`)),
+      guarded(boxes.divergencias, () =>
+        divergencias.withShown((shown) =>
+          downloadFrom(boxes.divergencias, `/api/lotes/${shown.lote}/divergencias?format=${format}`, `divergencias.${format}`),
+        ),
       ),
     );
   }
+  $('ver-resumo-lote').addEventListener('click', () =>
+    divergencias.withShown(async (shown) => {
+      selectTab($('aba-lotes'), { load: false });
+      await lotes.show(shown.lote);
+    }),
+  );
 
   const pessoas = task({
     form: $('form-retorno'),
+    box: boxes.retorno,
     results: [$('resultado-retorno')],
     buttons: panelButtons('painel-retorno'),
     clear: () => {
@@ -672,11 +759,13 @@ function init() {
       $('tabela-pessoas').replaceChildren();
       $('contagens-corrigido').textContent = '';
       $('explica-pessoas').textContent = '';
+      $('nao-aplicadas').hidden = true;
+      $('lista-nao-aplicadas').replaceChildren();
     },
   });
   $('form-retorno').addEventListener('submit', (e) => {
     e.preventDefault();
-    void guarded(() =>
+    void guarded(boxes.retorno, () =>
       pessoas.run(async (form) => {
         const progress = progressIn($('form-retorno').querySelector('.progresso'));
         try {
@@ -690,15 +779,18 @@ function init() {
   for (const button of $('resultado-retorno').querySelectorAll('[data-baixar]')) {
     const format = button.dataset.baixar;
     button.addEventListener('click', () =>
-      guarded(() =>
-        pessoas.withShown((shown) => downloadFrom(`/api/tarefas/${shown.tarefa.id}/resultado?format=${format}`, `pessoas.${format}`)),
+      guarded(boxes.retorno, () =>
+        pessoas.withShown((shown) =>
+          downloadFrom(boxes.retorno, `/api/tarefas/${shown.tarefa.id}/resultado?format=${format}`, `pessoas.${format}`),
+        ),
       ),
     );
   }
-  $('baixar-corrigido').addEventListener('click', () => guarded(() => pessoas.withShown(baixarCorrigido)));
+  $('baixar-corrigido').addEventListener('click', () => guarded(boxes.retorno, () => pessoas.withShown(baixarCorrigido)));
 
   const consulta = task({
     form: $('form-consulta'),
+    box: boxes.consultas,
     results: [$('resultado-consulta')],
     buttons: () => [],
     clear: () => $('tabela-consulta').replaceChildren(),
@@ -706,16 +798,17 @@ function init() {
   $('consulta').addEventListener('change', buildFilters);
   $('form-consulta').addEventListener('submit', (e) => {
     e.preventDefault();
-    void guarded(() => consulta.run(() => consultar(queryParams())));
+    void guarded(boxes.consultas, () => consulta.run(() => consultar(queryParams())));
   });
-  $('exportar-csv').addEventListener('click', () => guarded(() => consulta.request(exportCsv)));
+  $('exportar-csv').addEventListener('click', () => guarded(boxes.consultas, () => consulta.request(exportCsv)));
   // A page the pager could not fetch (a lost session, the database gone): said, and the result cleared.
-  for (const panel of ['tabela-consulta', 'tabela-divergencias', 'tabela-pessoas']) {
+  const tables = { 'tabela-consulta': boxes.consultas, 'tabela-divergencias': boxes.divergencias, 'tabela-pessoas': boxes.retorno };
+  for (const [panel, box] of Object.entries(tables)) {
     $(panel).addEventListener('falha', (e) => {
       const err = e.detail instanceof Error ? e.detail : apiErrorOf(e.detail);
       $(panel).replaceChildren();
       $(panel).parentElement.hidden = true;
-      showError(err);
+      showError(err, box);
     });
   }
 }

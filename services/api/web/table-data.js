@@ -2,15 +2,25 @@
 // table worker (large results: parsed, filtered and sorted off the main thread) and on the main
 // thread for small ones. Only the page on screen is ever turned into text cells: 150,000 rows
 // are neither rendered nor sorted until someone asks for an order.
+import { WRITERS } from './inep-values.js';
 
 export const PAGE_SIZE = 100;
+/** Beside a value the corrected file cannot take (SPEC §3.4): the file keeps the text file's. */
+export const NAO_APLICADA = ' (não aplicada)';
+export const NAO_CORRIGIDO = 'não corrigido automaticamente';
+/** How many of the values the corrected file cannot take are listed by name (the count is whole). */
+const LISTED = 200;
 
 /**
  * A column: `key` (the item's field), `label` (the header), optional `from` (the field whose
  * value it shows, when that is not `key`) and `values` (the words shown for a value; `null` and
- * a missing value look up `"null"`).
+ * a missing value look up `"null"`). Two kinds follow the corrected file (SPEC §3.4): `escrito`
+ * shows a person's field as the file writes it (or the value marked as not applied), `aplicada`
+ * says whether the file applies a divergence.
  */
 export function cellText(row, column) {
+  if (column.escrito) return written(row[column.key], column.key);
+  if (column.aplicada) return applies(row) ? 'Sim' : NAO_CORRIGIDO;
   const raw = row[column.from ?? column.key];
   if (column.values) {
     const word = column.values[raw === null || raw === undefined ? 'null' : String(raw)];
@@ -19,26 +29,60 @@ export function cellText(row, column) {
   return raw === null || raw === undefined ? '' : String(raw);
 }
 
+/** A value that cannot be written is the tax authority's, not applied (an empty one is the text file's: nothing to write). */
+const cannotWrite = (raw, field) => raw !== null && raw !== undefined && raw !== '' && WRITERS[field](String(raw)) === null;
+
+function written(raw, field) {
+  if (raw === null || raw === undefined || raw === '') return '';
+  return WRITERS[field](String(raw)) ?? `${raw}${NAO_APLICADA}`;
+}
+
+/** A divergence the corrected file applies: one of fields 4–7, with a value it can write. */
+const applies = (row) => row.chave in WRITERS && WRITERS[row.chave](String(row.correto ?? '')) !== null;
+
 export class TableData {
-  /** `textColumns`: keys the text filter searches; `groupColumn`: the key counted and filtered by value. */
-  constructor(rows, columns, { textColumns = [], groupColumn = null } = {}) {
+  /**
+   * `textColumns`: keys the text filter searches; `groupColumn`: the key counted and filtered by
+   * value; `tallyColumns`: keys whose words are counted for the page's explanations.
+   */
+  constructor(rows, columns, { textColumns = [], groupColumn = null, tallyColumns = [] } = {}) {
     this.rows = rows;
     this.columns = columns;
     this.searched = columns.filter((c) => textColumns.includes(c.key));
     this.group = columns.find((c) => c.key === groupColumn) ?? null;
+    this.tallied = columns.filter((c) => tallyColumns.includes(c.key));
     this.viewKey = '';
     this.view = rows;
   }
 
-  /** How many rows hold each word of the group column, most frequent first. */
-  counts() {
-    if (this.group === null) return [];
+  /** How many rows hold each word of `column` (the group column by default), most frequent first. */
+  counts(column = this.group) {
+    if (column === null) return [];
     const tally = new Map();
     for (const row of this.rows) {
-      const word = cellText(row, this.group);
+      const word = cellText(row, column);
       tally.set(word, (tally.get(word) ?? 0) + 1);
     }
     return [...tally].sort((a, b) => b[1] - a[1]);
+  }
+
+  /**
+   * What the page explains beside the table: the words of each tallied column, and the values
+   * the corrected file cannot take (who, which field, the value), the first `LISTED` by name.
+   */
+  summary() {
+    const tallies = Object.fromEntries(this.tallied.map((column) => [column.key, this.counts(column)]));
+    const fields = this.columns.filter((c) => c.escrito);
+    const listed = [];
+    let count = 0;
+    for (const row of this.rows) {
+      for (const column of fields) {
+        if (!cannotWrite(row[column.key], column.key)) continue;
+        if (++count <= LISTED)
+          listed.push({ codigo: row.codigo_na_escola, linha: row.linha, campo: column.label, valor: String(row[column.key]) });
+      }
+    }
+    return { tallies, naoAplicadas: { count, listed } };
   }
 
   /** `view`: `{ text, group, sort, dir, page }`; answers the page's cells and where it is. */

@@ -101,7 +101,7 @@ async function load({ id, url, headers, columns, options }) {
   }
   complete = true;
   if (!firstSent) self.postMessage({ id, page: data.page({}), loading: false });
-  self.postMessage({ type: 'fim', counts: data.counts(), total: rows.length });
+  self.postMessage({ type: 'fim', counts: data.counts(), total: rows.length, ...data.summary() });
 }
 
 self.addEventListener('message', async ({ data: message }) => {

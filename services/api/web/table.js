@@ -18,7 +18,12 @@ export function el(tag, attrs = {}, ...children) {
 export function localSource(rows, columns, options) {
   const data = new TableData(rows, columns, options);
   const counts = data.counts();
-  return { counts, done: Promise.resolve({ counts, total: rows.length }), page: async (view) => data.page(view), close() {} };
+  return {
+    counts,
+    done: Promise.resolve({ counts, total: rows.length, ...data.summary() }),
+    page: async (view) => data.page(view),
+    close() {},
+  };
 }
 
 /**
@@ -43,7 +48,7 @@ const workerError = (event) => ({ status: 0, erro: `Falha ao ler o resultado: ${
 /**
  * A source over a task's result (`url`) fetched and parsed in `worker` as it arrives. Resolves
  * with the first screen page as soon as the worker has it; `done` settles when the whole result
- * is in (`{ counts, total }`), `onProgress(loaded)` is told meanwhile. Rejects with
+ * is in (`{ counts, total, tallies, naoAplicadas }`), `onProgress(loaded)` is told meanwhile. Rejects with
  * `{ status, erro }` when the fetch fails. The worker is the source's: closing it ends the worker.
  */
 function workerSource(worker, url, headers, columns, options) {
@@ -66,7 +71,8 @@ function workerSource(worker, url, headers, columns, options) {
   };
   worker.addEventListener('message', ({ data }) => {
     if (data.type === 'progresso') return progress(data.loaded);
-    if (data.type === 'fim') return finish({ counts: data.counts, total: data.total });
+    if (data.type === 'fim')
+      return finish({ counts: data.counts, total: data.total, tallies: data.tallies, naoAplicadas: data.naoAplicadas });
     const settle = waiting.get(data.id);
     waiting.delete(data.id);
     if (settle) settle(data);
@@ -96,7 +102,7 @@ function workerSource(worker, url, headers, columns, options) {
 }
 
 /**
- * Renders a table into `container`. `columns`: `{ key, label }`; `source`: `page(view)` answers
+ * Renders a table into `container`. `columns`: `{ key, label, numeric? }`; `source`: `page(view)` answers
  * `{ cells, matched, total, page, pages, more? }` (`more`: rows the source has not fetched yet),
  * `done` settles with `{ counts }` once every row is there (until then filters and orders wait),
  * `first` is the first page when the source already has it. `textColumns` get a text filter,
@@ -133,7 +139,7 @@ export function renderTable(container, { caption, columns, source, textColumns =
   const summary = el('p', { class: 'resumo', 'aria-live': 'polite' });
   const head = el('tr');
   const headers = columns.map((column) => {
-    const th = el('th', { scope: 'col' });
+    const th = el('th', column.numeric ? { scope: 'col', class: 'numero' } : { scope: 'col' });
     if (sortable) {
       th.setAttribute('aria-sort', 'none');
       const button = el('button', { type: 'button', text: column.label });
@@ -165,7 +171,11 @@ export function renderTable(container, { caption, columns, source, textColumns =
 
   function show(page) {
     view.page = page.page;
-    body.replaceChildren(...page.cells.map((cells) => el('tr', {}, ...cells.map((text) => el('td', { text })))));
+    body.replaceChildren(
+      ...page.cells.map((cells) =>
+        el('tr', {}, ...cells.map((text, i) => el('td', columns[i].numeric ? { text, class: 'numero' } : { text }))),
+      ),
+    );
     summary.textContent = loading
       ? `${page.total.toLocaleString('pt-BR')} linhas carregadas até agora…`
       : `${page.matched} de ${page.total}${page.more ? '+' : ''} linhas`;

@@ -31,8 +31,16 @@ export const PAGE_HEADERS: FastifyHelmetOptions = {
   crossOriginEmbedderPolicy: false,
 };
 
-export async function pagePlugin(app: FastifyInstance): Promise<void> {
+export interface PageOptions {
+  /** Whether the named queries are configured (DATABASE_URL): the page shows its Consultas tab only then. */
+  readonly consultas: boolean;
+}
+
+export async function pagePlugin(app: FastifyInstance, { consultas }: PageOptions): Promise<void> {
   await app.register(helmet, PAGE_HEADERS);
+  // What this service offers the page, asked once on load: no key, nothing personal, and never a
+  // request the page knows would fail (the query list answers 503 without a database, SPEC §3.3).
+  app.get('/pagina.json', { schema: { hide: true } }, async () => ({ consultas }));
   // One route per file (no wildcard), so the page can never shadow /api, /docs or the probes.
   await app.register(fastifyStatic, { root: WEB_DIR, prefix: '/', index: 'index.html', wildcard: false });
 }
