@@ -1,36 +1,11 @@
 // The compose files and the proxy's configuration, checked by reading (no Docker engine runs
 // here): every setting the service reads reaches the containers, the overrides say what the
-// README says they do, and the proxy's limits let the service answer its own 408 and 413.
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
+// README says they do, Redis and its Sentinels ask for passwords, the demo database starts only
+// when asked for, and the proxy's limits let the service answer its own 408 and 413. The Redis
+// scripts the files run are run for real in test/deploy/redis-recipe.test.ts.
 import { describe, expect, it } from 'vitest';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const read = (file: string) => readFileSync(`${root}${file}`, 'utf8');
-
-interface Service {
-  environment?: Record<string, string>;
-  command?: string[] | string;
-  ports?: string[];
-  deploy?: { replicas?: number };
-}
-interface Compose {
-  name?: string;
-  services: Record<string, Service>;
-}
-
-function compose(file: string): Compose {
-  // `!reset` (Compose 2.24+) clears a list of the file it overrides.
-  return parse(read(file), { merge: true, customTags: [{ tag: '!reset', resolve: () => [] }] }) as Compose;
-}
-
-/** Every environment variable loadConfig reads, from its own source. */
-function settingsRead(): string[] {
-  const source = read('shared/src/runtime/config.ts');
-  const names = [...source.matchAll(/env(?:\.|, ')([A-Z][A-Z0-9_]+)/g)].map((m) => m[1]!);
-  return [...new Set(names)].sort();
-}
+import { loadConfig } from '@censo/shared';
+import { VERSION, compose, interpolationDefault, read, settingsRead, type ComposeService } from '../deploy/recipes.js';
 
 // Settings a compose deployment does not pass through, and why.
 const NOT_PASSED = new Map([
@@ -45,9 +20,13 @@ const NOT_PASSED = new Map([
   ['S3_REGION', 'docker-compose.s3.yml'],
   ['REDIS_SENTINELS', 'docker-compose.sentinel.yml'],
   ['REDIS_SENTINEL_NAME', 'docker-compose.sentinel.yml'],
-  ['REDIS_SENTINEL_PASSWORD', 'docker-compose.sentinel.yml has no Sentinel password'],
+  ['REDIS_SENTINEL_PASSWORD', 'docker-compose.sentinel.yml (set without REDIS_SENTINELS it stops the start)'],
   ['REDIS_CLUSTER_NODES', 'a Redis Cluster is run outside compose (README)'],
 ]);
+
+/** `${NAME:?message}`: Compose refuses to start without it. */
+const required = (value: string | undefined) => /^\$\{[A-Z_]+:\?.+\}$/.test(value ?? '');
+const commandLine = (service: ComposeService) => JSON.stringify([service.command ?? null, service.entrypoint ?? null]);
 
 describe('docker-compose.yml', () => {
   const base = compose('docker-compose.yml');
@@ -88,6 +67,30 @@ describe('docker-compose.yml', () => {
     const maxBodyMb = Number(/max_size (\d+)MB/.exec(caddy)?.[1]);
     expect(maxBodyMb).toBeGreaterThan(4 * 25);
   });
+
+  it('gives Redis a password, required, that API and workers use, and never puts it on a command line', () => {
+    const redis = base.services.redis!;
+    expect(required(redis.environment!.REDIS_PASSWORD)).toBe(true);
+    expect(redis.entrypoint).toEqual(['/bin/sh', '/opt/censo/start-redis.sh']);
+    expect(redis.volumes).toContain('./deploy/vm/redis/start-redis.sh:/opt/censo/start-redis.sh:ro');
+    expect(redis.environment!.REDIS_MIN_REPLICAS_TO_WRITE).toBe('0');
+    expect(JSON.stringify(redis.healthcheck!.test)).toContain('REDISCLI_AUTH=');
+    for (const role of ['api', 'worker']) expect(required(base.services[role]!.environment!.REDIS_PASSWORD), role).toBe(true);
+    for (const [name, service] of Object.entries(base.services)) expect(commandLine(service), name).not.toMatch(/requirepass|PASSWORD/);
+  });
+
+  it('starts the demo PostgreSQL only with the demo profile, and points the API at no database by default', () => {
+    expect(base.services.postgres!.profiles).toEqual(['demo']);
+    const others = Object.entries(base.services).filter(([name]) => name !== 'postgres');
+    expect(others.filter(([, service]) => service.profiles).map(([name]) => name)).toEqual([]);
+    // Compose waits for it only when the profile runs it.
+    expect(base.services.api!.depends_on!.postgres).toEqual({ condition: 'service_healthy', required: false });
+    expect(interpolationDefault(base.services.api!.environment!.DATABASE_URL!)).toBe('');
+  });
+
+  it('tags the image it builds with the package version, never latest', () => {
+    for (const role of ['api', 'worker']) expect(base.services[role]!.image).toBe(`censo-api:${VERSION}`);
+  });
 });
 
 describe('docker-compose.sentinel.yml', () => {
@@ -103,15 +106,63 @@ describe('docker-compose.sentinel.yml', () => {
     }
   });
 
-  it('runs two replicas of the base Redis and three Sentinels with a quorum of two', () => {
+  it('runs two replicas of the base Redis and three Sentinels with a quorum of two, from the tested scripts', () => {
+    const redisGroup = ['redis', 'redis-replica-1', 'redis-replica-2'];
     for (const name of ['redis-replica-1', 'redis-replica-2']) {
-      expect(sentinel.services[name]!.command).toEqual(expect.arrayContaining(['--replicaof', 'redis', '6379']));
+      const replica = sentinel.services[name]!;
+      expect(replica.entrypoint).toEqual(['/bin/sh', '/opt/censo/start-redis.sh']);
+      expect(replica.environment!.REDIS_REPLICA_OF).toBe('redis 6379');
+      expect(replica.volumes).toContain('./deploy/vm/redis/start-redis.sh:/opt/censo/start-redis.sh:ro');
+    }
+    for (const name of redisGroup) {
+      const env = sentinel.services[name]!.environment!;
+      expect(required(env.REDIS_PASSWORD), name).toBe(true);
+      // A master cut off from every replica stops taking writes a failover would lose.
+      expect(env.REDIS_MIN_REPLICAS_TO_WRITE, name).toBe('1');
+      expect(env.REDIS_ANNOUNCE_IP, name).toBe(name);
     }
     for (const name of ['sentinel-1', 'sentinel-2', 'sentinel-3']) {
-      const script = String(sentinel.services[name]!.command);
-      expect(script).toContain("'sentinel monitor censo redis 6379 2'");
-      expect(script).toContain('--sentinel');
+      const service = sentinel.services[name]!;
+      expect(service.entrypoint).toEqual(['/bin/sh', '/opt/censo/start-sentinel.sh']);
+      expect(service.volumes).toContain('./deploy/vm/redis/start-sentinel.sh:/opt/censo/start-sentinel.sh:ro');
+      const env = service.environment!;
+      expect([env.REDIS_MASTER_HOST, env.REDIS_MASTER_PORT, env.REDIS_SENTINEL_NAME, env.SENTINEL_QUORUM]).toEqual([
+        'redis',
+        '6379',
+        'censo',
+        '2',
+      ]);
+      expect(env.REDIS_ANNOUNCE_IP).toBe(name);
+      // Its own password (requirepass), and the servers' one (sentinel auth-pass).
+      expect(required(env.REDIS_SENTINEL_PASSWORD)).toBe(true);
+      expect(required(env.REDIS_PASSWORD)).toBe(true);
+      expect(JSON.stringify(service.healthcheck!.test)).toContain('REDISCLI_AUTH=');
     }
+    for (const role of ['api', 'worker']) expect(required(sentinel.services[role]!.environment!.REDIS_SENTINEL_PASSWORD), role).toBe(true);
+    for (const [name, service] of Object.entries(sentinel.services))
+      expect(commandLine(service), name).not.toMatch(/requirepass|auth-pass|PASSWORD/);
+  });
+});
+
+describe('docker-compose.s3.yml', () => {
+  it('expires what a crash leaves only after every result has outlived its retention: LOTE_MAX_HOURS + RESULT_TTL_HOURS + a day', () => {
+    const s3 = compose('docker-compose.s3.yml');
+    const base = compose('docker-compose.yml');
+    const init = s3.services['minio-init']!;
+    const days = Number(interpolationDefault(init.environment!.EXPIRE_DAYS!));
+    const script = String(init.command);
+    expect(script).toContain('mc ilm rule add --expire-days "$$EXPIRE_DAYS"');
+    // An earlier rule (the old one-day one) would keep expiring results first: it is replaced.
+    expect(script.indexOf('mc ilm rule rm --all --force')).toBeGreaterThan(-1);
+    expect(script.indexOf('mc ilm rule rm --all --force')).toBeLessThan(script.indexOf('mc ilm rule add'));
+    const api = base.services.api!.environment!;
+    const config = loadConfig({
+      LOTE_MAX_HOURS: interpolationDefault(api.LOTE_MAX_HOURS!),
+      RESULT_TTL_HOURS: interpolationDefault(api.RESULT_TTL_HOURS!),
+    });
+    const hours = (config.loteMaxMs + config.resultTtlMs) / 3_600_000;
+    expect(days).toBeGreaterThanOrEqual(Math.ceil(hours / 24) + 1);
+    expect(days).toBe(5);
   });
 });
 

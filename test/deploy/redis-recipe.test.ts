@@ -1,0 +1,390 @@
+// The Redis group of the recipes (deploy/vm/redis, used by deploy/vm/compose/redis.yml and the
+// root compose files), run as the operator runs it: a master and replicas from start-redis.sh,
+// three Sentinels from start-sentinel.sh, on loopback ports of this test's own.
+// - With passwords: every server asks for its password, the replicas follow with it, the
+//   Sentinels ask for theirs and use the servers' one, no password is on a command line, and the
+//   service's own client, configured as .env.example says, writes again after a failover that
+//   needs all of that.
+// - With TLS from an internal CA: a worker started with rediss:// Sentinels is ready only when
+//   NODE_EXTRA_CA_CERTS names that CA (docs/operacao.md, "TLS dentro da rede").
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis, type RedisOptions } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeRedisClient, createRedisClient, loadConfig, type RedisClient } from '@censo/shared';
+import { startServiceProcess } from '../helpers/processes.js';
+import { uniqueQueuePrefix } from '../helpers/redis.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { ROOT, requireTool, runTool } from './recipes.js';
+
+const HOST = '127.0.0.1';
+const PASSWORD = 'senha-do-redis-0123456789abcdef';
+const SENTINEL_PASSWORD = 'senha-do-sentinel-0123456789abcdef';
+const GROUP = 'censo';
+
+interface Server {
+  readonly port: number;
+  readonly dir: string;
+  readonly child: ChildProcess;
+}
+
+interface Tls {
+  readonly cert: string;
+  readonly key: string;
+  readonly ca: string;
+}
+
+/** A port nobody listens on now (the kernel's pick), for a server started right after. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, HOST, () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** One group: a master, `replicaCount` replicas, three Sentinels; stop() kills them all. */
+class RedisGroup {
+  readonly servers: Server[] = [];
+  master!: Server;
+  replicas: Server[] = [];
+  sentinels: Server[] = [];
+
+  constructor(
+    readonly dir: string,
+    readonly tls: Tls | null,
+  ) {}
+
+  async start(replicaCount: number): Promise<void> {
+    this.master = await this.#script('start-redis.sh', { REDIS_PASSWORD: PASSWORD });
+    for (let i = 0; i < replicaCount; i++) {
+      this.replicas.push(
+        await this.#script('start-redis.sh', { REDIS_PASSWORD: PASSWORD, REDIS_REPLICA_OF: `${HOST} ${this.master.port}` }),
+      );
+    }
+    for (let i = 0; i < 3; i++) {
+      this.sentinels.push(
+        await this.#script('start-sentinel.sh', {
+          REDIS_PASSWORD: PASSWORD,
+          REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
+          REDIS_MASTER_HOST: HOST,
+          REDIS_MASTER_PORT: String(this.master.port),
+          REDIS_SENTINEL_NAME: GROUP,
+          // The README's floor; the recipe's default is 5000.
+          SENTINEL_DOWN_AFTER_MS: '2000',
+        }),
+      );
+    }
+    const answers = (server: Server, password: string) =>
+      this.ask(server.port, password, async (r) => (await r.ping()) === 'PONG').catch(() => false);
+    for (const server of [this.master, ...this.replicas]) {
+      await waitFor(() => answers(server, PASSWORD), { timeoutMs: 15_000, what: `redis on ${server.port}` });
+    }
+    for (const server of this.sentinels) {
+      await waitFor(() => answers(server, SENTINEL_PASSWORD), { timeoutMs: 15_000, what: `sentinel on ${server.port}` });
+    }
+  }
+
+  async #script(script: 'start-redis.sh' | 'start-sentinel.sh', env: Record<string, string>): Promise<Server> {
+    const port = await freePort();
+    const data = path.join(this.dir, `${script}-${port}`);
+    const tls = this.tls
+      ? { REDIS_TLS_CERT_FILE: this.tls.cert, REDIS_TLS_KEY_FILE: this.tls.key, REDIS_TLS_CA_CERT_FILE: this.tls.ca }
+      : {};
+    const child = spawn('sh', [path.join(ROOT, 'deploy/vm/redis', script)], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        REDIS_BIND: HOST,
+        REDIS_ANNOUNCE_IP: HOST,
+        REDIS_DATA_DIR: data,
+        [script === 'start-redis.sh' ? 'REDIS_PORT' : 'SENTINEL_PORT']: String(port),
+        ...tls,
+        ...env,
+      },
+      stdio: 'ignore',
+    });
+    const server = { port, dir: data, child };
+    this.servers.push(server);
+    return server;
+  }
+
+  /** One command on its own short-lived connection; `password` null: unauthenticated. */
+  async ask<T>(port: number, password: string | null, run: (redis: Redis) => Promise<T>, options: RedisOptions = {}): Promise<T> {
+    const redis = new Redis({
+      host: HOST,
+      port,
+      ...(password === null ? {} : { password }),
+      ...(this.tls ? { tls: { ca: await readFile(this.tls.ca) } } : {}),
+      lazyConnect: true,
+      // The ready check's INFO would meet NOAUTH first and close the connection: let the test's
+      // own command get the server's answer.
+      enableReadyCheck: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      connectTimeout: 1_000,
+      ...options,
+    });
+    redis.on('error', () => undefined);
+    try {
+      await redis.connect();
+      return await run(redis);
+    } finally {
+      redis.disconnect();
+    }
+  }
+
+  async masterPort(sentinel: Server): Promise<number> {
+    const reply = (await this.ask(sentinel.port, SENTINEL_PASSWORD, (r) =>
+      r.call('SENTINEL', 'get-master-addr-by-name', GROUP),
+    )) as string[];
+    return Number(reply[1]);
+  }
+
+  /** The fields of SENTINEL MASTER as an object. */
+  async masterFields(sentinel: Server): Promise<Record<string, string>> {
+    const flat = (await this.ask(sentinel.port, SENTINEL_PASSWORD, (r) => r.call('SENTINEL', 'master', GROUP))) as string[];
+    return Object.fromEntries(flat.flatMap((value, i) => (i % 2 === 0 ? [[value, flat[i + 1]!]] : [])));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.servers.map(async ({ child }) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = once(child, 'exit');
+        child.kill('SIGKILL');
+        await exited;
+      }),
+    );
+  }
+}
+
+let dir = '';
+beforeAll(async () => {
+  requireTool('redis-server');
+  dir = await mkdtemp(path.join(os.tmpdir(), 'censo-redis-recipe-'));
+});
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('deploy/vm/redis scripts, with passwords', () => {
+  let group: RedisGroup;
+  beforeAll(async () => {
+    group = new RedisGroup(path.join(dir, 'senhas'), null);
+    await group.start(2);
+  }, 60_000);
+  afterAll(async () => {
+    await group?.stop();
+  });
+
+  it('every server and every Sentinel refuses a client without its password', async () => {
+    for (const server of [group.master, ...group.replicas, ...group.sentinels]) {
+      await expect(
+        group.ask(server.port, null, (r) => r.ping()),
+        `port ${server.port}`,
+      ).rejects.toThrow(/NOAUTH/);
+    }
+    await expect(group.ask(group.master.port, null, (r) => r.call('AUTH', 'outra-senha'))).rejects.toThrow(/WRONGPASS/);
+  });
+
+  it('keeps the passwords in 0600 files, never on a command line', async () => {
+    for (const server of group.servers) {
+      const commandLine = (await readFile(`/proc/${server.child.pid}/cmdline`, 'utf8')).split('\0').join(' ');
+      expect(commandLine).toMatch(/redis-server/);
+      expect(commandLine).not.toContain(PASSWORD);
+      expect(commandLine).not.toContain(SENTINEL_PASSWORD);
+    }
+    for (const file of [path.join(group.master.dir, 'redis.conf'), path.join(group.sentinels[0]!.dir, 'sentinel.conf')]) {
+      expect((await stat(file)).mode & 0o777, file).toBe(0o600);
+    }
+  });
+
+  it('the replicas follow the master with masterauth, and the Sentinels see them and each other', async () => {
+    for (const replica of group.replicas) {
+      await waitFor(async () => /master_link_status:up/.test(await group.ask(replica.port, PASSWORD, (r) => r.info('replication'))), {
+        timeoutMs: 15_000,
+        what: `replica ${replica.port} linked`,
+      });
+    }
+    await waitFor(
+      async () => {
+        const fields = await group.masterFields(group.sentinels[0]!);
+        return fields['num-slaves'] === '2' && fields['num-other-sentinels'] === '2';
+      },
+      { timeoutMs: 20_000, what: 'the sentinels to know both replicas and each other' },
+    );
+    expect((await group.masterFields(group.sentinels[0]!)).flags).toBe('master');
+    expect(await group.masterPort(group.sentinels[0]!)).toBe(group.master.port);
+  }, 60_000);
+
+  it('the service, set up as .env.example says, writes through the Sentinels, and again after the master is lost', async () => {
+    const config = loadConfig({
+      REDIS_SENTINELS: group.sentinels.map((s) => `${HOST}:${s.port}`).join(','),
+      REDIS_SENTINEL_NAME: GROUP,
+      REDIS_PASSWORD: PASSWORD,
+      REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
+    });
+    const client: RedisClient = createRedisClient(config.redis!, 'fail-fast');
+    client.on('error', () => undefined);
+    const writes = async (value: string) => {
+      try {
+        return (await client.set('{censo}:teste-da-receita', value)) === 'OK';
+      } catch {
+        return false;
+      }
+    };
+    try {
+      await waitFor(() => writes('antes'), { timeoutMs: 15_000, what: 'a first write' });
+      // The master goes away: the Sentinels (with the servers' password) promote a replica, which
+      // takes writes once the other replica follows it (min-replicas-to-write 1).
+      const { master } = group;
+      const exited = once(master.child, 'exit');
+      master.child.kill('SIGKILL');
+      await exited;
+      await waitFor(async () => (await group.masterPort(group.sentinels[1]!).catch(() => master.port)) !== master.port, {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        what: 'a replica promoted',
+      });
+      const promoted = await group.masterPort(group.sentinels[1]!);
+      expect(group.replicas.map((r) => r.port)).toContain(promoted);
+      await waitFor(() => writes('depois'), { timeoutMs: 30_000, intervalMs: 200, what: 'a write after the failover' });
+      expect(await group.ask(promoted, PASSWORD, (r) => r.get('{censo}:teste-da-receita'))).toBe('depois');
+    } finally {
+      await closeRedisClient(client);
+    }
+  }, 120_000);
+
+  it('refuses to start without a password, or with one the configuration file could not hold as it is', async () => {
+    const run = async (env: Record<string, string>) => {
+      const child = spawn('sh', [path.join(ROOT, 'deploy/vm/redis/start-redis.sh')], {
+        env: { PATH: process.env.PATH ?? '', REDIS_DATA_DIR: path.join(dir, 'recusada'), ...env },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      const [code] = (await once(child, 'exit')) as [number | null];
+      return { code, stderr };
+    };
+    const missing = await run({});
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain('REDIS_PASSWORD is required');
+    const spaced = await run({ REDIS_PASSWORD: 'duas palavras' });
+    expect(spaced.code).toBe(1);
+    expect(spaced.stderr).toContain('REDIS_PASSWORD may hold only letters, digits');
+    await expect(stat(path.join(dir, 'recusada', 'redis.conf'))).rejects.toThrow(/ENOENT/);
+  });
+});
+
+describe('deploy/vm/redis scripts, with TLS from an internal CA', () => {
+  let group: RedisGroup;
+  let tls: Tls;
+  const queuePrefix = uniqueQueuePrefix();
+
+  beforeAll(async () => {
+    // An internal CA and a certificate for the address the servers announce, as docs/operacao.md
+    // tells the operator to make them.
+    const openssl = requireTool('openssl');
+    const certs = path.join(dir, 'ac-interna');
+    await mkdir(certs);
+    tls = { ca: path.join(certs, 'ca-interna.crt'), cert: path.join(certs, 'redis.crt'), key: path.join(certs, 'redis.key') };
+    const ok = async (args: string[]) => {
+      const result = await runTool(openssl, args, { cwd: certs });
+      if (result.code !== 0) throw new Error(`openssl ${args[0]}: ${result.stderr}`);
+    };
+    const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+    await ok(['req', '-x509', ...ec, '-keyout', 'ca-interna.key', '-out', tls.ca, '-days', '1', '-subj', '/CN=AC interna de teste']);
+    await ok(['req', ...ec, '-keyout', tls.key, '-out', 'redis.csr', '-subj', `/CN=${HOST}`]);
+    await writeFile(path.join(certs, 'san.ext'), `subjectAltName=IP:${HOST}\n`);
+    await ok([
+      'x509',
+      '-req',
+      '-in',
+      'redis.csr',
+      '-CA',
+      tls.ca,
+      '-CAkey',
+      'ca-interna.key',
+      '-CAcreateserial',
+      '-out',
+      tls.cert,
+      '-days',
+      '1',
+      '-extfile',
+      'san.ext',
+    ]);
+
+    group = new RedisGroup(path.join(dir, 'tls'), tls);
+    await group.start(1);
+  }, 60_000);
+  // The group's servers, and the keys the worker wrote in them, go with it.
+  afterAll(async () => {
+    await group?.stop();
+  });
+
+  it('speaks TLS alone: a plain client gets no answer, the replica follows over TLS, the Sentinels see the group', async () => {
+    await expect(group.ask(group.master.port, PASSWORD, (r) => r.ping(), { tls: undefined })).rejects.toThrow();
+    const replica = group.replicas[0]!;
+    await waitFor(async () => /master_link_status:up/.test(await group.ask(replica.port, PASSWORD, (r) => r.info('replication'))), {
+      timeoutMs: 15_000,
+      what: 'the replica linked over TLS',
+    });
+    await waitFor(
+      async () => {
+        const fields = await group.masterFields(group.sentinels[0]!);
+        return fields['num-slaves'] === '1' && fields['num-other-sentinels'] === '2';
+      },
+      { timeoutMs: 20_000, what: 'the sentinels to know the replica and each other over TLS' },
+    );
+  }, 60_000);
+
+  it('a worker with rediss:// Sentinels is ready with NODE_EXTRA_CA_CERTS naming the CA, and not without it', async () => {
+    const uploads = path.join(dir, 'uploads-tls');
+    const env = {
+      REDIS_SENTINELS: group.sentinels.map((s) => `rediss://${HOST}:${s.port}`).join(','),
+      REDIS_SENTINEL_NAME: GROUP,
+      REDIS_PASSWORD: PASSWORD,
+      REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
+      QUEUE_PREFIX: queuePrefix,
+      UPLOAD_DIR: uploads,
+      HOST,
+      PORT: '0',
+      WORKER_CONCURRENCY: '1',
+      LOG_LEVEL: 'info',
+    };
+    const readiness = async (extra: Record<string, string>) => {
+      const worker = startServiceProcess('services/worker/dist/main.js', { ...env, ...extra });
+      try {
+        const url = String((await worker.line('worker health server listening', 30_000)).url);
+        let last = { status: 0, body: '' };
+        // Ready, or still not ready after the client's first connection attempts have all had time.
+        await waitFor(
+          async () => {
+            const response = await fetch(`${url}/readyz`);
+            last = { status: response.status, body: await response.text() };
+            return last.status === 200;
+          },
+          { timeoutMs: 8_000, intervalMs: 250, what: 'readiness' },
+        ).catch(() => undefined);
+        return last;
+      } finally {
+        const timer = setTimeout(() => worker.child.kill('SIGKILL'), 10_000);
+        await worker.stop();
+        clearTimeout(timer);
+      }
+    };
+    const trusted = await readiness({ NODE_EXTRA_CA_CERTS: tls.ca });
+    expect(trusted.status).toBe(200);
+    expect(JSON.parse(trusted.body)).toMatchObject({ checks: { redis: 'ok' } });
+    const untrusted = await readiness({});
+    expect(untrusted.status).toBe(503);
+    expect(JSON.parse(untrusted.body)).toMatchObject({ checks: { redis: 'falha' } });
+  }, 90_000);
+});
