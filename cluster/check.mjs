@@ -1,6 +1,10 @@
 // The checker: what must hold over the history of a run and the state it left (issue 22 §2).
 // Pure: it gets the records and the end state, and says which checks held and why not.
 import { median, percentile } from '../bench/lib.mjs';
+import { ipOf } from './net.mjs';
+import { API_HOSTS } from './topology.mjs';
+
+const API_IPS = Object.fromEntries(API_HOSTS.map((host) => [host, ipOf(host)]));
 
 /** The only answers other than the right 200 an upload may get (SPEC §5, §9). */
 export const DOCUMENTED = {
@@ -15,6 +19,15 @@ export const DOCUMENTED = {
 /** How long an API may still be deleting a request's objects after its answer. */
 const CLEANUP_AFTER_ANSWER_MS = 2_000;
 
+/**
+ * The API answers an upload by JOB_TIMEOUT_MS after its body is in (504 then); the suite's
+ * uploads (16 MiB at most, over a local bridge) and answers take well under this beyond it.
+ */
+export const DEADLINE_SLACK_MS = 5_000;
+
+/** A request sent this long before an API's SIGTERM may still have been on its way to it. */
+const IN_TRANSIT_MS = 1_000;
+
 /** How long after the last heal the service may take to be back at its healthy latency. */
 export function recoveryBoundMs(settings, baselineP95) {
   // A job stranded on a worker that died or was cut off is seen as stalled within its lock plus
@@ -23,7 +36,18 @@ export function recoveryBoundMs(settings, baselineP95) {
   return settings.lockMs + settings.stalledMs + 5_000 + 2_000 + Math.ceil(baselineP95);
 }
 
-export function check({ requests, faults, expected, jobsDone, completedAreas, unremovedAreas, endState, settings }) {
+export function check({
+  requests,
+  faults,
+  expected,
+  jobsDone,
+  completedAreas,
+  unremovedAreas,
+  receivedRequests = new Set(),
+  workers = { versions: {}, handBacks: 0 },
+  endState,
+  settings,
+}) {
   const checks = [];
   const add = (name, ok, detail) => checks.push({ name, ok, detail });
   const latency = (r) => r.end - r.start;
@@ -34,13 +58,28 @@ export function check({ requests, faults, expected, jobsDone, completedAreas, un
   const apiOf = (url) => new URL(url).hostname;
   /** A request cut by its API's kill, or sent while that API was down, has no answer to give. */
   const explainedByKill = (r) => apiKills.some((f) => f.targetIp === apiOf(r.api) && r.start <= f.end + 500 && r.end >= f.killedAt - 500);
+  // A rolling upgrade stops each API gracefully: what it received, it answers. A request it
+  // never received (refused while it was down, or sent on a keep-alive connection it was closing)
+  // has no answer, and the client sends it to the other replica, as behind a load balancer.
+  const replacements = faults
+    .filter((f) => f.name === 'rolling-restart')
+    .flatMap((f) => f.steps ?? [])
+    .filter((step) => API_IPS[step.host]);
+  const received = (r) => receivedRequests.has(`${r.upload}.${r.attempt}`);
+  const refusedByReplacement = (r) =>
+    !received(r) &&
+    replacements.some(
+      (step) => API_IPS[step.host] === apiOf(r.api) && r.start >= step.stoppedAt - IN_TRANSIT_MS && r.start <= step.readyAt,
+    );
   const wrong = [];
   let unanswered = 0;
+  let refused = 0;
   for (const r of requests) {
     if (r.status === 200) {
       if (!ok200(r)) wrong.push(`${r.upload}.${r.attempt} (${r.file}): 200 with a body that is not the embedded mode's`);
     } else if (r.status === 0) {
       if (explainedByKill(r)) unanswered++;
+      else if (refusedByReplacement(r)) refused++;
       else wrong.push(`${r.upload}.${r.attempt} (${r.file}) to ${r.api}: no answer (${r.error})`);
     } else if (!(DOCUMENTED[r.status] ?? []).includes(r.text)) {
       wrong.push(`${r.upload}.${r.attempt} (${r.file}): ${r.status} ${String(r.text ?? '').slice(0, 120)}`);
@@ -50,8 +89,23 @@ export function check({ requests, faults, expected, jobsDone, completedAreas, un
     'every 200 is byte-identical to the embedded mode; every other answer a documented 503/504',
     wrong.length === 0,
     wrong.length === 0
-      ? `${requests.length} requests; ${unanswered} cut by an API being killed (no answer possible)`
+      ? `${requests.length} requests; ${unanswered} cut by an API being killed (no answer possible); ` +
+          `${refused} never reached an API being replaced (refused, retried on the other)`
       : `${wrong.length} wrong: ${wrong.slice(0, 10).join('; ')}`,
+  );
+
+  // --- No request waits past its deadline ---------------------------------------------------------
+  const deadlineMs = settings.jobTimeoutMs + DEADLINE_SLACK_MS;
+  const late = requests.filter((r) => latency(r) > deadlineMs);
+  add(
+    `no request waits past its deadline (JOB_TIMEOUT_MS + ${DEADLINE_SLACK_MS / 1000} s for the upload and the answer: ${deadlineMs / 1000} s)`,
+    late.length === 0,
+    late.length === 0
+      ? `longest ${Math.round(Math.max(0, ...requests.map(latency)))} ms`
+      : `${late.length} late: ${late
+          .slice(0, 10)
+          .map((r) => `${r.upload}.${r.attempt} (${r.file}) ${r.status} after ${latency(r)} ms`)
+          .join('; ')}`,
   );
 
   // --- No upload has two different results -------------------------------------------------------
@@ -107,6 +161,13 @@ export function check({ requests, faults, expected, jobsDone, completedAreas, un
           .map(([host, done]) => `${host}: ${done.filter((job) => job.time > lastHeal).length}`)
           .join(', ')
       : `no job done after the heal by ${idle.join(', ')}`,
+  );
+
+  // --- Rolling upgrade ----------------------------------------------------------------------------
+  add(
+    'rolling upgrade: every API and worker replaced one at a time by the next version under load; each left on its own, ' +
+      'every request it took was answered, none lost its job, no job of the new contract ran on an older worker',
+    ...rollingUpgrade({ faults, requests, ok200, received, jobsDone, workers }),
   );
 
   // --- Nothing left behind -----------------------------------------------------------------------
@@ -193,4 +254,53 @@ export function check({ requests, faults, expected, jobsDone, completedAreas, un
     },
     recovery,
   };
+}
+
+/**
+ * [held, detail] of the rolling upgrade (SPEC §9): each step's process left on its own (exit 0)
+ * and its replacement became ready; every request sent during the upgrade that an API received
+ * got an answer, the right 200 (a 503/504 would mean its job was lost or stranded); and each
+ * worker ran only jobs of a contract it knows, with jobs of the new contract done.
+ */
+function rollingUpgrade({ faults, requests, ok200, received, jobsDone, workers }) {
+  const roll = faults.find((f) => f.name === 'rolling-restart');
+  if (!roll) return [false, 'no rolling upgrade in this run'];
+  const steps = roll.steps ?? [];
+  const notClean = steps.filter((step) => step.exit !== 0 || !step.readyAt).map((step) => `${step.host} (${step.exit})`);
+  const during = requests.filter((r) => r.start >= roll.start && r.start <= roll.end);
+  const cut = during.filter((r) => r.status === 0 && received(r));
+  const notRight = during.filter((r) => r.status !== 0 && !ok200(r));
+  const done = Object.values(jobsDone).flat();
+  const misrun = done.filter((job) => job.contract !== null && (workers.versions[job.pid] ?? Infinity) < job.contract);
+  const { from, to } = roll.contract ?? {};
+  const newJobs = done.filter((job) => job.contract === to).length;
+  const longest = Math.max(0, ...steps.map((step) => step.readyAt - step.stoppedAt));
+  const held = steps.length > 0 && notClean.length === 0 && cut.length === 0 && notRight.length === 0 && misrun.length === 0 && newJobs > 0;
+  const problems = [
+    notClean.length ? `did not leave on their own or never got ready: ${notClean.join(', ')}` : '',
+    cut.length
+      ? `${cut.length} received and never answered: ${cut
+          .slice(0, 5)
+          .map((r) => `${r.upload}.${r.attempt}`)
+          .join(', ')}`
+      : '',
+    notRight.length
+      ? `${notRight.length} not the right 200: ${notRight
+          .slice(0, 5)
+          .map((r) => `${r.upload}.${r.attempt} ${r.status}`)
+          .join(', ')}`
+      : '',
+    misrun.length
+      ? `${misrun.length} jobs run by a worker of an older contract: ${misrun
+          .slice(0, 5)
+          .map((j) => j.jobId)
+          .join(', ')}`
+      : '',
+    newJobs === 0 ? `no job of contract ${to} done` : '',
+  ].filter(Boolean);
+  const summary =
+    `${steps.map((step) => step.host).join(', ')} replaced in ${Math.round((roll.end - roll.start) / 100) / 10} s, ` +
+    `at most ${Math.round(longest / 100) / 10} s from SIGTERM to the next version ready; ${during.length} requests meanwhile; ` +
+    `contract ${from} → ${to}: ${newJobs} jobs of contract ${to} done, older workers that gave such jobs back: ${workers.handBacks}`;
+  return [held, problems.length ? `${problems.join('; ')}. ${summary}` : summary];
 }

@@ -23,7 +23,14 @@ const KINDS = [
   'redis-master-killed',
   'redis-unreachable',
   'bucket-unreachable',
+  'rolling-restart',
 ];
+
+/**
+ * A rolling upgrade's order: a worker first, then API and worker in turn, so a worker that knows
+ * the new job contract runs before any API sends such jobs.
+ */
+export const ROLLING_ORDER = WORKER_HOSTS.flatMap((worker, i) => [worker, ...(API_HOSTS[i] ? [API_HOSTS[i]] : [])]);
 
 /** What happens when, decided before the run from the seed (the Redis master is found at run time). */
 export function planFaults(seed, profile) {
@@ -53,6 +60,9 @@ export function planFaults(seed, profile) {
         return { kind, target: REDIS_HOSTS.join('+'), durationMs: 30_000, gapMs };
       case 'bucket-unreachable':
         return { kind, target: 's3', durationMs: profile.bucketDownMs, gapMs };
+      case 'rolling-restart':
+        // As long as the replacements take: each process leaves, the next version starts and is ready.
+        return { kind, target: ROLLING_ORDER.join(' → '), order: ROLLING_ORDER, durationMs: null, gapMs };
       default:
         throw new Error(`unknown fault ${kind}`);
     }
@@ -63,7 +73,7 @@ export function planFaults(seed, profile) {
 export async function runFault(fault, topology, log) {
   const { procs } = topology;
   const record = { kind: 'fault', name: fault.kind, target: fault.target, start: Date.now() };
-  log(`fault: ${fault.kind} on ${fault.target} for ${fault.durationMs} ms`);
+  log(`fault: ${fault.kind} on ${fault.target}${fault.durationMs === null ? ', one at a time' : ` for ${fault.durationMs} ms`}`);
   switch (fault.kind) {
     case 'worker-isolated':
       isolate(fault.target);
@@ -116,6 +126,18 @@ export async function runFault(fault, topology, log) {
       isolate('s3');
       await sleep(fault.durationMs);
       heal('s3');
+      break;
+    case 'rolling-restart':
+      // To the next version: the same build, its job contract one higher (release.mjs).
+      record.contract = topology.contract;
+      record.steps = [];
+      for (const host of fault.order) {
+        const step = await topology.upgrade(host);
+        log(
+          `  ${host}: exited (${step.exit}) ${step.exitedAt - step.stoppedAt} ms after SIGTERM, next version ready ${step.readyAt - step.exitedAt} ms later`,
+        );
+        record.steps.push(step);
+      }
       break;
   }
   record.end = Date.now();

@@ -55,6 +55,25 @@ function schools(sizing) {
   };
 }
 
+/** The rolling upgrade's steps, as they went. */
+function rollingSection(faults) {
+  const roll = faults.find((f) => f.name === 'rolling-restart');
+  if (!roll) return [];
+  return [
+    `\`rolling-restart\` is a rolling upgrade to the next version: this build with its job contract one higher ` +
+      `(${roll.contract.from} → ${roll.contract.to}; \`cluster/release.mjs\` lays it out as a release beside this one). ` +
+      'One host at a time, a worker first and then API and worker in turn, so a worker of the new contract runs before any API sends its jobs: ' +
+      'SIGTERM, wait for the process to leave (it is killed only if still there 40 s later), start the next version in its place, wait for its `/readyz`. ' +
+      'Meanwhile the older workers give the new jobs back to the queue untouched, and the new workers run both versions.',
+    '',
+    table(
+      ['host', 'SIGTERM to exit', 'exit', 'exit to the next version ready'],
+      roll.steps.map((step) => [step.host, s(step.exitedAt - step.stoppedAt), String(step.exit), s(step.readyAt - step.exitedAt)]),
+    ),
+    '',
+  ];
+}
+
 export async function writeReport(file, run) {
   const { verdict, plan, sizing, settingsOfProfile: p } = run;
   const startOf = (t) => s(t - run.started);
@@ -114,8 +133,10 @@ export async function writeReport(file, run) {
       ]),
     ),
     '',
-    `Planned from seed ${run.seed}: ${plan.map((f) => f.kind).join(', ')}. "Not 200" counts documented 503/504 answers and requests an API kill cut.`,
+    `Planned from seed ${run.seed}: ${plan.map((f) => f.kind).join(', ')}. "Not 200" counts documented 503/504 answers, requests an API kill cut ` +
+      'and requests an API being replaced never received (the load sends those to the other replica).',
     '',
+    ...rollingSection(run.faults),
     '## What held',
     '',
     table(
@@ -133,7 +154,8 @@ export async function writeReport(file, run) {
       `the bound is ${s(recoveryBoundMs({ lockMs: p.lockMs, stalledMs: p.stalledMs }, verdict.stats.baselineP95))}: ` +
       'the lock plus one stalled check (a job stranded on a dead or isolated worker is taken over within that), the longest reconnect delay of a worker (5 s) and of the API (2 s), and one job (the healthy p95).',
     `- Duplicate executions: ${verdict.stats.duplicateExecutions} (${verdict.stats.jobsRunTwice} of the ${verdict.stats.jobs} jobs kept in Redis were started more than once, by BullMQ's own count). ` +
-      'Jobs run at least once: a worker cut off or stopped past its lock has its job taken over by another, and may still finish it; its late result is refused (its lock is gone), and the request gets one answer, the same bytes either way.',
+      'Jobs run at least once: a worker cut off or stopped past its lock has its job taken over by another, and may still finish it; its late result is refused (its lock is gone), and the request gets one answer, the same bytes either way. ' +
+      'BullMQ also counts as started a job an older worker took and gave back, untouched, during the rolling upgrade.',
     '',
   );
 

@@ -331,13 +331,21 @@ try {
   const state = await endState(topology, faults);
   const requests = jsonLines(requestsFile);
   const jobsDone = {};
+  // Each worker process's contract version (its pid's 'worker started'), and how many of them
+  // gave back a job of a newer contract (logged once per process).
+  const workers = { versions: {}, handBacks: 0 };
   for (const host of WORKER_HOSTS) {
-    jobsDone[host] = jsonLines(path.join(runDir, 'logs', `${host}.log`))
+    const lines = jsonLines(path.join(runDir, 'logs', `${host}.log`));
+    for (const line of lines.filter((l) => l.msg === 'worker started')) workers.versions[line.pid] = line.contract ?? null;
+    workers.handBacks += lines.filter((l) => l.msg === 'job of a newer contract left for a newer worker').length;
+    jobsDone[host] = lines
       .filter((line) => line.msg === 'job done')
-      .map((line) => ({ jobId: line.jobId, time: Date.parse(line.time), ms: line.ms }));
+      .map((line) => ({ jobId: line.jobId, time: Date.parse(line.time), ms: line.ms, pid: line.pid, contract: line.contract ?? null }));
   }
   const apiLines = API_HOSTS.flatMap((host) => jsonLines(path.join(runDir, 'logs', `${host}.log`)));
   const completedAreas = new Set(apiLines.filter((line) => line.msg === 'request completed' && line.jobId).map((line) => line.jobId));
+  // Every request an API received, by its id (the load's x-request-id `<upload>.<attempt>`).
+  const receivedRequests = new Set(apiLines.filter((line) => line.msg === 'request completed').map((line) => line.reqId));
   const unremovedAreas = new Set(apiLines.filter((line) => line.msg === 'could not remove upload files').map((line) => line.uploadId));
   const verdict = check({
     requests,
@@ -346,8 +354,10 @@ try {
     jobsDone,
     completedAreas,
     unremovedAreas,
+    receivedRequests,
+    workers,
     endState: state,
-    settings: { lockMs: profile.lockMs, stalledMs: profile.stalledMs },
+    settings: { lockMs: profile.lockMs, stalledMs: profile.stalledMs, jobTimeoutMs: profile.jobTimeoutMs },
   });
 
   const history = [...requests, ...faults].sort((a, b) => a.start - b.start);

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { ipOf } from './net.mjs';
 import { ROOT, sleep, startIn, until } from './procs.mjs';
+import { prepareNextRelease } from './release.mjs';
 
 export const API_PORT = 3000;
 export const WORKER_PORT = 9100;
@@ -30,6 +31,13 @@ export function serviceSettings(profile) {
     LOG_LEVEL: 'info',
   };
 }
+
+/**
+ * How long a replaced process may take to leave after SIGTERM before it is killed: the API's
+ * close and the worker's drain (JOB_TIMEOUT_MS capped at 20 s, then 5 s to hand jobs back) each
+ * end within 30 s; a process still there 10 s later did not leave on its own.
+ */
+const UPGRADE_GRACE_MS = 40_000;
 
 /** Sentinel: the master counts as down after this long without an answer. */
 export const SENTINEL_DOWN_AFTER_MS = 2_000;
@@ -175,12 +183,16 @@ export async function startTopology(runDir, profile) {
   );
 
   // --- Services --------------------------------------------------------------------------------
+  // Each host runs this build until a rolling upgrade replaces it with the next one.
+  const next = await prepareNextRelease(path.join(runDir, 'next'));
+  const releaseOf = {};
+  const codeOf = (host) => releaseOf[host] ?? ROOT;
   const startApi = (host) =>
     (procs[host] = startIn(
       host,
       host,
       process.execPath,
-      [path.join(ROOT, 'services/api/dist/main.js'), '--role=api'],
+      [path.join(codeOf(host), 'services/api/dist/main.js'), '--role=api'],
       { ...serviceEnv, HOST: ipOf(host), PORT: String(API_PORT), UPLOAD_DIR: path.join(runDir, host, 'uploads') },
       path.join(logs, `${host}.log`),
     ));
@@ -189,7 +201,7 @@ export async function startTopology(runDir, profile) {
       host,
       host,
       process.execPath,
-      [path.join(ROOT, 'services/worker/dist/main.js')],
+      [path.join(codeOf(host), 'services/worker/dist/main.js')],
       { ...serviceEnv, HOST: ipOf(host), PORT: String(WORKER_PORT), UPLOAD_DIR: path.join(runDir, host, 'scratch') },
       path.join(logs, `${host}.log`),
     ));
@@ -226,6 +238,26 @@ export async function startTopology(runDir, profile) {
       await procs[host].kill();
       startWorker(host);
       restarts.push({ host, at: Date.now() });
+    },
+    /** The contract versions of this build and of the next one. */
+    contract: { from: next.from, to: next.to },
+    /**
+     * One step of a rolling upgrade, as an operator (or an orchestrator) takes it: SIGTERM, wait
+     * for the process to leave, start the next version in its place, wait until it is ready.
+     */
+    async upgrade(host) {
+      const old = procs[host];
+      const step = { host, stoppedAt: Date.now() };
+      await old.stop(UPGRADE_GRACE_MS);
+      step.exitedAt = Date.now();
+      // 0 when it left on its own; SIGKILL when it was still there after the grace.
+      step.exit = await old.exited;
+      releaseOf[host] = next.root;
+      (API_HOSTS.includes(host) ? startApi : startWorker)(host);
+      await waitReady([host]);
+      step.readyAt = Date.now();
+      restarts.push({ host, at: step.exitedAt });
+      return step;
     },
     /** Back as a replica of whichever master the sentinels name now, as an operator restarts it. */
     async restartRedis(host) {

@@ -9,6 +9,8 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export interface ServiceProcess {
   readonly child: ChildProcess;
   readonly lines: Array<Record<string, unknown>>;
+  /** The same lines as written, for checks JSON.parse cannot make (a key twice: strict-json.ts). */
+  readonly raw: string[];
   /** The first log line with this message, waiting for it up to `timeoutMs`. */
   line(msg: string, timeoutMs?: number): Promise<Record<string, unknown>>;
   /** SIGTERM, then the exit code. */
@@ -23,17 +25,23 @@ export function startServiceProcess(script: string, env: Record<string, string>,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: Array<Record<string, unknown>> = [];
+  const raw: string[] = [];
   let buffered = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
     buffered += chunk;
     const parts = buffered.split('\n');
     buffered = parts.pop() ?? '';
-    for (const part of parts) if (part) lines.push(JSON.parse(part) as Record<string, unknown>);
+    for (const part of parts) {
+      if (!part) continue;
+      raw.push(part);
+      lines.push(JSON.parse(part) as Record<string, unknown>);
+    }
   });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   return {
     child,
     lines,
+    raw,
     async line(msg, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {

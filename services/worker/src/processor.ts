@@ -1,17 +1,22 @@
 // The BullMQ processor: a thin shell around the job pool. All parsing happens in the pool's
 // worker threads, so this process's event loop stays free to renew job locks (a CPU-bound
 // processor on the main thread would let locks expire and get its jobs "stalled" mid-run).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
 import {
   ABORT_SHUTDOWN,
   InputsGoneError,
   InvalidJobDataError,
+  JOB_CONTRACT_VERSION,
   StorageUnavailableError,
   UPLOAD_GONE,
+  contractOf,
+  jobOf,
   storageExecutor,
   type JobData,
   type JobExecutor,
   type JobResult,
+  type QueuedJobData,
   type Storage,
 } from '@censo/shared';
 import type { Logger } from 'pino';
@@ -20,16 +25,47 @@ export interface ProcessorOptions {
   /** Where the API put the job's files: jobs may only touch files of one of its request areas. */
   readonly storage: Storage;
   readonly log: Logger;
+  /** The newest contract version this worker knows (tests play a rolling upgrade with it). */
+  readonly contractVersion?: number;
+  /** How long a slot that gave back a job of a newer contract stays away from the queue (default 1 s). */
+  readonly handBackPauseMs?: number;
 }
 
-export type JobProcessor = (job: Job<JobData, JobResult>, token?: string, signal?: AbortSignal) => Promise<JobResult>;
+/**
+ * A worker that gives a job back would otherwise take it again at once: it asks the queue for
+ * its next job before a newer worker, woken by the same job's return, can (measured: an N worker
+ * took an N+1 job back every time, for as long as it ran). So the slot that gave it back stays
+ * busy this long, and the newer worker takes the job meanwhile.
+ */
+export const HAND_BACK_PAUSE_MS = 1_000;
 
-export function createProcessor(pool: JobExecutor, { storage, log }: ProcessorOptions): JobProcessor {
+export type JobProcessor = (job: Job<QueuedJobData, JobResult>, token?: string, signal?: AbortSignal) => Promise<JobResult>;
+
+export function createProcessor(
+  pool: JobExecutor,
+  { storage, log, contractVersion = JOB_CONTRACT_VERSION, handBackPauseMs = HAND_BACK_PAUSE_MS }: ProcessorOptions,
+): JobProcessor {
   const executor = storageExecutor(storage, pool);
+  /** Newer versions already reported: a job waiting for a newer worker comes back every second. */
+  const reported = new Set<number>();
 
   // Three declared parameters: BullMQ only passes an abort signal to processors whose arity is 3.
   return async function process(job, token, signal) {
-    const data = job.data;
+    const version = contractOf(job.data);
+    if (version === null) throw new UnrecoverableError('invalid job data: its contract version is not a whole number from 1');
+    if (version > contractVersion) {
+      // Sent by a newer API during a rolling upgrade (SPEC §9): back to the queue for a worker
+      // that knows its contract, never failed, and without spending one of its attempts.
+      if (!reported.has(version)) {
+        reported.add(version);
+        log.warn({ jobId: job.id, contract: version, known: contractVersion }, 'job of a newer contract left for a newer worker');
+      }
+      if (!token) throw new Error('a job of a newer contract can only be given back with its lock token');
+      await job.moveToWait(token);
+      await sleep(handBackPauseMs, undefined, { signal }).catch(() => undefined); // a closing worker need not wait
+      throw new WaitingError();
+    }
+    const data = jobOf(job.data);
     // Job data comes from Redis: whoever can write there must not make the worker read or
     // write files outside the storage's request areas.
     try {
@@ -38,7 +74,7 @@ export function createProcessor(pool: JobExecutor, { storage, log }: ProcessorOp
       if (err instanceof InvalidJobDataError) throw new UnrecoverableError(err.message);
       throw err;
     }
-    const jobLog = log.child({ jobId: job.id, kind: data.kind, attempt: job.attemptsStarted });
+    const jobLog = log.child({ jobId: job.id, kind: data.kind, attempt: job.attemptsStarted, contract: version });
 
     // The API deletes the request's files as soon as its request ends (timeout, client gone), and
     // a job can still be waiting then: failing it without retries is the expected, quiet outcome.

@@ -5,6 +5,7 @@ import {
   ABORT_CANCELLED,
   ABORT_SHUTDOWN,
   CANCEL_EVENT,
+  JOB_CONTRACT_VERSION,
   JOB_QUEUE,
   MAX_STALLED_COUNT,
   UPLOAD_GONE,
@@ -19,11 +20,11 @@ import {
   closeRedisClient,
   createRedisClient,
   type Config,
-  type JobData,
   type JobResult,
+  type QueuedJobData,
 } from '@censo/shared';
 import type { Logger } from 'pino';
-import { createProcessor } from './processor.js';
+import { HAND_BACK_PAUSE_MS, createProcessor } from './processor.js';
 
 export interface StartWorkerOptions {
   /** Runs the jobs instead of a new worker-thread pool (tests). Closed with the worker. */
@@ -36,10 +37,12 @@ export interface StartWorkerOptions {
   readonly drainMs?: number;
   /** The storage the API writes to; default: from the config (closed with the worker only then). */
   readonly storage?: Storage;
+  /** The newest job contract this worker knows; default JOB_CONTRACT_VERSION (tests play N and N+1). */
+  readonly contractVersion?: number;
 }
 
 export interface RunningWorker {
-  readonly worker: Worker<JobData, JobResult>;
+  readonly worker: Worker<QueuedJobData, JobResult>;
   /** Where its jobs' files are (readiness checks the bucket). */
   readonly storage: Storage;
   /** Resolves once connected to Redis (tests; production code need not wait). */
@@ -66,8 +69,14 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   // Lazy: the Worker and the QueueEvents below each open their own copies of it.
   const connection = createRedisClient(config.redis, 'worker');
   const onError = throttledErrorLog(log);
+  const contractVersion = options.contractVersion ?? JOB_CONTRACT_VERSION;
 
-  const worker = new Worker<JobData, JobResult>(JOB_QUEUE, createProcessor(executor, { storage, log }), {
+  // The pause after giving a job back ends before BullMQ first renews the job's lock (a quarter
+  // of the lock's duration after the job started): that lock is gone with the job, and renewing
+  // it would log an error.
+  const handBackPauseMs = Math.min(HAND_BACK_PAUSE_MS, config.workerLockDurationMs / 8);
+  const processor = createProcessor(executor, { storage, log, contractVersion, handBackPauseMs });
+  const worker = new Worker<QueuedJobData, JobResult>(JOB_QUEUE, processor, {
     connection,
     prefix: config.queuePrefix,
     concurrency,
@@ -94,7 +103,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
     if (jobId && worker.cancelJob(jobId, ABORT_CANCELLED)) log.info({ jobId }, 'job cancelled');
   });
 
-  log.info({ queue: JOB_QUEUE, prefix: config.queuePrefix, concurrency }, 'worker started');
+  log.info({ queue: JOB_QUEUE, prefix: config.queuePrefix, concurrency, contract: contractVersion }, 'worker started');
 
   let closing: Promise<void> | undefined;
   return {

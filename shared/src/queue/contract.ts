@@ -1,6 +1,7 @@
 // What the API (producer) and the worker (consumer) must agree on: queue name, job options,
 // and the custom events they exchange. Imported by both, so they cannot drift apart.
 import type { JobsOptions } from 'bullmq';
+import type { JobData } from '../core/types.js';
 
 /**
  * One queue with named jobs (`job.name` = JobData `kind`) rather than one queue per kind: both
@@ -52,3 +53,35 @@ export const ABORT_SHUTDOWN = 'shutdown: the worker is closing';
 
 /** Failure messages that are expected after the request has gone; logged quietly. */
 export const UPLOAD_GONE = 'upload folder is gone (the request already ended)';
+
+/**
+ * The version of this contract (job data, names, results and events), carried in every job's
+ * data as `contract`. Processes of version N and N+1 share one queue during a rolling upgrade
+ * (SPEC §9): a worker takes the versions it knows, 1 up to its own, and gives any newer job back
+ * to the queue for a newer worker, never failing it. Raise it whenever a change would make an
+ * older worker misread a job (a new kind, a new field it must not ignore).
+ */
+export const JOB_CONTRACT_VERSION = 1;
+
+/** A job's data as it is queued: the job and the contract version of the API that sent it. */
+export type QueuedJobData = JobData & { readonly contract?: number };
+
+export function withContract(data: JobData, version: number = JOB_CONTRACT_VERSION): QueuedJobData {
+  return { ...data, contract: version };
+}
+
+/**
+ * The contract version a job was sent with; 1 when it has none (jobs queued before versions were
+ * carried), null when it is not a version at all (job data is read from Redis).
+ */
+export function contractOf(data: QueuedJobData): number | null {
+  const version = (data as { contract?: unknown } | null)?.contract ?? 1;
+  return Number.isSafeInteger(version) && (version as number) >= 1 ? (version as number) : null;
+}
+
+/** The job itself, as the core runs it (anything that is not an object is left for the checks). */
+export function jobOf(queued: QueuedJobData): JobData {
+  if (typeof queued !== 'object' || queued === null || !('contract' in queued)) return queued;
+  const { contract: _contract, ...job } = queued;
+  return job as JobData;
+}

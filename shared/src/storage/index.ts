@@ -13,10 +13,10 @@ export { storageExecutor } from './executor.js';
 const STALE_MARGIN_MS = 60_000;
 
 /** `log`: where the bucket's failures that no request sees are reported (S3 only). */
-export async function createStorage(config: Config, log: Pick<Logger, 'warn'>): Promise<Storage> {
+export async function createStorage(config: Config, log: Pick<Logger, 'warn' | 'debug'>): Promise<Storage> {
   if (config.storage.kind === 'folder') return createFolderStorage(config.uploadDir);
   const { createS3Storage, removeStaleScratch } = await import('./s3.js');
   // A worker killed mid-job leaves its local copies behind; none can be in use past its deadline.
   await removeStaleScratch(config.uploadDir, config.jobTimeoutMs + STALE_MARGIN_MS, log);
-  return createS3Storage(config.storage, config.uploadDir, log);
+  return createS3Storage(config.storage, config.uploadDir, log, { retentionMs: config.loteMaxMs + config.resultTtlMs });
 }

@@ -9,7 +9,15 @@ import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { DeleteObjectsCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectsCommand,
+  GetBucketLifecycleConfigurationCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  S3Client,
+  type LifecycleRule,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { StorageUnavailableError } from '../core/errors.js';
 import type { JobData } from '../core/types.js';
@@ -25,6 +33,8 @@ type S3Settings = Extract<StorageConfig, { kind: 's3' }>;
  */
 const PART_BYTES = 5 * 1024 * 1024;
 const READY_TIMEOUT_MS = 2_000;
+const LIFECYCLE_TIMEOUT_MS = 10_000;
+const DAY_MS = 24 * 3_600_000;
 
 // A request's objects are `<prefix><id>/<name>`: ids are the server's UUIDs, names its own.
 const ID = '[A-Za-z0-9-]{1,64}';
@@ -94,10 +104,89 @@ export async function removeStaleScratch(scratchDir: string, olderThanMs: number
   return removed;
 }
 
+/** A lifecycle rule that removes the service's objects sooner than it may still need them. */
+export interface ShortRule {
+  readonly id: string | null;
+  readonly days: number;
+}
+
+/**
+ * The enabled rules whose expiration reaches objects under `prefix` (`<prefix><id>/<name>`, no
+ * tags) before `retentionMs`. S3 counts whole days from an object's creation; a rule with a
+ * date expires everything from that date on, so it counts as the days left until then.
+ */
+export function shortLifecycleRules(rules: readonly LifecycleRule[], prefix: string, retentionMs: number, now: number): ShortRule[] {
+  const short: ShortRule[] = [];
+  for (const rule of rules) {
+    if (rule.Status !== 'Enabled' || !rule.Expiration) continue;
+    const filter = rule.Filter ?? {};
+    // The service tags nothing: a rule that needs a tag never reaches its objects.
+    if (filter.Tag || (filter.And?.Tags?.length ?? 0) > 0) continue;
+    const rulePrefix = filter.Prefix ?? filter.And?.Prefix ?? rule.Prefix ?? '';
+    // It reaches every object under the prefix, or some of them (a longer prefix inside it).
+    if (!prefix.startsWith(rulePrefix) && !rulePrefix.startsWith(prefix)) continue;
+    const { Days: days, Date: date } = rule.Expiration;
+    const expiresAfterMs = days !== undefined ? days * DAY_MS : date ? Math.max(0, date.getTime() - now) : Infinity;
+    if (expiresAfterMs < retentionMs) short.push({ id: rule.ID ?? null, days: Math.floor(expiresAfterMs / DAY_MS) });
+  }
+  return short;
+}
+
+/**
+ * Reads the bucket's lifecycle configuration once, at start, and warns when a rule would delete
+ * the service's objects before the retention ends: results of a batch would vanish while the API
+ * still lists them (issue 34). A bucket that does not let the service read its configuration
+ * (AccessDenied, NoSuchLifecycleConfiguration, a server without lifecycle support) is not an
+ * error: the service needs no such permission, so that is a debug line.
+ */
+async function checkLifecycle(
+  client: S3Client,
+  settings: S3Settings,
+  retentionMs: number,
+  log: Pick<Logger, 'warn' | 'debug'>,
+): Promise<void> {
+  const { bucket, prefix } = settings;
+  let rules: LifecycleRule[];
+  try {
+    const out = await client.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }), {
+      abortSignal: AbortSignal.timeout(LIFECYCLE_TIMEOUT_MS),
+    });
+    rules = out.Rules ?? [];
+  } catch (err) {
+    const code = (err as { name?: string } | null)?.name ?? 'unknown';
+    log.debug({ bucket, code }, 'bucket lifecycle not readable: retention not checked against it');
+    return;
+  }
+  const retentionHours = Math.round(retentionMs / 3_600_000);
+  const short = shortLifecycleRules(rules, prefix, retentionMs, Date.now());
+  for (const rule of short) {
+    log.warn(
+      { bucket, prefix, rule: rule.id, expirationDays: rule.days, retentionHours },
+      `the bucket's lifecycle rule expires objects after ${rule.days} days, sooner than the ${retentionHours} h (LOTE_MAX_HOURS + RESULT_TTL_HOURS) the service keeps them: results may vanish while still listed`,
+    );
+  }
+  if (short.length === 0) log.debug({ bucket, prefix, rules: rules.length, retentionHours }, 'bucket lifecycle leaves the retention whole');
+}
+
+export interface S3StorageOptions {
+  /**
+   * How long the service may still need an object it wrote (LOTE_MAX_HOURS + RESULT_TTL_HOURS).
+   * When set, the bucket's lifecycle rules are checked against it in the background.
+   */
+  readonly retentionMs?: number;
+}
+
 /** `scratchDir`: a worker's folder for its jobs' local copies (its own UPLOAD_DIR). */
-export function createS3Storage(settings: S3Settings, scratchDir: string, log: Pick<Logger, 'warn'>): Storage {
+export function createS3Storage(
+  settings: S3Settings,
+  scratchDir: string,
+  log: Pick<Logger, 'warn' | 'debug'>,
+  options: S3StorageOptions = {},
+): Storage {
   const client = createS3Client(settings);
   logFailedAborts(client, log);
+  // In the background: a start never waits for the bucket (readiness says whether it answers).
+  if (options.retentionMs !== undefined) void checkLifecycle(client, settings, options.retentionMs, log);
   const { bucket, prefix } = settings;
   const keyPattern = new RegExp(`^${escapeRegExp(prefix)}(${ID})/${NAME}$`);
 

@@ -12,6 +12,7 @@ import {
   JOB_OPTIONS,
   QueueUnavailableError,
   UPLOAD_GONE,
+  withContract,
   withTimeout,
   type JobData,
   type JobResult,
@@ -72,7 +73,7 @@ export function createBullmqTaskExecution({ queue, cancels, events, log, connect
 
     async submit(id, data) {
       try {
-        await redis(() => queue.add(data.kind, data, { ...TASK_JOB_OPTIONS, jobId: id }));
+        await redis(() => queue.add(data.kind, withContract(data), { ...TASK_JOB_OPTIONS, jobId: id }));
       } catch (err) {
         log.warn({ err, tarefa: id }, 'could not enqueue task');
         // It may still land after the timeout: it must not run for a task that does not exist.

@@ -23,6 +23,7 @@ import {
   closeRedisClient,
   createRedisClient,
   throttledErrorLog,
+  withContract,
 } from '@censo/shared';
 import { JobWaiters, type JobState } from './job-waiters.js';
 import type { JobRunner, RunOptions } from './runner.js';
@@ -170,7 +171,7 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
       signal.throwIfAborted();
 
       const wait = waiters.wait(id, signal, deadline);
-      withTimeout(queue.add(data.kind, data, { ...JOB_OPTIONS, jobId: id }), ENQUEUE_TIMEOUT_MS).then(
+      withTimeout(queue.add(data.kind, withContract(data), { ...JOB_OPTIONS, jobId: id }), ENQUEUE_TIMEOUT_MS).then(
         () => wait.enqueued(),
         (err: unknown) => {
           log.warn({ err, jobId: id }, 'could not enqueue job');
