@@ -57,13 +57,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send({ erro: httpMessages.badUrl }),
     // Uploads are streamed by @fastify/multipart; this limit only bounds other bodies.
     bodyLimit: 1024 * 1024,
-    return503OnClosing: true,
+    // Fastify's own 503 while closing is its `{"error"}` body, written past every hook; the hook
+    // below answers it with `{"erro"}` instead (SPEC §5: every error has that body).
+    return503OnClosing: false,
     // X-Forwarded-Proto/For count only from the proxies TRUST_PROXY names (SPEC §9): request.protocol
     // then says https behind the TLS proxy (Secure cookies) and request.ip is the client's address.
     trustProxy: typeof config.trustProxy === 'boolean' ? config.trustProxy : [...config.trustProxy],
   });
 
   deferContinue(app.server);
+  // A request that reaches this replica once it is closing (a keep-alive connection during a
+  // rolling upgrade) is told to go elsewhere: 503, Retry-After, and the connection closed.
+  let closing = false;
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    reply.code(503).header('retry-after', '1').header('connection', 'close');
+    return reply.send({ erro: httpMessages.closing });
+  });
   // Answered before the body was read to its end (no key, rate limit, overload, a bad first
   // part...): the unread rest cannot stay in front of the next request on this keep-alive
   // socket, so the connection closes after the answer, lingering so the client can read it.
@@ -75,6 +85,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     lingerer.armResponseClose(request.raw);
   });
   app.addHook('preClose', async () => {
+    closing = true;
     lingerer.close();
     // close() ends the connections that are idle when it starts; one still reading the last bytes
     // of a request (a chunked body's terminator after its response went out) turns idle later,
