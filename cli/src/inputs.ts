@@ -1,5 +1,6 @@
 // The files a command is given, checked as the API checks an upload's fields: the extension
-// first (the same messages), then that the file is there.
+// first (the same messages), then that the file is there. What staff get wrong most is said with
+// its fix: a folder where a return goes, Excel's lock file beside an open workbook.
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -30,6 +31,14 @@ export function retornoFormat(file: string): RetornoFormat | null {
 }
 
 export async function retornoInput(file: string): Promise<StoredRetorno> {
+  if (path.basename(file).startsWith('~$')) {
+    throw new InputError(
+      `${quote(file)} é o arquivo que o Excel cria enquanto a planilha está aberta, não um retorno: use a planilha em si (o nome sem "~$").`,
+    );
+  }
+  if ((await stat(file).catch(() => null))?.isDirectory()) {
+    throw new InputError(`${quote(file)} é uma pasta, não um arquivo: para os retornos de uma pasta use censo lote ${quote(file)}.`);
+  }
   const format = retornoFormat(file);
   if (format === null) throw new InputError(badInput.wrongExtension('retorno').message);
   return { path: await mustBeFile(file), format };

@@ -6,12 +6,17 @@
 // The handlers are installed once, when the command starts (main.ts), before anything exists to
 // undo. With no handler, the kernel's default action ends the process at once: a signal that came
 // between a scratch folder's creation and its handler's installation left the folder behind.
-import { mkdtempSync, rmSync } from 'node:fs';
+//
+// One line says what the interruption cost (`censo: interrompido; "x.csv" não foi gravado.`): a
+// person who pressed Ctrl-C must not take a missing -o for a finished one, nor a batch left on a
+// server for a lost one.
+import { mkdtempSync, rmSync, writeSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
 const steps = new Set<() => void>();
+const notes = new Set<{ readonly text: string }>();
 
 export function handleInterrupts(): void {
   const interrupted = (signal: NodeJS.Signals) => {
@@ -21,6 +26,12 @@ export function handleInterrupts(): void {
       } catch {
         // Best effort: the other steps still run, and the signal is still raised.
       }
+    }
+    try {
+      // After the steps: a progress bar is gone from the terminal by now.
+      writeSync(2, `censo: interrompido${[...notes].map((note) => `; ${note.text}`).join('')}.\n`);
+    } catch {
+      // stderr closed: nothing to tell.
     }
     process.kill(process.pid, signal);
   };
@@ -33,6 +44,13 @@ export function onInterrupt(step: () => void): () => void {
   const entry = () => step();
   steps.add(entry);
   return () => void steps.delete(entry);
+}
+
+/** Adds `; text` to the interruption's line until the returned function is called. */
+export function interruptNote(text: string): () => void {
+  const note = { text };
+  notes.add(note);
+  return () => void notes.delete(note);
 }
 
 export interface ScratchFolder {

@@ -1,7 +1,9 @@
 // `censo lote <pasta>`: every return under a folder (folder.ts), on the service's worker-thread
 // pool, combined into one result whose first column is the file's path relative to the folder.
 // Files run in parallel but are written in a stable order (sorted paths). A file that fails, for
-// whatever reason, is one line on stderr and the batch goes on; only -o failing stops it.
+// whatever reason, is one line on stderr and the batch goes on; only -o failing stops it. An
+// earlier result of this command among the returns is passed over (own-output.ts), and a folder
+// with no return at all is an error, not an empty result.
 import { createReadStream, type Stats } from 'node:fs';
 import { readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
@@ -12,7 +14,9 @@ import type * as CliProgress from 'cli-progress';
 import {
   createJobPool,
   csvLine,
+  LOTE_ARQUIVO_PLANILHA,
   LOTE_COLUMNS,
+  LOTE_XLSX_COLUMNS,
   loteCells,
   loteJsonItem,
   writeXlsx,
@@ -21,15 +25,17 @@ import {
   type VocabularyAdditions,
 } from '@censo/shared/local';
 import { deferred } from './deferred.js';
-import { BadUsage, quote, reasonOf } from './failures.js';
-import { identityOf, listReturns, type FolderListing, type ReturnFile } from './folder.js';
+import { BadUsage, InputError, quote, reasonOf } from './failures.js';
+import { identityOf, listReturns, OWN_OUTPUT_NOTE, type FolderListing, type Ignored, type ReturnFile } from './folder.js';
 import { onInterrupt, scratchFolder } from './interrupt.js';
 import { openOutput, type Output } from './output.js';
+import { isLoteOutput } from './own-output.js';
+import { ignoredText, type LoteSummary } from './summary.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
 const cliProgress = createRequire(import.meta.url)('cli-progress') as typeof CliProgress;
 
-export type { LoteFormat };
+export type { LoteFormat, LoteSummary };
 
 export interface LoteOptions {
   readonly folder: string;
@@ -39,15 +45,6 @@ export interface LoteOptions {
   readonly concurrency: number | undefined;
   readonly quiet: boolean;
   readonly vocabulary: VocabularyAdditions;
-}
-
-export interface LoteSummary {
-  /** Returns whose divergences were written. */
-  readonly read: number;
-  /** Returns (and subfolders) that could not be used, each reported on stderr. */
-  readonly failed: number;
-  /** Divergences written (the header not counted). */
-  readonly rows: number;
 }
 
 /**
@@ -89,8 +86,15 @@ function progress(total: number, quiet: boolean): Progress {
   const started = Date.now();
   // A MultiBar for its one bar: it writes log lines above the bar. A SingleBar restores the
   // cursor to where it started when it stops, so the summary overwrote lines written meanwhile.
+  // forceRedraw: a log line clears the bar's line, and an unchanged bar is otherwise not drawn
+  // again (a failure reported after the last tick left no bar at all).
   const bars = new cliProgress.MultiBar(
-    { stream: process.stderr, format: 'Arquivos {bar} {value}/{total} | {rate} arq/s | falta {eta_formatted}', hideCursor: true },
+    {
+      stream: process.stderr,
+      format: 'Arquivos {bar} {value}/{total} | {rate} arq/s | falta {eta_formatted}',
+      hideCursor: true,
+      forceRedraw: true,
+    },
     cliProgress.Presets.shades_classic,
   );
   const bar = bars.create(total, 0, { rate: '0.0' });
@@ -111,13 +115,64 @@ function progress(total: number, quiet: boolean): Progress {
   };
 }
 
-/** -o naming one of the returns would truncate it before it is read. */
-export async function refuseInputAsOutput(output: string, files: readonly ReturnFile[]): Promise<void> {
+/**
+ * -o naming one of the listed returns (by any path): an earlier result of this command is left
+ * out of the batch (it is about to be replaced, and it is not a return); a return is refused,
+ * since opening -o would truncate it before it is read.
+ */
+export async function setOutputApart(output: string, listing: FolderListing): Promise<FolderListing> {
   const info: Stats | null = await stat(output).catch(() => null);
-  if (info === null) return;
+  if (info === null) return listing;
   const identity = identityOf(info);
-  const input = files.find((file) => file.identity === identity);
-  if (input) throw new BadUsage(`-o ${quote(output)} é o retorno ${quote(input.name)} da pasta: escolha outro arquivo de saída.`);
+  const input = listing.files.find((file) => file.identity === identity);
+  if (!input) return listing;
+  if (!(await isLoteOutput(input.path))) {
+    throw new BadUsage(`-o ${quote(output)} é o retorno ${quote(input.name)} da pasta: escolha outro arquivo de saída.`);
+  }
+  return {
+    files: listing.files.filter((file) => file !== input),
+    problems: listing.problems,
+    ignored: [...listing.ignored, { name: input.name, note: OWN_OUTPUT_NOTE }],
+  };
+}
+
+/** The folder's listing with -o set apart; a folder without a single return is an error (exit 1). */
+export async function returnsToRead(folder: string, output: string | undefined): Promise<FolderListing> {
+  let listing = await listReturns(folder);
+  if (output !== undefined) listing = await setOutputApart(output, listing);
+  if (listing.files.length === 0) throw noReturns(folder, listing);
+  return listing;
+}
+
+/** `Nenhum retorno (.json ou .xlsx) em "x".`, naming what the folder does hold; its problems go first. */
+export function noReturns(folder: string, listing: FolderListing): InputError {
+  for (const problem of listing.problems) process.stderr.write(`censo: ${quote(problem.name)}: ${problem.erro}\n`);
+  const ignored = listing.ignored.length > 0 ? ` Ignorados: ${ignoredText(listing.ignored)}.` : '';
+  return new InputError(`Nenhum retorno (.json ou .xlsx) em ${quote(folder)}.${ignored}`);
+}
+
+/** Failed returns and unreadable subfolders, as the summary counts them. */
+export class Failures {
+  readonly failed: string[] = [];
+  readonly folders: string[] = [];
+  readonly ignored: Ignored[];
+
+  constructor(listing: FolderListing, report: (name: string, erro: string) => void) {
+    this.ignored = [...listing.ignored];
+    for (const problem of listing.problems) {
+      (problem.kind === 'pasta' ? this.folders : this.failed).push(problem.name);
+      report(problem.name, problem.erro);
+    }
+  }
+}
+
+/**
+ * A return that failed as unreadable may be an earlier result of this command under another
+ * name (`divergencias-marco.xlsx`): then it is ignored, not a failure. Only files the job could
+ * not use (or found empty) are looked at, so the returns themselves cost nothing more.
+ */
+export async function isOwnOutput(file: ReturnFile, erro: string): Promise<boolean> {
+  return erro.startsWith('Arquivo retorno ilegível') && (await isLoteOutput(file.path));
 }
 
 export async function lote(options: LoteOptions): Promise<LoteSummary> {
@@ -134,24 +189,22 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
   let out: Output;
   let listing: FolderListing;
   try {
-    listing = await listReturns(options.folder);
-    if (options.output !== undefined) await refuseInputAsOutput(options.output, listing.files);
+    listing = await returnsToRead(options.folder, options.output);
     out = await openOutput(options.output);
   } catch (err) {
     await pool.close();
     throw err;
   }
-  const { files, problems } = listing;
+  const { files } = listing;
   const scratch = scratchFolder('censo-lote-');
   const work = scratch.path;
   const bar = progress(files.length, options.quiet);
   const forgetBar = onInterrupt(() => bar.stop());
   const batches = batchesOf(files, threads);
   let read = 0;
-  let failed = problems.length;
   let rows = 0;
   const report = (name: string, erro: string) => bar.say(`censo: ${quote(name)}: ${erro}`);
-  for (const problem of problems) report(problem.name, problem.erro);
+  const failures = new Failures(listing, report);
   // Set when the write fails: the jobs cancelled then are not the files' failures.
   let stopped = false;
 
@@ -200,8 +253,16 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
         if (stopped) return;
         const outcome = settled[j]!;
         if (!outcome.ok) {
-          failed++;
-          report(file.name, outcome.erro);
+          if (await isOwnOutput(file, outcome.erro)) failures.ignored.push({ name: file.name, note: OWN_OUTPUT_NOTE });
+          else {
+            failures.failed.push(file.name);
+            report(file.name, outcome.erro);
+          }
+          continue;
+        }
+        // An earlier result with no rows is a readable (empty) list: set apart like the others.
+        if (outcome.rows === 0 && (await isLoteOutput(file.path))) {
+          failures.ignored.push({ name: file.name, note: OWN_OUTPUT_NOTE });
           continue;
         }
         read++;
@@ -237,7 +298,7 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
     await pool.close();
     await scratch.remove();
   }
-  return { read, failed, rows };
+  return { read, rows, failed: failures.failed, folders: failures.folders, ignored: failures.ignored };
 }
 
 /** A batch's input is at most this many bytes of returns, and this many files. */
@@ -301,7 +362,7 @@ async function writeOut(
   if ('rows' in source) {
     // The zip is written to a file first: writeXlsx streams into a path, and -o may be stdout.
     const workbook = path.join(work, 'divergencias.xlsx');
-    await writeXlsx(workbook, 'divergencias', LOTE_COLUMNS, source.rows);
+    await writeXlsx(workbook, 'divergencias', LOTE_XLSX_COLUMNS, source.rows);
     await out.write(createReadStream(workbook));
   } else {
     await out.write(Readable.from(source.text));
@@ -331,9 +392,10 @@ async function* jsonText(results: AsyncIterable<FileResult>): AsyncGenerator<str
   yield JSON_CLOSE;
 }
 
+/** The workbook's rows in words, as the job threads write them for the local lote (runLoteBatch). */
 async function* xlsxRows(results: AsyncIterable<FileResult>): AsyncGenerator<string[]> {
   for await (const { name, divergencias } of results) {
-    for (const d of divergencias) yield loteCells(name, d);
+    for (const d of divergencias) yield LOTE_ARQUIVO_PLANILHA.cells({ arquivo: name, ...d });
   }
 }
 

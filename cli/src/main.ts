@@ -6,20 +6,31 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as Commander from 'commander';
 import { ConfigError, loadColumnsFile, type OutputFormat } from '@censo/shared/local';
+import { comparar } from './comparar.js';
 import { corrigir, listOne } from './single.js';
 import { lote, maxConcurrency, type LoteFormat } from './lote.js';
+import { apagarLote, listLotes, lotesTable } from './lotes.js';
 import { loteServidor } from './servidor.js';
 import { BadUsage, errnoCode, fail, InputError, quote, reasonOf } from './failures.js';
+import { retornoFormat } from './inputs.js';
 import { handleInterrupts } from './interrupt.js';
-import { formatFor } from './output.js';
-import { CensoCommand, PORTUGUESE_HELP } from './usage.js';
+import { listOutput, textOutput } from './output.js';
+import { incomplete, summaryText } from './summary.js';
+import { CensoCommand, PORTUGUESE_HELP, singleDashOption } from './usage.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
 const { CommanderError, InvalidArgumentError, Option } = createRequire(import.meta.url)('commander') as typeof Commander;
 
 const FORMATS = ['json', 'csv', 'xlsx'] as const;
 
-type LoteCommandOptions = { format?: LoteFormat; output?: string; concurrency?: number; servidor?: string; chave?: string };
+type LoteCommandOptions = {
+  format?: LoteFormat;
+  output?: string;
+  concurrency?: number;
+  servidor?: string;
+  chave?: string;
+  novoLote?: boolean;
+};
 
 /** cli/package.json, next to dist/ in the repository and in an installed copy alike. */
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -27,6 +38,15 @@ const { version } = JSON.parse(readFileSync(new URL('../package.json', import.me
 function positiveInteger(value: string): number {
   if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('deve ser um número inteiro positivo.');
   return Number(value);
+}
+
+/** `retorno-rf censo.txt retorno.json`: the two files in the wrong order, said with the right one. */
+function refuseSwapped(command: string, retorno: string, txt: string, rest = ''): void {
+  if (retornoFormat(retorno) === null && /\.txt$/i.test(retorno) && retornoFormat(txt) !== null) {
+    throw new BadUsage(
+      `os arquivos estão trocados: primeiro o retorno, depois o txt (censo ${command} ${quote(txt)} ${quote(retorno)}${rest}).`,
+    );
+  }
 }
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -44,10 +64,10 @@ async function main(argv: readonly string[]): Promise<number> {
 
   const vocabulary = () => loadColumnsFile(process.env.COLUMNS_FILE?.trim() || null);
   const quiet = () => Boolean(program.opts<{ quiet?: boolean }>().quiet);
-  // No default: without --format, -o's extension decides (formatFor).
+  // No default: without --format, -o's extension decides (listOutput).
   const format = (formats: readonly string[]) =>
     new Option('-f, --format <formato>', `formato da saída: ${formats.join(', ')} (padrão: a extensão de -o, senão json)`).choices(formats);
-  const output = () => new Option('-o, --output <arquivo>', 'grava no arquivo em vez da saída padrão');
+  const output = () => new Option('-o, --output <arquivo>', 'grava no arquivo em vez da saída padrão (- é a saída padrão)');
   let status = 0;
 
   program
@@ -58,8 +78,8 @@ async function main(argv: readonly string[]): Promise<number> {
     .addOption(format(FORMATS))
     .addOption(output())
     .action(async (retorno: string, opts: { format?: OutputFormat; output?: string }) => {
-      const chosen = formatFor(opts.format, opts.output, FORMATS);
-      await listOne({ kind: 'divergencias', retorno, format: chosen, output: opts.output, vocabulary: await vocabulary() });
+      const { format, output } = listOutput(opts.format, opts.output, FORMATS);
+      await listOne({ kind: 'divergencias', retorno, format, output, vocabulary: await vocabulary() });
     });
 
   program
@@ -71,8 +91,9 @@ async function main(argv: readonly string[]): Promise<number> {
     .addOption(format(FORMATS))
     .addOption(output())
     .action(async (retorno: string, txt: string, opts: { format?: OutputFormat; output?: string }) => {
-      const chosen = formatFor(opts.format, opts.output, FORMATS);
-      await listOne({ kind: 'retorno-rf', retorno, txt, format: chosen, output: opts.output, vocabulary: await vocabulary() });
+      refuseSwapped('retorno-rf', retorno, txt);
+      const { format, output } = listOutput(opts.format, opts.output, FORMATS);
+      await listOne({ kind: 'retorno-rf', retorno, txt, format, output, vocabulary: await vocabulary() });
     });
 
   program
@@ -81,9 +102,11 @@ async function main(argv: readonly string[]): Promise<number> {
     .usage('[opções] <retorno> <txt>')
     .argument('<retorno>', 'arquivo de retorno do Censo (.json ou .xlsx)')
     .argument('<txt>', 'arquivo de migração enviado ao Censo (.txt)')
-    .requiredOption('-o, --output <saida.txt>', 'arquivo corrigido a gravar')
+    .requiredOption('-o, --output <saida.txt>', 'arquivo corrigido a gravar (- para a saída padrão)')
     .action(async (retorno: string, txt: string, opts: { output: string }) => {
-      const counts = await corrigir({ retorno, txt, output: opts.output, vocabulary: await vocabulary() });
+      refuseSwapped('corrigir', retorno, txt, ` -o ${quote(opts.output)}`);
+      const output = textOutput(opts.output);
+      const counts = await corrigir({ retorno, txt, output, vocabulary: await vocabulary() });
       process.stderr.write(`Pessoas corrigidas: ${counts.pessoasCorrigidas}\nCorreções não aplicadas: ${counts.naoAplicadas}\n`);
     });
 
@@ -101,30 +124,69 @@ async function main(argv: readonly string[]): Promise<number> {
     )
     .option('--servidor <url>', 'envia a pasta a um censo-api como um lote (chave em CENSO_API_KEY ou --chave); rodar de novo retoma')
     .option('--chave <chave>', 'chave da API para --servidor (padrão: CENSO_API_KEY)')
+    .option('--novo-lote', 'com --servidor: envia a pasta num lote novo em vez de retomar o da mesma pasta')
     .action(async (pasta: string, opts: LoteCommandOptions) => {
+      if (opts.novoLote && opts.servidor === undefined) throw new BadUsage('--novo-lote só se usa com --servidor.');
+      const { format, output } = listOutput(opts.format, opts.output, FORMATS);
       let concurrency = opts.concurrency;
       if (concurrency !== undefined && concurrency > maxConcurrency()) {
         process.stderr.write(`censo: --concurrency ${concurrency} reduzido para ${maxConcurrency()} (o dobro das CPUs desta máquina).\n`);
         concurrency = maxConcurrency();
       }
-      const common = {
-        folder: pasta,
-        format: formatFor(opts.format, opts.output, FORMATS),
-        output: opts.output,
-        concurrency,
-        quiet: quiet(),
-      };
+      const common = { folder: pasta, format, output, concurrency, quiet: quiet() };
       const summary =
         opts.servidor !== undefined || opts.chave !== undefined
-          ? await loteServidor({ ...common, servidor: opts.servidor, chave: opts.chave })
+          ? await loteServidor({ ...common, servidor: opts.servidor, chave: opts.chave, novoLote: Boolean(opts.novoLote) })
           : await lote({ ...common, vocabulary: await vocabulary() });
-      if (!quiet()) {
-        process.stderr.write(`Arquivos lidos: ${summary.read}; com falha: ${summary.failed}; divergências gravadas: ${summary.rows}.\n`);
+      if (!quiet()) process.stderr.write(summaryText(summary));
+      if (incomplete(summary)) status = 1;
+      else if (summary.read === 0) {
+        // Every file turned out to be an earlier result: nothing was read.
+        status = fail(`Nenhum retorno (.json ou .xlsx) em ${quote(pasta)}.`, 1);
       }
-      if (summary.failed > 0) status = 1;
+    });
+
+  program
+    .command('lotes')
+    .description('lista os seus lotes num censo-api (o mais novo primeiro), ou apaga um com --apagar')
+    .usage('--servidor <url> [opções]')
+    .requiredOption('--servidor <url>', 'endereço do censo-api (chave em CENSO_API_KEY ou --chave)')
+    .option('--chave <chave>', 'chave da API (padrão: CENSO_API_KEY)')
+    .option('--apagar <id>', 'apaga o lote: cancela as tarefas que faltam e remove todos os seus dados')
+    .addOption(new Option('-f, --format <formato>', 'formato da lista: texto ou json (padrão: texto)').choices(['texto', 'json']))
+    .action(async (opts: { servidor: string; chave?: string; apagar?: string; format?: 'texto' | 'json' }) => {
+      const server = { servidor: opts.servidor, chave: opts.chave };
+      if (opts.apagar !== undefined) {
+        await apagarLote(server, opts.apagar);
+        if (!quiet()) process.stderr.write(`Lote ${opts.apagar} apagado.\n`);
+        return;
+      }
+      const lotes = await listLotes(server);
+      if (opts.format === 'json') process.stdout.write(`${JSON.stringify({ lotes })}\n`);
+      else if (lotes.length > 0) process.stdout.write(lotesTable(lotes));
+      else if (!quiet()) process.stderr.write('Nenhum lote.\n');
+    });
+
+  program
+    .command('comparar')
+    .description('compara duas rodadas: cada divergência resolvida, persistente ou nova, por escola (de dois resultados do censo lote)')
+    .usage('[opções] <antes> <depois>')
+    .argument('<antes>', 'resultado do censo lote da rodada anterior (.json, .csv ou .xlsx)')
+    .argument('<depois>', 'resultado do censo lote da rodada atual (.json, .csv ou .xlsx)')
+    .addOption(format(FORMATS))
+    .addOption(output())
+    .action(async (antes: string, depois: string, opts: { format?: OutputFormat; output?: string }) => {
+      const { format, output } = listOutput(opts.format, opts.output, FORMATS);
+      const { total, semPar } = await comparar({ antes, depois, format, output });
+      if (!quiet()) {
+        const apart = semPar === 0 ? '' : `; escolas em só uma rodada (não comparadas): ${semPar}`;
+        process.stderr.write(`Resolvidas: ${total.resolvidas}; persistentes: ${total.persistentes}; novas: ${total.novas}${apart}\n`);
+      }
     });
 
   try {
+    const dashed = singleDashOption(program, argv);
+    if (dashed !== null) throw new BadUsage(dashed);
     await program.parseAsync(argv, { from: 'user' });
     return status;
   } catch (err) {

@@ -3,7 +3,12 @@
 // resumes: the batch is created with an Idempotency-Key derived from the folder's files (the same
 // folder finds its batch again), the files the batch already holds are not sent again, and each
 // file goes with an Idempotency-Key made of its SHA-256 and its path's (a file whose 202 was lost
-// is not run twice).
+// is not run twice). `--novo-lote` sends the folder as a new batch instead.
+//
+// A batch found again is checked before any of it is used (issue 33): whoever can create a batch
+// under the same key (the same principal) can put a task for one of the folder's paths in it with
+// other bytes. Every task adopted must hold exactly the local file (its monitor's `arquivos`,
+// SPEC §7.1); one that does not makes the whole batch refused, and none of its rows is written.
 import { createHash } from 'node:crypto';
 import { createReadStream, openAsBlob } from 'node:fs';
 import path from 'node:path';
@@ -11,34 +16,44 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createRequire } from 'node:module';
 import type * as CliProgress from 'cli-progress';
 import type { Divergencia } from '@censo/shared';
+import { ApiClient, type ServerOptions } from './api-client.js';
 import { deferred } from './deferred.js';
-import { BadUsage, InputError, quote } from './failures.js';
-import { listReturns } from './folder.js';
-import { onInterrupt, scratchFolder } from './interrupt.js';
-import { refuseInputAsOutput, write, type FileResult, type LoteFormat, type LoteSummary } from './lote.js';
+import { InputError, quote } from './failures.js';
+import { interruptNote, onInterrupt, scratchFolder } from './interrupt.js';
+import { Failures, noReturns, returnsToRead, write, type FileResult, type LoteFormat, type LoteSummary } from './lote.js';
 import { openOutput } from './output.js';
+import { isLoteOutput } from './own-output.js';
+import { OWN_OUTPUT_NOTE, type FolderListing, type ReturnFile } from './folder.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
 const cliProgress = createRequire(import.meta.url)('cli-progress') as typeof CliProgress;
 
-export interface LoteServidorOptions {
+export interface LoteServidorOptions extends ServerOptions {
   readonly folder: string;
-  /** The service's base URL (`--servidor`). */
-  readonly servidor: string | undefined;
-  /** The API key (`--chave`, else CENSO_API_KEY). */
-  readonly chave: string | undefined;
   readonly format: LoteFormat;
   readonly output: string | undefined;
   /** Files sent at the same time (default 4). */
   readonly concurrency: number | undefined;
   readonly quiet: boolean;
+  /** A new batch, never one found again by the folder's key. */
+  readonly novoLote: boolean;
+}
+
+interface Arquivo {
+  readonly campo: string;
+  readonly nome: string;
+  readonly bytes: number;
+  readonly sha256: string;
 }
 
 interface Tarefa {
   readonly id: string;
+  readonly rota: string;
   readonly estado: string;
   readonly referencia: string | null;
   readonly erro: { status: number; erro: string } | null;
+  /** Absent from a service older than SPEC §7.1's `arquivos`. */
+  readonly arquivos?: readonly Arquivo[];
 }
 
 type Contagens = Record<'total' | 'aguardando' | 'processando' | 'concluida' | 'falhou' | 'cancelada', number>;
@@ -54,42 +69,8 @@ const POLL_MIN_MS = 250;
 const POLL_MAX_MS = 5_000;
 /** A file refused with 503/429 (the service is busy) is tried again this many times. */
 const BUSY_RETRIES = 30;
-
-class Servidor {
-  readonly #base: string;
-  readonly #key: string;
-
-  constructor(base: string, key: string) {
-    this.#base = base.replace(/\/+$/, '');
-    this.#key = key;
-  }
-
-  async call(method: string, route: string, init: { body?: FormData | string; headers?: Record<string, string> } = {}): Promise<Response> {
-    try {
-      return await fetch(`${this.#base}${route}`, { method, ...init, headers: { 'x-api-key': this.#key, ...init.headers } });
-    } catch (err) {
-      const { cause } = err as { cause?: { code?: string; message?: string } };
-      const why = cause?.code ?? cause?.message ?? (err as Error).message;
-      throw new InputError(`não foi possível falar com o servidor ${this.#base} (${why}).`);
-    }
-  }
-
-  /** JSON of a 2xx answer; the service's own `erro` otherwise. */
-  async json<T>(response: Response): Promise<T> {
-    if (response.ok) return (await response.json()) as T;
-    throw new InputError(`${await this.erro(response)} (HTTP ${response.status})`);
-  }
-
-  /** The `erro` of a refusal (its text when it is not the service's JSON). */
-  async erro(response: Response): Promise<string> {
-    const text = await response.text();
-    try {
-      return (JSON.parse(text) as { erro?: string }).erro ?? text;
-    } catch {
-      return text;
-    }
-  }
-}
+/** Pages of the batch's task list read at most (1000 tasks each). */
+const MAX_PAGES = 1_000;
 
 async function sha256(file: string): Promise<string> {
   const hash = createHash('sha256');
@@ -114,23 +95,32 @@ function bar(quiet: boolean, format: string) {
 }
 
 /** Every task of the batch, page by page. */
-async function batchTasks(servidor: Servidor, lote: string): Promise<Tarefa[]> {
+async function batchTasks(servidor: ApiClient, lote: string): Promise<Tarefa[]> {
   const tasks: Tarefa[] = [];
   let cursor: string | null = null;
-  do {
+  for (let pages = 0; pages < MAX_PAGES && (pages === 0 || cursor !== null); pages++) {
     const query: string = cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`;
     const page: { tarefas: Tarefa[]; next_cursor: string | null } = await servidor.json(
       await servidor.call('GET', `/api/lotes/${lote}/tarefas?limit=1000${query}`),
     );
     tasks.push(...page.tarefas);
     cursor = page.next_cursor;
-  } while (cursor !== null);
+  }
   return tasks;
+}
+
+/**
+ * The task holds exactly this file: a `divergencias-rf` upload of one `retorno` with these bytes
+ * (a `txt` beside it, or another route, is not what this command sends).
+ */
+function holdsFile(task: Tarefa, digest: string): boolean {
+  const arquivos = task.arquivos ?? [];
+  return task.rota === 'divergencias-rf' && arquivos.length === 1 && arquivos[0]!.campo === 'retorno' && arquivos[0]!.sha256 === digest;
 }
 
 /** Sends one file, waiting out a busy service; the task, or the service's refusal of this file. */
 async function send(
-  servidor: Servidor,
+  servidor: ApiClient,
   lote: string,
   file: { name: string; path: string },
   digest: string,
@@ -152,8 +142,8 @@ async function send(
     }
     // A file the service refuses (400, 413) is reported as the local lote reports a file it cannot
     // read; anything else (a wrong key, a closed batch) stops the command.
-    if (response.status === 400 || response.status === 413) return { erro: await servidor.erro(response) };
-    return servidor.json<never>(response);
+    if (response.status === 400 || response.status === 413) return { erro: (await servidor.erro(response)) ?? `HTTP ${response.status}` };
+    throw await servidor.refusal(response);
   }
 }
 
@@ -161,7 +151,7 @@ async function send(
 type Answer = { readonly divergencias: Divergencia[] } | { readonly erro: string };
 
 /** Waits for a sent file's task to end and reads its result: one request per look. */
-async function answerOf(servidor: Servidor, sent: Tarefa | { erro: string }): Promise<Answer> {
+async function answerOf(servidor: ApiClient, sent: Tarefa | { erro: string }): Promise<Answer> {
   if (!('id' in sent)) return sent;
   for (;;) {
     const response = await servidor.call('GET', `/api/tarefas/${sent.id}/resultado?format=json`);
@@ -173,48 +163,83 @@ async function answerOf(servidor: Servidor, sent: Tarefa | { erro: string }): Pr
       await sleep(retryAfterMs(response));
       continue;
     }
-    return { erro: await servidor.erro(response) };
+    return { erro: (await servidor.erro(response)) ?? `HTTP ${response.status}` };
   }
 }
 
 /** Results read ahead of the writer, at most this many at once (each is one file's divergences). */
 const READ_AHEAD = 8;
 
+/** The batch to use: created, or found again by the folder's key (said on stderr either way). */
+async function openBatch(
+  servidor: ApiClient,
+  options: { readonly nome: string; readonly novoLote: boolean },
+  folderKey: string,
+): Promise<{ lote: Lote; resumed: boolean }> {
+  const response = await servidor.call('POST', '/api/lotes', {
+    body: JSON.stringify({ nome: options.nome }),
+    headers: { 'content-type': 'application/json', ...(options.novoLote ? {} : { 'idempotency-key': folderKey }) },
+  });
+  if (response.status === 429) {
+    const erro = (await servidor.erro(response)) ?? 'HTTP 429';
+    throw new InputError(`${erro} Veja-os com censo lotes --servidor e apague os que não servem mais com --apagar <id>.`);
+  }
+  const lote = await servidor.json<Lote>(response);
+  return { lote, resumed: response.headers.get('idempotent-replayed') === 'true' };
+}
+
 /** Runs the folder on the server; the same summary as the local lote. */
 export async function loteServidor(options: LoteServidorOptions): Promise<LoteSummary> {
-  if (options.servidor === undefined) throw new BadUsage('--chave só se usa com --servidor.');
-  const key = options.chave ?? process.env.CENSO_API_KEY?.trim();
-  if (!key) throw new BadUsage('informe a chave da API em CENSO_API_KEY ou com --chave.');
-  if (!/^https?:\/\/./i.test(options.servidor))
-    throw new BadUsage(`--servidor deve ser uma URL http(s), recebido ${quote(options.servidor)}.`);
-  const servidor = new Servidor(options.servidor, key);
-  const { files, problems } = await listReturns(options.folder);
-  if (options.output !== undefined) await refuseInputAsOutput(options.output, files);
+  const servidor = ApiClient.from(options);
+  const listing: FolderListing = await returnsToRead(options.folder, options.output);
+  const ignored = [...listing.ignored];
+  // An earlier result kept among the returns holds every school's rows: never sent.
+  const files: ReturnFile[] = [];
+  for (const file of listing.files) {
+    if (await isLoteOutput(file.path)) ignored.push({ name: file.name, note: OWN_OUTPUT_NOTE });
+    else files.push(file);
+  }
+  if (files.length === 0) throw noReturns(options.folder, { ...listing, ignored });
   const digests = new Map<string, string>();
   for (const file of files) digests.set(file.name, await sha256(file.path));
 
-  // The same folder (same paths, same contents) finds its batch again.
+  // The same folder (same name, paths and contents) finds its batch again. Its name is part of
+  // the key because it is part of the request (the batch's nome): a renamed copy of a folder
+  // under the same key would be refused as another request (422) instead of being its own batch.
+  const nome = path.basename(path.resolve(options.folder));
   const folderKey = `censo-lote-${createHash('sha256')
-    .update(files.map((file) => `${file.name}\0${digests.get(file.name)}\n`).join(''))
+    .update(`${nome}\n${files.map((file) => `${file.name}\0${digests.get(file.name)}\n`).join('')}`)
     .digest('hex')}`;
-  const lote = await servidor.json<Lote>(
-    await servidor.call('POST', '/api/lotes', {
-      body: JSON.stringify({ nome: path.basename(path.resolve(options.folder)) }),
-      headers: { 'content-type': 'application/json', 'idempotency-key': folderKey },
-    }),
-  );
+  const { lote, resumed } = await openBatch(servidor, { ...options, nome }, folderKey);
 
   // Each file's task, settled when the file is sent (at once for those an earlier run sent).
   const sentTasks = new Map(files.map((file) => [file.name, deferred<Tarefa | { erro: string }>()]));
   const already = new Set<string>();
-  for (const task of await batchTasks(servidor, lote.id)) {
+  for (const task of resumed ? await batchTasks(servidor, lote.id) : []) {
     if (task.referencia === null || !sentTasks.has(task.referencia)) continue;
+    if (!holdsFile(task, digests.get(task.referencia)!)) {
+      const why = task.arquivos === undefined ? 'o servidor não diz qual arquivo ela tem' : 'ela tem outro arquivo, não o desta pasta';
+      throw new InputError(
+        `o lote ${lote.id} já tem uma tarefa para ${quote(task.referencia)}, mas ${why}: o lote não foi usado. ` +
+          'Rode de novo com --novo-lote para enviar a pasta num lote novo.',
+      );
+    }
     sentTasks.get(task.referencia)!.resolve(task);
     already.add(task.referencia);
   }
   const toSend = files.filter((file) => !already.has(file.name));
-  if (toSend.length > 0 && lote.estado !== 'aberto')
-    throw new InputError(`o lote ${lote.id} já foi fechado sem todos os arquivos; apague-o ou mude a pasta.`);
+  if (toSend.length > 0 && lote.estado !== 'aberto') {
+    throw new InputError(
+      `o lote ${lote.id} já foi fechado sem todos os arquivos: rode de novo com --novo-lote, ou apague-o com censo lotes --apagar ${lote.id}.`,
+    );
+  }
+  if (!options.quiet) {
+    process.stderr.write(
+      resumed ? `Lote ${lote.id}: retomado (${already.size} de ${files.length} arquivos já enviados).\n` : `Lote ${lote.id}: criado.\n`,
+    );
+  }
+  // Ctrl-C leaves the batch on the server, where the same command picks it up again.
+  const forgetNote = interruptNote(`o lote ${lote.id} continua no servidor: rode o mesmo comando para retomá-lo`);
 
   const shown = bar(
     options.quiet,
@@ -262,10 +287,9 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
   }
 
   let read = 0;
-  let failed = problems.length;
   let rows = 0;
   const report = (name: string, erro: string) => process.stderr.write(`censo: ${quote(name)}: ${erro}\n`);
-  for (const problem of problems) report(problem.name, problem.erro);
+  const failures = new Failures({ ...listing, files, ignored }, report);
   // In path order, as the local lote writes them; a failed file is one line on stderr.
   async function* results(): AsyncGenerator<FileResult> {
     const ahead: Promise<Answer>[] = [];
@@ -282,7 +306,7 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
       look(i + READ_AHEAD);
       const { name } = files[i]!;
       if ('erro' in answer) {
-        failed++;
+        failures.failed.push(name);
         report(name, answer.erro);
         continue;
       }
@@ -305,7 +329,8 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
     await following;
     shown.stop();
     forgetBar();
+    forgetNote();
     await scratch.remove();
   }
-  return { read, failed, rows };
+  return { read, rows, failed: failures.failed, folders: failures.folders, ignored: failures.ignored };
 }

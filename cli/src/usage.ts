@@ -5,7 +5,7 @@
 // this does not know is still printed (in English), never swallowed.
 import { createRequire } from 'node:module';
 import type * as Commander from 'commander';
-import type { HelpConfiguration } from 'commander';
+import type { Command as CommandType, HelpConfiguration } from 'commander';
 import { quote } from './failures.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
@@ -62,6 +62,45 @@ export function portuguese(message: string, code: string | undefined): string | 
   }
 }
 
+/** Every long option name of `program` and its subcommands (`format`, `output`, `novo-lote`…). */
+function longNames(program: CommandType): Set<string> {
+  const names = new Set<string>();
+  for (const command of [program, ...program.commands]) {
+    for (const option of command.options) if (option.long) names.add(option.long.slice(2));
+  }
+  return names;
+}
+
+/**
+ * `-format csv`: a long option typed with one dash, which commander would read as `-f ormat`
+ * (and `-output x` as `-o utput`, writing a file named "utput"). The message for it, or null.
+ * Only before `--`, and only names that are this program's long options.
+ */
+export function singleDashOption(program: CommandType, argv: readonly string[]): string | null {
+  const names = longNames(program);
+  for (const arg of argv) {
+    if (arg === '--') break;
+    const m = /^-([a-z][a-z-]+)(=.*)?$/s.exec(arg);
+    if (m && names.has(m[1]!)) return `${quote(arg)} tem um hífen só: use --${m[1]}${m[2] ?? ''}.`;
+  }
+  return null;
+}
+
+/**
+ * `censo -o x.csv divergencias r.json`: an option of a command written before the command's name,
+ * where the program itself does not know it. The message saying where it goes, or null.
+ */
+function optionBeforeCommand(program: CommandType, flag: string): string | null {
+  const argv = (program as unknown as { rawArgs?: string[] }).rawArgs ?? [];
+  const named = (option: Commander.Option) => option.short === flag || option.long === flag;
+  const owners = program.commands.filter((command) => command.options.some(named));
+  const owner = owners.find((command) => argv.includes(command.name())) ?? owners[0];
+  if (owner === undefined) return null;
+  const option = owner.options.find(named)!;
+  const value = /<[^>]*>|\[[^\]]*\]/.exec(option.flags)?.[0];
+  return `a opção ${quote(flag)} é do comando ${owner.name()} e vem depois dele: censo ${owner.name()} … ${flag}${value ? ` ${value}` : ''}.`;
+}
+
 /** `censo` and its subcommands, with Portuguese help titles and error messages. */
 export class CensoCommand extends Command {
   override createCommand(name?: string): CensoCommand {
@@ -69,7 +108,12 @@ export class CensoCommand extends Command {
   }
 
   override error(message: string, errorOptions?: { code?: string; exitCode?: number }): never {
-    const translated = portuguese(message, errorOptions?.code);
+    const flag = /^error: unknown option '(.*)'/s.exec(message)?.[1];
+    const misplaced =
+      this.parent === null && errorOptions?.code === 'commander.unknownOption' && flag !== undefined
+        ? optionBeforeCommand(this, flag.replace(/=.*$/s, ''))
+        : null;
+    const translated = misplaced ?? portuguese(message, errorOptions?.code);
     return super.error(translated === null ? message : `censo: ${translated}`, errorOptions);
   }
 }

@@ -2,10 +2,18 @@
 // stderr as text. A permission error can only be seen by a user the file system refuses: when the
 // suite runs as root (CI containers), such runs drop to `nobody` and the folders they use are
 // handed to that user first.
+//
+// `nobody` may not reach the repository at all (a clone in /root, or in a `mktemp -d` folder), so
+// its runs use a copy of the CLI made where anyone can read it: the same package `npm run
+// pack:cli` ships (compiled CLI, the core's compiled files, the packages they load), made once per
+// test file and removed after it.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { lchown, readdir } from 'node:fs/promises';
+import { chmod, lchown, mkdtemp, readdir, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
+import { stageCli } from '../../cli/scripts/pack.mjs';
 
 export const CLI = fileURLToPath(new URL('../../cli/bin/censo.js', import.meta.url));
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -31,15 +39,33 @@ export interface RunOptions {
   readonly started?: (child: ChildProcess) => void;
 }
 
-export function censo(args: readonly string[], options: RunOptions = {}): Promise<Run> {
-  const [file, ...first] = options.command ?? [process.execPath, CLI];
+let copy: Promise<{ readonly folder: string; readonly cli: string }> | undefined;
+
+/** The CLI where `nobody` can read it, made at its first use in this file. */
+function readableCli(): Promise<{ readonly folder: string; readonly cli: string }> {
+  copy ??= (async () => {
+    const folder = await mkdtemp(path.join(os.tmpdir(), 'censo-cli-copia-'));
+    await chmod(folder, 0o755);
+    return { folder, cli: path.join(await stageCli(folder), 'bin', 'censo.js') };
+  })();
+  return copy;
+}
+
+afterAll(async () => {
+  if (copy) await rm((await copy).folder, { recursive: true, force: true });
+});
+
+export async function censo(args: readonly string[], options: RunOptions = {}): Promise<Run> {
+  const unprivileged = Boolean(options.unprivileged && RUNS_AS_ROOT);
+  const cli = unprivileged && options.command === undefined ? (await readableCli()).cli : CLI;
+  const [file, ...first] = options.command ?? [process.execPath, cli];
   return new Promise((resolve, reject) => {
     const child = spawn(file!, [...first, ...args], {
       env: { PATH: process.env.PATH ?? '', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout: 60_000,
       ...(options.cwd ? { cwd: options.cwd } : {}),
-      ...(options.unprivileged && RUNS_AS_ROOT ? { uid: NOBODY, gid: NOBODY } : {}),
+      ...(unprivileged ? { uid: NOBODY, gid: NOBODY } : {}),
     });
     options.started?.(child);
     const out: Buffer[] = [];

@@ -101,14 +101,16 @@ describe('lote', () => {
       .join('');
   }
 
-  it('combines every return under the folder (recursive, stable order), reports a bad one on stderr and exits 1', async () => {
+  it('combines every return under the folder (recursive, stable order), reports a bad one on stderr, names it and the file not read in the summary, exits 1', async () => {
     const out = path.join(dir, 'lote.csv');
     const run = await censo(['lote', folder, '--format', 'csv', '-o', out, '--concurrency', '2']);
     expect(run.code).toBe(1);
     expect(run.stdout.length).toBe(0);
     expect(run.stderr).toBe(
       'censo: "quebrado.json": Arquivo retorno ilegível: não é um JSON válido.\n' +
-        'Arquivos lidos: 2; com falha: 1; divergências gravadas: 18.\n',
+        'Retornos: 3 (2 lidos, 1 com falha); ignorados: 1; divergências gravadas: 18.\n' +
+        'Com falha: "quebrado.json".\n' +
+        'Ignorados: "leia-me.txt".\n',
     );
     expect(await readFile(out, 'utf8')).toBe(await expectedRows());
   });
@@ -121,7 +123,9 @@ describe('lote', () => {
     expect(new Set(body.divergencias.map((d) => d.arquivo))).toEqual(new Set(['escola-b/dentro/Retorno.XLSX', 'escola-a.json']));
     expect(run.stderr).toBe(
       'censo: "quebrado.json": Arquivo retorno ilegível: não é um JSON válido.\n' +
-        'Arquivos lidos: 2; com falha: 1; divergências gravadas: 18.\n',
+        'Retornos: 3 (2 lidos, 1 com falha); ignorados: 1; divergências gravadas: 18.\n' +
+        'Com falha: "quebrado.json".\n' +
+        'Ignorados: "leia-me.txt".\n',
     );
   });
 
@@ -204,7 +208,7 @@ describe('exit codes', () => {
   });
 
   it('0 and Portuguese help for --help on every command', async () => {
-    for (const args of [['--help'], ...['divergencias', 'retorno-rf', 'corrigir', 'lote'].map((c) => [c, '--help'])]) {
+    for (const args of [['--help'], ...['divergencias', 'retorno-rf', 'corrigir', 'lote', 'lotes', 'comparar'].map((c) => [c, '--help'])]) {
       const run = await censo(args);
       expect(run.code, args.join(' ')).toBe(0);
       expect(run.stdout.toString()).toMatch(/^Uso: censo/);

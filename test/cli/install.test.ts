@@ -1,7 +1,9 @@
-// The README's one command that puts `censo` on the PATH from any folder: `npm install -g ./cli`
-// from the repository (npm links the folder, so the workspace's @censo/shared is found from the
-// repository's node_modules). Run here into a temporary prefix, never the machine's global one,
-// and offline: it must not fetch anything (an @censo/* name from the registry would not be ours).
+// The two ways to put `censo` on the PATH. From the repository: `npm install -g ./cli` (npm links
+// the folder, so the workspace's @censo/shared is found from the repository's node_modules).
+// Without it: the .tgz of `npm run pack:cli`, which bundles the core and every package, for an
+// analyst's machine (docs/cli.md). Both run here into a temporary prefix, never the machine's
+// global one, and offline: nothing may be fetched (an @censo/* or `censo` name from the registry
+// would not be ours).
 import { execFile } from 'node:child_process';
 import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -48,5 +50,54 @@ it(
     expect(installed).toMatchObject({ code: 0, stderr: '' });
     const direct = await censo(['divergencias', basico.retorno.json, '--format', 'csv']);
     expect(await readFile(path.join(elsewhere, 'divergencias.csv'))).toEqual(direct.stdout);
+  },
+);
+
+it(
+  '`npm run pack:cli` makes one .tgz that installs and runs with the repository out of reach: npm install -g offline into a prefix, npx --package',
+  { timeout: 400_000 },
+  async () => {
+    const packs = await mkdtemp(path.join(os.tmpdir(), 'censo-pack-test-'));
+    try {
+      // The script `npm run pack:cli` runs after building; the suite has built already.
+      const { stdout } = await runFile(process.execPath, [path.join(ROOT, 'cli', 'scripts', 'pack.mjs'), packs], { timeout: 200_000 });
+      const tgz = stdout.trim();
+      expect(path.dirname(tgz)).toBe(packs);
+      expect(path.basename(tgz)).toMatch(/^censo-cli-\d+\.\d+\.\d+\.tgz$/);
+      await cp(basico.retorno.xlsx, path.join(elsewhere, 'retorno.xlsx'));
+      const installed = path.join(packs, 'prefixo');
+      // A mount namespace of this command alone hides the repository under an empty tmpfs: the
+      // install and the runs can read nothing of it. An empty npm cache and --offline: nothing
+      // comes from a registry, so no unrelated package named `censo` can stand in for ours.
+      const script = [
+        'set -e',
+        'mount -t tmpfs tmpfs "$REPO"',
+        'test ! -e "$REPO/package.json"',
+        'npm install -g "$TGZ" --offline --prefix "$PREFIX" --no-audit --no-fund --loglevel=error >&2',
+        'cd "$ELSEWHERE"',
+        '"$PREFIX/bin/censo" divergencias retorno.xlsx --format csv',
+        'npx --offline --yes --package "$TGZ" censo --version',
+      ].join('\n');
+      const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_config_/i.test(key)));
+      const unshare = process.getuid?.() === 0 ? ['--mount'] : ['--user', '--map-root-user', '--mount'];
+      const run = await runFile('unshare', [...unshare, 'sh', '-c', script], {
+        env: {
+          ...env,
+          REPO: ROOT,
+          TGZ: tgz,
+          PREFIX: installed,
+          ELSEWHERE: elsewhere,
+          npm_config_cache: path.join(packs, 'cache-npm'),
+          npm_config_update_notifier: 'false',
+        },
+        timeout: 380_000,
+        maxBuffer: 16 * 1024 * 1024,
+      });
+      const direct = await censo(['divergencias', basico.retorno.xlsx, '--format', 'csv']);
+      const { version } = JSON.parse(await readFile(path.join(ROOT, 'cli', 'package.json'), 'utf8')) as { version: string };
+      expect(run.stdout).toBe(`${direct.stdout.toString()}${version}\n`);
+    } finally {
+      await rm(packs, { recursive: true, force: true });
+    }
   },
 );

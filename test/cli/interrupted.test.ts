@@ -1,6 +1,6 @@
 // `censo` stopped by Ctrl-C or a cron's SIGTERM, at any moment: its scratch folder goes, no
-// half-written -o stays, and the exit says how it ended. Every run gets its own TMPDIR, checked
-// empty afterwards.
+// half-written -o stays, one line says so (`censo: interrompido; "x.csv" não foi gravado.`), and
+// the exit says how it ended. Every run gets its own TMPDIR, checked empty afterwards.
 import { access, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -69,11 +69,12 @@ async function interrupt(args: readonly string[], signal: NodeJS.Signals, output
   expect(run.signal, run.stderr).toBe(signal);
   expect(await readdir(tmp), 'temporary files left behind').toEqual([]);
   expect(await exists(output), 'a partial -o left behind').toBe(false);
+  expect(run.stderr).toBe(`censo: interrompido; "${output}" não foi gravado.\n`);
   return run;
 }
 
 describe('a signal mid-run', () => {
-  it.each(['SIGINT', 'SIGTERM'] as const)('lote, %s mid-batch: no scratch folder, no partial -o', async (signal) => {
+  it.each(['SIGINT', 'SIGTERM'] as const)('lote, %s mid-batch: no scratch folder, no partial -o, one line saying so', async (signal) => {
     // The big return read six times through links.
     const folder = await fresh('retornos');
     await symlink(big, path.join(folder, 'grande.json'));
@@ -82,10 +83,13 @@ describe('a signal mid-run', () => {
     await interrupt(['lote', folder, '--concurrency', '1', '-o', out], signal, out);
   });
 
-  it.each(['SIGINT', 'SIGTERM'] as const)('divergencias, %s while the return is read: no scratch folder, no -o', async (signal) => {
-    const out = path.join(await fresh('saida'), 'divergencias.csv');
-    await interrupt(['divergencias', big, '-o', out], signal, out);
-  });
+  it.each(['SIGINT', 'SIGTERM'] as const)(
+    'divergencias, %s while the return is read: no scratch folder, no -o, one line saying so',
+    async (signal) => {
+      const out = path.join(await fresh('saida'), 'divergencias.csv');
+      await interrupt(['divergencias', big, '-o', out], signal, out);
+    },
+  );
 });
 
 describe('a signal the moment the scratch folder exists', () => {
@@ -94,7 +98,7 @@ describe('a signal the moment the scratch folder exists', () => {
     ['divergencias', (out: string) => ['divergencias', basico.retorno.json, '-o', out]],
     ['retorno-rf', (out: string) => ['retorno-rf', basico.retorno.json, basico.txt, '-o', out]],
     ['corrigir', (out: string) => ['corrigir', basico.retorno.json, basico.txt, '-o', out]],
-  ] as const)('%s: the folder goes too, and the exit is the signal', async (_name, args) => {
+  ] as const)('%s: the folder goes too, one line says -o was not written, and the exit is the signal', async (_name, args) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       const tmp = await fresh('tmp');
       const out = path.join(await fresh('saida'), 'saida');
@@ -105,6 +109,7 @@ describe('a signal the moment the scratch folder exists', () => {
       expect(run.signal, run.stderr).toBe(signal);
       expect(await readdir(tmp), `${signal}: temporary files left behind`).toEqual([]);
       expect(await exists(out), `${signal}: a partial -o left behind`).toBe(false);
+      expect(run.stderr, signal).toBe(`censo: interrompido; "${out}" não foi gravado.\n`);
     }
   });
 });

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import ExcelJS from 'exceljs';
-import { csvLine } from '@censo/shared';
+import { csvLine, LOTE_ARQUIVO_PLANILHA, LOTE_XLSX_COLUMNS } from '@censo/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCsv } from '../helpers/csv.js';
 import { fixtureCases, repeatedReturn } from '../helpers/fixtures.js';
@@ -99,7 +99,8 @@ describe('one bad entry never loses the batch', () => {
       const run = await lote([folder, '-o', out]);
       expect(run.stderr, `attempt ${attempt}`).toBe(
         'censo: "z-sem-permissao.json": Não foi possível ler o arquivo: sem permissão.\n' +
-          `Arquivos lidos: 7; com falha: 1; divergências gravadas: ${expected.rows}.\n`,
+          `Retornos: 8 (7 lidos, 1 com falha); ignorados: 0; divergências gravadas: ${expected.rows}.\n` +
+          'Com falha: "z-sem-permissao.json".\n',
       );
       expect(run.code).toBe(1);
       expect(await readFile(out, 'utf8')).toBe(expected.csv);
@@ -133,7 +134,8 @@ describe('one bad entry never loses the batch', () => {
     expect(lines.slice(1)).toEqual([
       'censo: "d-sem-permissao.json": Não foi possível ler o arquivo: sem permissão.',
       'censo: "f-quebrado.json": Arquivo retorno ilegível: não é um JSON válido.',
-      `Arquivos lidos: 5; com falha: 3; divergências gravadas: ${expected.rows}.`,
+      `Retornos: 8 (5 lidos, 3 com falha); ignorados: 0; divergências gravadas: ${expected.rows}.`,
+      'Com falha: "b-cortado.json", "d-sem-permissao.json", "f-quebrado.json".',
       '',
     ]);
     expect(run.code).toBe(1);
@@ -155,7 +157,8 @@ describe('one bad entry never loses the batch', () => {
     const run = await lote([folder, '--format', 'csv']);
     expect(run.stderr).toBe(
       'censo: "bloqueada": Não foi possível ler a pasta: sem permissão.\n' +
-        `Arquivos lidos: 2; com falha: 1; divergências gravadas: ${expected.rows}.\n`,
+        `Retornos: 2 (2 lidos, 0 com falha); pastas sem leitura: 1; ignorados: 0; divergências gravadas: ${expected.rows}.\n` +
+        'Com falha: "bloqueada" (pasta).\n',
     );
     expect(run.code).toBe(1);
     expect(run.stdout.toString('utf8')).toBe(expected.csv);
@@ -181,7 +184,8 @@ describe('one bad entry never loses the batch', () => {
     expect(run.stderr).toBe(
       'censo: "\\u001b[2Jlimpa.json": Arquivo retorno ilegível: não é um JSON válido.\n' +
         'censo: "a\\ncenso: \\"b.json\\": Arquivo conferido.json": Arquivo retorno ilegível: não é um JSON válido.\n' +
-        `Arquivos lidos: 1; com falha: 2; divergências gravadas: ${(await rowsOf(basico.retorno.json)).length}.\n`,
+        `Retornos: 3 (1 lidos, 2 com falha); ignorados: 0; divergências gravadas: ${(await rowsOf(basico.retorno.json)).length}.\n` +
+        'Com falha: "\\u001b[2Jlimpa.json", "a\\ncenso: \\"b.json\\": Arquivo conferido.json".\n',
     );
     expect(run.code).toBe(1);
   });
@@ -202,7 +206,8 @@ describe('one bad entry never loses the batch', () => {
     const run = await lote([folder, '-o', path.join(path.dirname(folder), 'saida.csv')]);
     expect(run.stderr).toBe(
       'censo: "quebrado.json": Não foi possível ler o arquivo: link simbólico para um arquivo que não existe.\n' +
-        `Arquivos lidos: 4; com falha: 1; divergências gravadas: ${expected.rows}.\n`,
+        `Retornos: 5 (4 lidos, 1 com falha); ignorados: 0; divergências gravadas: ${expected.rows}.\n` +
+        'Com falha: "quebrado.json".\n',
     );
     expect(run.code).toBe(1);
     expect(await readFile(path.join(path.dirname(folder), 'saida.csv'), 'utf8')).toBe(expected.csv);
@@ -227,7 +232,7 @@ describe('on a terminal', () => {
     // ESC 8 restores a cursor position saved before the line was written (the old bar's stop).
     expect(tty.stdout.slice(failure)).not.toContain('\u001b8');
     expect(tty.stdout.slice(failure)).toMatch(
-      /Arquivos .* 5\/5 .*\r?\n.*Arquivos lidos: 4; com falha: 1; divergências gravadas: 36\.\r?\n$/s,
+      /Arquivos .* 5\/5 .*\r?\n.*Retornos: 5 \(4 lidos, 1 com falha\); ignorados: 0; divergências gravadas: 36\.\r?\nCom falha: "a-quebrado\.json"\.\r?\n$/s,
     );
     expect(await readdir(tmp)).toEqual([]);
   });
@@ -235,20 +240,35 @@ describe('on a terminal', () => {
 
 describe('-o', () => {
   it.each([
-    ['an existing folder', (base: string) => base, 'é uma pasta'],
-    ['a missing folder', (base: string) => path.join(base, 'nao-existe', 'divergencias.csv'), 'a pasta não existe'],
-    ['a folder without write permission', (base: string) => path.join(base, 'so-leitura', 'divergencias.csv'), 'sem permissão'],
-    ['a full disk', () => '/dev/full', 'disco cheio'],
-  ])('to %s: one Portuguese line, exit 1, no stack trace', async (_, target, reason) => {
+    ['an existing folder', (base: string) => base, () => 'é uma pasta'],
+    [
+      'a missing folder',
+      (base: string, format: string) => path.join(base, 'nao-existe', `divergencias.${format}`),
+      (base: string) => `a pasta "${path.join(base, 'nao-existe')}" não existe`,
+    ],
+    [
+      'a folder without write permission',
+      (base: string, format: string) => path.join(base, 'so-leitura', `divergencias.${format}`),
+      (base: string) => `sem permissão para gravar na pasta "${path.join(base, 'so-leitura')}"`,
+    ],
+    [
+      'a file without write permission',
+      (base: string, format: string) => path.join(base, `protegido.${format}`),
+      () => 'sem permissão para alterar este arquivo',
+    ],
+    ['a full disk', () => '/dev/full', () => 'disco cheio'],
+  ])('to %s: one Portuguese line that says where the fix goes, exit 1, no stack trace', async (_, target, reason) => {
     const folder = await folderWith({ 'escola-a.json': basico.retorno.json, 'escola-b.xlsx': utf8.retorno.xlsx });
     const base = path.dirname(folder);
     await mkdir(path.join(base, 'so-leitura'));
+    for (const format of ['csv', 'xlsx']) await writeFile(path.join(base, `protegido.${format}`), 'de outra pessoa');
     await handOver(base);
     await chmod(path.join(base, 'so-leitura'), 0o555);
-    const output = target(base);
+    for (const format of ['csv', 'xlsx']) await chmod(path.join(base, `protegido.${format}`), 0o444);
     for (const format of ['csv', 'xlsx']) {
+      const output = target(base, format);
       const run = await lote([folder, '-o', output, '--format', format]);
-      expect(run.stderr, format).toBe(`censo: Não foi possível gravar em "${output}": ${reason}.\n`);
+      expect(run.stderr, format).toBe(`censo: Não foi possível gravar em "${output}": ${reason(base)}.\n`);
       expect(run.code).toBe(1);
       expect(run.stdout.length).toBe(0);
     }
@@ -264,7 +284,7 @@ describe('-o', () => {
       [`${folder}/rede/../rede/escola-b.xlsx`, 'rede/escola-b.xlsx'],
       [link, 'rede/escola-b.xlsx'],
     ] as const) {
-      const run = await lote([folder, '-o', output, '--format', 'csv']);
+      const run = await lote([folder, '-o', output]);
       expect(run.stderr).toBe(`censo: -o "${output}" é o retorno "${name}" da pasta: escolha outro arquivo de saída.\n`);
       expect(run.code).toBe(2);
     }
@@ -292,7 +312,7 @@ describe('as IT staff run it', () => {
       ['escola-b/Retorno.XLSX', utf8.retorno.xlsx],
     ]);
   });
-  const summary = () => `Arquivos lidos: 2; com falha: 0; divergências gravadas: ${expected.rows}.\n`;
+  const summary = () => `Retornos: 2 (2 lidos, 0 com falha); ignorados: 0; divergências gravadas: ${expected.rows}.\n`;
 
   it('`censo lote retornos -o divergencias.csv` writes CSV (the format from -o); lock and hidden files are skipped; a summary ends the run', async () => {
     const cwd = path.dirname(folder);
@@ -303,30 +323,45 @@ describe('as IT staff run it', () => {
     expect(await readFile(path.join(cwd, 'divergencias.csv'), 'utf8')).toBe(expected.csv);
   });
 
-  it('-o divergencias.json writes JSON, and --format still wins over the extension', async () => {
+  it('-o divergencias.json writes JSON; a --format that contradicts the extension is refused and the file left as it was', async () => {
     const json = path.join(path.dirname(folder), 'divergencias.json');
     expect((await lote([folder, '-o', json])).code).toBe(0);
-    const body = JSON.parse(await readFile(json, 'utf8')) as { divergencias: Record<string, unknown>[] };
+    const written = await readFile(json, 'utf8');
+    const body = JSON.parse(written) as { divergencias: Record<string, unknown>[] };
     expect(body.divergencias).toHaveLength(expected.rows);
     expect(body.divergencias[0]).toMatchObject({ arquivo: 'escola-a/retorno.json' });
-    expect((await lote([folder, '-o', json, '--format', 'csv'])).code).toBe(0);
-    expect(await readFile(json, 'utf8')).toBe(expected.csv);
+    const contradicted = await lote([folder, '-o', json, '--format', 'csv']);
+    expect(contradicted.stderr).toBe(
+      `censo: --format csv e -o "${json}" não combinam: use -o "${json.slice(0, -4)}csv" ou --format json.\n`,
+    );
+    expect(contradicted.code).toBe(2);
+    expect(await readFile(json, 'utf8')).toBe(written);
   });
 
-  it('-o DIVERGENCIAS.XLSX writes a workbook: sheet divergencias, arquivo then the divergence columns, every cell text', async () => {
+  it('-o DIVERGENCIAS.XLSX writes a workbook for people: sheet divergencias, the file then the divergence in words, every cell text', async () => {
     const xlsx = path.join(path.dirname(folder), 'DIVERGENCIAS.XLSX');
     const run = await lote([folder, '-o', xlsx]);
     expect(run.code).toBe(0);
     const workbook = new ExcelJS.Workbook();
     await workbook.xlsx.load((await readFile(xlsx)) as unknown as ExcelJS.Buffer);
     expect(workbook.worksheets.map((s) => s.name)).toEqual(['divergencias']);
-    const lines: string[] = [];
+    const rows: string[][] = [];
     workbook.worksheets[0]!.eachRow({ includeEmpty: true }, (row) => {
-      const cells = Array.from({ length: 8 }, (_, i) => row.getCell(i + 1).value);
+      const cells = Array.from({ length: LOTE_XLSX_COLUMNS.length }, (_, i) => row.getCell(i + 1).value);
       for (const value of cells) if (value !== null) expect(typeof value).toBe('string');
-      lines.push(csvLine(cells.map((value) => (value === null ? '' : String(value)))));
+      rows.push(cells.map((value) => (value === null ? '' : String(value))));
     });
-    expect(lines.join('')).toBe(expected.csv);
+    // What `censo divergencias` answers for each return, its file first, in the workbook's words.
+    const expectedRows = [LOTE_XLSX_COLUMNS];
+    for (const [name, source] of [
+      ['escola-a/retorno.json', basico.retorno.json],
+      ['escola-b/Retorno.XLSX', utf8.retorno.xlsx],
+    ]) {
+      const { divergencias } = JSON.parse((await censo(['divergencias', source!])).stdout.toString()) as { divergencias: object[] };
+      for (const d of divergencias) expectedRows.push(LOTE_ARQUIVO_PLANILHA.cells({ arquivo: name, ...d }));
+    }
+    expect(rows).toEqual(expectedRows);
+    expect(rows[0]![0]).toBe('Arquivo');
   });
 
   it('--quiet leaves only the failures on stderr', async () => {
@@ -352,6 +387,87 @@ describe('as IT staff run it', () => {
     );
     expect(run.code).toBe(1);
     expect(run.stdout.length).toBe(0);
+  });
+});
+
+describe('what the batch did not read is said, and a folder without returns is an error', () => {
+  const XLS_NOTE = 'Excel 97-2003: abra no Excel e salve como .xlsx';
+  const OWN = 'resultado anterior do censo lote';
+
+  it('files that are not returns are named in the summary, with what to do; earlier results in the folder are passed over, not failed', async () => {
+    const folder = await folderWith({
+      'escola-a.json': basico.retorno.json,
+      'escola-b.xlsx': utf8.retorno.xlsx,
+      'leia-me.txt': { text: 'não é um retorno' },
+      'antigo.xls': { text: 'ÐÏ\u0011à¡±\u001aá' },
+      'retornos.zip': { text: 'PK\u0005\u0006' },
+      'relatorio.pdf': { text: '%PDF-1.4' },
+    });
+    await handOver(path.dirname(folder));
+    const expected = await expectedCsv([
+      ['escola-a.json', basico.retorno.json],
+      ['escola-b.xlsx', utf8.retorno.xlsx],
+    ]);
+    const notReturns =
+      '"antigo.xls" (Excel 97-2003: abra no Excel e salve como .xlsx), "leia-me.txt", "relatorio.pdf", ' +
+      '"retornos.zip" (compactado: extraia os retornos na pasta)';
+    // -o inside the folder: the first run's result is there for the second run to find.
+    const inside = path.join(folder, 'divergencias.xlsx');
+    const first = await lote([folder, '-o', inside]);
+    expect(first.stderr).toBe(
+      `Retornos: 2 (2 lidos, 0 com falha); ignorados: 4; divergências gravadas: ${expected.rows}.\nIgnorados: ${notReturns}.\n`,
+    );
+    expect(first.code).toBe(0);
+    // The same command again: its own earlier result is set apart (and replaced), not refused as a return.
+    const second = await lote([folder, '-o', inside]);
+    expect(second.stderr).toBe(
+      `Retornos: 2 (2 lidos, 0 com falha); ignorados: 5; divergências gravadas: ${expected.rows}.\n` +
+        `Ignorados: "antigo.xls" (${XLS_NOTE}), "divergencias.xlsx" (${OWN}), "leia-me.txt", "relatorio.pdf", "retornos.zip" (compactado: extraia os retornos na pasta).\n`,
+    );
+    expect(second.code).toBe(0);
+
+    // Earlier results under other names: a JSON, a CSV, and the workbook as Excel saves it again (shared strings).
+    await writeFile(path.join(folder, 'divergencias-marco.json'), (await lote([folder, '--format', 'json'])).stdout);
+    await writeFile(path.join(folder, 'saida.csv'), expected.csv);
+    const workbook = new ExcelJS.Workbook();
+    await workbook.xlsx.load((await readFile(inside)) as unknown as ExcelJS.Buffer);
+    await workbook.xlsx.writeFile(path.join(folder, 'revisado.xlsx'), { useSharedStrings: true });
+    await handOver(path.dirname(folder));
+    const third = await lote([folder, '--format', 'csv']);
+    expect(third.stderr).toBe(
+      `Retornos: 2 (2 lidos, 0 com falha); ignorados: 8; divergências gravadas: ${expected.rows}.\n` +
+        `Ignorados: "antigo.xls" (${XLS_NOTE}), "divergencias-marco.json" (${OWN}), "divergencias.xlsx" (${OWN}), "leia-me.txt", ` +
+        `"relatorio.pdf", "retornos.zip" (compactado: extraia os retornos na pasta), "revisado.xlsx" (${OWN}), "saida.csv" (${OWN}).\n`,
+    );
+    expect(third.code).toBe(0);
+    expect(third.stdout.toString('utf8')).toBe(expected.csv);
+  });
+
+  it('an empty folder, or one with no return: exit 1, one sentence naming what is there, no -o created', async () => {
+    const empty = await folderWith({});
+    const nothing = await folderWith({ 'antigo.xls': { text: 'xls' }, 'leia-me.txt': { text: 'texto' } });
+    await handOver(path.dirname(empty));
+    await handOver(path.dirname(nothing));
+    for (const [folder, said] of [
+      [empty, ''],
+      [nothing, ` Ignorados: "antigo.xls" (${XLS_NOTE}), "leia-me.txt".`],
+    ] as const) {
+      const out = path.join(path.dirname(folder), 'divergencias.csv');
+      const run = await lote([folder, '-o', out]);
+      expect(run.stderr).toBe(`censo: Nenhum retorno (.json ou .xlsx) em "${folder}".${said}\n`);
+      expect(run.code).toBe(1);
+      await expect(readFile(out), 'an -o created for nothing').rejects.toThrow(/ENOENT/);
+    }
+  });
+
+  it('a folder whose only .json is an earlier result: nothing read, exit 1', async () => {
+    const folder = await folderWith({ 'divergencias.json': { text: '{"divergencias":[]}\n' } });
+    const run = await lote([folder]);
+    expect(run.stderr).toBe(
+      `Retornos: 0 (0 lidos, 0 com falha); ignorados: 1; divergências gravadas: 0.\n` +
+        `Ignorados: "divergencias.json" (${OWN}).\ncenso: Nenhum retorno (.json ou .xlsx) em "${folder}".\n`,
+    );
+    expect(run.code).toBe(1);
   });
 });
 

@@ -76,13 +76,17 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       expect(local.stderr).toContain('censo: "quebrado.json": Arquivo retorno ilegível');
 
       const remote = await censo(['lote', folder, '--format', format, '--servidor', server.url], { CENSO_API_KEY: API_KEY });
-      expect(remote.stderr).toBe(local.stderr);
+      // The batch's id first (the one thing needed to find it again; the csv run made it, the json run
+      // finds it), then the local lote's own lines.
+      const [first, id] = /^Lote ([0-9a-f-]{36}): (?:criado|retomado \(4 de 4 arquivos já enviados\))\.\n/.exec(remote.stderr) ?? [];
+      expect(id, remote.stderr).toBeDefined();
+      expect(remote.stderr).toBe(`${first}${local.stderr}`);
       expect(remote.code).toBe(1);
       expect(remote.stdout).toBe(local.stdout);
       const jobs = server.gate.seen.length;
 
       const again = await censo(['lote', folder, '--format', format, '--servidor', `${server.url}/`, '--chave', API_KEY]);
-      expect(again).toEqual(remote);
+      expect(again).toEqual({ ...remote, stderr: `Lote ${id}: retomado (4 de 4 arquivos já enviados).\n${local.stderr}` });
       expect(server.gate.seen.length).toBe(jobs);
     },
   );
@@ -101,7 +105,9 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
             .digest('hex')}\n`,
       ),
     );
-    const key = `censo-lote-${createHash('sha256').update(lines.join('')).digest('hex')}`;
+    const key = `censo-lote-${createHash('sha256')
+      .update(`retornos\n${lines.join('')}`)
+      .digest('hex')}`;
     const lote = await request(server, 'POST', '/api/lotes', {
       body: JSON.stringify({ nome: 'retornos' }),
       headers: { 'content-type': 'application/json', 'idempotency-key': key },
@@ -123,7 +129,9 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
         .update(await readFile(path.join(partial, file)))
         .digest('hex');
     const lines = [`a.json\0${await digest('a.json')}\n`, `b.xlsx\0${await digest('b.xlsx')}\n`];
-    const key = `censo-lote-${createHash('sha256').update(lines.join('')).digest('hex')}`;
+    const key = `censo-lote-${createHash('sha256')
+      .update(`${path.basename(partial)}\n${lines.join('')}`)
+      .digest('hex')}`;
     const lote = (
       await request(server, 'POST', '/api/lotes', {
         body: JSON.stringify({ nome: path.basename(partial) }),
@@ -156,7 +164,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     const jobs = server.gate.seen.length;
     const full = await censo(['lote', pasta, '--servidor', server.url, '-o', '/dev/full'], { CENSO_API_KEY: API_KEY });
     expect(full.code).toBe(1);
-    expect(full.stderr).toBe('censo: Não foi possível gravar em "/dev/full": disco cheio.\n');
+    expect(full.stderr).toMatch(/^Lote [0-9a-f-]{36}: criado\.\ncenso: Não foi possível gravar em "\/dev\/full": disco cheio\.\n$/);
 
     const out = path.join(work, `cheio-${mode}.csv`);
     const rerun = await censo(['--quiet', 'lote', pasta, '--servidor', server.url, '-o', out], { CENSO_API_KEY: API_KEY });
@@ -167,10 +175,10 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     expect(server.gate.seen.length - jobs).toBe(12);
   });
 
-  it('a wrong key stops with the service message (exit 1); no key is wrong usage (exit 2)', async () => {
+  it('a wrong key stops with the service message and where the key comes from (exit 1); no key is wrong usage (exit 2)', async () => {
     const wrong = await censo(['lote', folder, '--servidor', server.url, '--chave', 'errada']);
     expect(wrong.code).toBe(1);
-    expect(wrong.stderr).toBe('censo: Credencial inválida (header x-api-key). (HTTP 401)\n');
+    expect(wrong.stderr).toBe('censo: Credencial inválida (header x-api-key): confira CENSO_API_KEY ou --chave (HTTP 401).\n');
     const none = await censo(['lote', folder, '--servidor', server.url]);
     expect(none.code).toBe(2);
     expect(none.stderr).toBe('censo: informe a chave da API em CENSO_API_KEY ou com --chave.\n');
@@ -179,7 +187,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
   });
 });
 
-it('a server that does not answer is a one-line error, exit 1', async () => {
+it('a server that does not answer is a one-line error saying what to check, exit 1', async () => {
   // A port that was free a moment ago: nothing listens there.
   const probe = net.createServer();
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
@@ -187,5 +195,7 @@ it('a server that does not answer is a one-line error, exit 1', async () => {
   await new Promise((resolve) => probe.close(resolve));
   const run = await censo(['lote', folder, '--servidor', `http://127.0.0.1:${port}`], { CENSO_API_KEY: API_KEY });
   expect(run.code).toBe(1);
-  expect(run.stderr).toBe(`censo: não foi possível falar com o servidor http://127.0.0.1:${port} (ECONNREFUSED).\n`);
+  expect(run.stderr).toBe(
+    `censo: não foi possível falar com o servidor http://127.0.0.1:${port}: conexão recusada (o serviço está no ar? confira o endereço e a porta em --servidor).\n`,
+  );
 });

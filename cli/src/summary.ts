@@ -1,0 +1,54 @@
+// What a batch (`censo lote`, local or on a server) did, said at its end on stderr: how many
+// returns it found, read and could not read, which ones failed and which files it did not read,
+// so a combined output never looks complete when it is not.
+import { quote } from './failures.js';
+import type { Ignored } from './folder.js';
+
+export interface LoteSummary {
+  /** Returns whose divergences were written. */
+  readonly read: number;
+  /** Returns that could not be used, by name (each also reported on stderr as it happened). */
+  readonly failed: readonly string[];
+  /** Subfolders that could not be read (not returns, so not counted among them). */
+  readonly folders: readonly string[];
+  /** Files that are not returns. */
+  readonly ignored: readonly Ignored[];
+  /** Divergences written (the header not counted). */
+  readonly rows: number;
+}
+
+/** Names listed in a summary line before `e mais N`. */
+const LISTED = 20;
+
+function names(items: readonly string[]): string {
+  const shown = items.slice(0, LISTED).join(', ');
+  return items.length > LISTED ? `${shown} e mais ${items.length - LISTED}` : shown;
+}
+
+/**
+ * `Retornos: 5 (3 lidos, 2 com falha); ignorados: 2; divergências gravadas: 18.`, then the names
+ * of the failed returns and of the ignored files (with what to do about each), one line each.
+ */
+export function summaryText(summary: LoteSummary): string {
+  const { read, failed, folders, ignored, rows } = summary;
+  let text =
+    `Retornos: ${read + failed.length} (${read} lidos, ${failed.length} com falha)` +
+    (folders.length > 0 ? `; pastas sem leitura: ${folders.length}` : '') +
+    `; ignorados: ${ignored.length}; divergências gravadas: ${rows}.\n`;
+  if (failed.length > 0 || folders.length > 0) {
+    text += `Com falha: ${names([...failed.map(quote), ...folders.map((folder) => `${quote(folder)} (pasta)`)])}.\n`;
+  }
+  if (ignored.length > 0) text += `Ignorados: ${ignoredText(ignored)}.\n`;
+  return text;
+}
+
+/** `"a.xls" (Excel 97-2003: …), "b.pdf"`, sorted by name. */
+export function ignoredText(ignored: readonly Ignored[]): string {
+  const sorted = [...ignored].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return names(sorted.map(({ name, note }) => (note === null ? quote(name) : `${quote(name)} (${note})`)));
+}
+
+/** Exit 1 when anything that should have been read was not. */
+export function incomplete(summary: LoteSummary): boolean {
+  return summary.failed.length > 0 || summary.folders.length > 0;
+}
