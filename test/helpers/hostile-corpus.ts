@@ -102,7 +102,7 @@ export interface HostileUpload {
   /** The txt sent with it on the routes that take one; censo() by default. */
   readonly txt?: UploadFile;
   readonly status: number;
-  /** The exact `erro`, where SPEC or the README fixes it. */
+  /** The exact `erro`, where SPEC or docs/integracao.md fixes it. */
   readonly erro?: string;
 }
 

@@ -1,15 +1,18 @@
-// The README's error table lists every `erro` the service answers: each answer below is provoked
-// over HTTP as a client would, and its message (with the parts that vary written as the table
-// writes them, `<n>`, `<c>`, `<motivo>`…) must be quoted in the table. errors.test.ts covers the
-// error classes; this covers the messages built elsewhere (plugins, routes, message builders).
+// The error table of docs/integracao.md lists every `erro` the service answers: each answer below is
+// provoked over HTTP as a client would, and its message (with the parts that vary written as the
+// table writes them, `<n>`, `<c>`, `<motivo>`…) must be quoted in the table. errors.test.ts covers
+// the error classes; this covers the messages built elsewhere (plugins, routes, message builders,
+// the task and batch routes of SPEC §7).
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { badInput, httpMessages } from '@censo/shared';
+import { invalido, mensagens } from '../../services/api/dist/tarefas/errors.js';
+import { WEBHOOK_REFUSALS } from '../../services/api/dist/tarefas/webhooks.js';
 import { formWith, post, startTestServer, type TestServer } from '../helpers/http.js';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-const errorsAt = readme.indexOf('### Errors');
-const table = readme.slice(errorsAt, readme.indexOf('\n## ', errorsAt));
+const doc = readFileSync(new URL('../../docs/integracao.md', import.meta.url), 'utf8');
+const errorsAt = doc.indexOf('\n## Erros: status e mensagens\n');
+const table = errorsAt < 0 ? '' : doc.slice(errorsAt, doc.indexOf('\n## ', errorsAt + 1));
 
 /** The message as the table quotes it: what varies replaced by the table's placeholder. */
 function inTable(message: string, varying: Record<string, string> = {}): string {
@@ -29,7 +32,7 @@ afterAll(async () => {
 const retorno = (row: Record<string, string>) =>
   JSON.stringify([{ Registro: '30', 'Código na Escola': 'ALU1', Campo: 'CPF', Mensagem: 'Receita Federal', Conteúdo: '1 -- 2', ...row }]);
 
-describe('every answer the service gives is in the README error table', () => {
+describe('every answer the service gives is in the error table of docs/integracao.md', () => {
   it('404 for a route that does not exist', async () => {
     const response = await fetch(`${server.url}/nada`);
     expect(response.status).toBe(404);
@@ -100,6 +103,14 @@ describe('every answer the service gives is in the README error table', () => {
       badInput.wrongExtension('txt').message,
     ];
     for (const message of built) expect(table).toContain(message);
+  });
+
+  it('the task and batch messages (SPEC §7, §10), and every reason a webhook is refused', () => {
+    for (const message of Object.values(mensagens)) expect(table).toContain(`\`${message}\``);
+    for (const [name, build] of Object.entries(invalido)) {
+      expect(table, name).toContain(`\`${build('<motivo>').message}\``);
+    }
+    for (const motivo of Object.values(WEBHOOK_REFUSALS)) expect(table).toContain(`\`${motivo}\``);
   });
 
   it.each([

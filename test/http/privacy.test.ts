@@ -189,7 +189,7 @@ describe.each(['info', 'debug'] as const)('hostile corpus at LOG_LEVEL=%s', (lev
     if (uploadDir) await rm(uploadDir, { recursive: true, force: true });
   });
 
-  it('every request gets its status, and its exact erro where SPEC or the README fixes it', () => {
+  it('every request gets its status, and its exact erro where SPEC or docs/integracao.md fixes it', () => {
     expect(answers.length).toBeGreaterThan(50);
     for (const answer of answers) {
       expect(answer.status, answer.label).toBe(answer.expectedStatus);

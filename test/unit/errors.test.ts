@@ -1,12 +1,12 @@
 // Every error the API can answer with is documented: each CensoError subclass, and each fixed
-// message, appears in the README's error table (fails when one is added without docs).
+// message, appears in the error table of docs/integracao.md (fails when one is added without docs).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as shared from '@censo/shared';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-const errorsAt = readme.indexOf('### Errors');
-const table = readme.slice(errorsAt, readme.indexOf('\n## ', errorsAt));
+const doc = readFileSync(new URL('../../docs/integracao.md', import.meta.url), 'utf8');
+const errorsAt = doc.indexOf('\n## Erros: status e mensagens\n');
+const table = errorsAt < 0 ? '' : doc.slice(errorsAt, doc.indexOf('\n## ', errorsAt + 1));
 
 const subclasses = Object.entries(shared).filter(
   ([name, value]) => typeof value === 'function' && value.prototype instanceof shared.CensoError && name !== 'CensoError',
@@ -17,11 +17,11 @@ describe('errors', () => {
     expect(subclasses.length).toBeGreaterThanOrEqual(10);
   });
 
-  it.each(subclasses.map(([name]) => name))('%s is in the README error table', (name) => {
+  it.each(subclasses.map(([name]) => name))('%s is in the error table of docs/integracao.md', (name) => {
     expect(table).toContain(name);
   });
 
-  it('each fixed message is quoted in the README exactly', () => {
+  it('each fixed message is quoted in docs/integracao.md exactly', () => {
     const fixed = [
       new shared.InvalidCredentialError(),
       new shared.ApiNotConfiguredError(),

@@ -186,7 +186,7 @@ describe('docs/query.md', () => {
   it('shows a JSON page as the route answers it: rows are objects keyed by column name (SPEC §3.3)', async () => {
     const { readFile } = await import('node:fs/promises');
     const doc = await readFile(new URL('../../docs/query.md', import.meta.url), 'utf8');
-    const block = /A JSON page:\n\n```json\n([\s\S]*?)\n```/.exec(doc);
+    const block = /Uma página JSON:\n\n```json\n([\s\S]*?)\n```/.exec(doc);
     expect(block).not.toBeNull();
     const page = JSON.parse(block![1]!) as { columns: string[]; rows: unknown[]; count: number };
     expect(page.rows).toHaveLength(page.count);
