@@ -1,7 +1,8 @@
 // The monitoring recipe (deploy/monitoring): Prometheus accepts both scrape configurations with
 // the rules they load, the rules' own cases pass (`promtool test rules`: each alert fires where it
 // should and not in the case beside it), and the jobs the alerts name are the jobs the
-// configurations scrape. That the metrics named exist is test/deploy/queue-metrics.test.ts.
+// configurations scrape, and docs/operacao.md tells what to do for each. That the metrics named
+// exist is test/deploy/queue-metrics.test.ts.
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -111,6 +112,13 @@ describe('deploy/monitoring', () => {
       expect(config(file).rule_files).toEqual(['alertas.yml']);
     });
   }
+
+  it('docs/operacao.md says what to do for every alert, and for no other', () => {
+    const section = read('docs/operacao.md').split('\n## Monitoramento\n')[1]!.split('\n## ')[0]!;
+    const documented = [...section.matchAll(/^\| `(Censo\w+)` \|/gm)].map((m) => m[1]!);
+    const alerts = rules().flatMap((r) => (r.alert ? [r.alert] : []));
+    expect(documented.sort()).toEqual(alerts.sort());
+  });
 
   it('the alerts name only jobs that the scrape configurations define', () => {
     const jobs = new Set(config('prometheus.yml').scrape_configs.map((s) => s.job_name));

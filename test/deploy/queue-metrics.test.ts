@@ -3,7 +3,8 @@
 // - the KEDA ScaledObject's Redis list is where a synchronous request's job waits, and its
 //   Prometheus query is what counts a waiting asynchronous task (which is not in that list);
 // - every censo_* metric that alertas.yml, its cases and the ScaledObject name is one the API or
-//   the worker exposes, with the labels the rules select on.
+//   the worker exposes, with the labels the rules select on (those that exist only with Sentinel
+//   are named below and read from Sentinel processes elsewhere).
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,6 +22,13 @@ import { waitFor } from '../helpers/wait-for.js';
 import { read, yamlDocuments } from './recipes.js';
 
 const METRICS_TOKEN = 'token-das-metricas';
+
+/**
+ * Named by the rules but exposed only with REDIS_SENTINELS (the failovers the sentinels announce),
+ * while these processes run on a plain REDIS_URL: test/integration/redis-failover-metric.test.ts
+ * reads it from a worker and an `npm start` on Sentinel.
+ */
+const SENTINEL_ONLY = ['censo_redis_failovers_total'];
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const retorno: UploadFile = { field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' };
 
@@ -145,7 +153,10 @@ describe('the queue as KEDA and Prometheus read it', () => {
     ];
     const named = new Set(texts.flatMap((text) => [...text.matchAll(/\bcenso_[a-z_]+/g)].map((m) => m[0])));
     expect(named.size).toBeGreaterThanOrEqual(5);
-    expect([...named].filter((name) => !exposed.has(name))).toEqual([]);
+    expect([...named].filter((name) => !exposed.has(name) && !SENTINEL_ONLY.includes(name))).toEqual([]);
+    // The exception is for those names only: still named by the rules, and absent without Sentinel.
+    expect(SENTINEL_ONLY.filter((name) => !named.has(name))).toEqual([]);
+    expect(SENTINEL_ONLY.filter((name) => exposed.has(name))).toEqual([]);
 
     // The label values the rules select on.
     expect(apiNow.samples.some((s) => s.name === 'censo_http_requests_total' && s.labels.status === '200')).toBe(true);

@@ -390,7 +390,8 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       ]);
       expect(sheet!.rows.length - 1).toBe(expected().length);
       const byRow = sheet!.rows.slice(1);
-      expected().forEach((d, i) => {
+      expected().forEach((item, i) => {
+        const d = item as Record<string, unknown>;
         expect(byRow[i]!.slice(0, 7)).toEqual(
           [d.referencia, d.arquivo, d.codigo_na_escola, d.linha, d.campo, d.enviado, d.correto].map(String),
         );

@@ -3,12 +3,13 @@
 // message, published here by hand, so the test decides exactly where the "new master" is.
 // A connection already on the announced master keeps its socket and the command in flight on it
 // (ioredis's failoverDetector dropped it and resent the command); one elsewhere is dropped and
-// asks again; one still connecting is left to finish.
+// asks again; one still connecting is left to finish. Each failover is reported once (the
+// worker's censo_redis_failovers_total), however many sentinels announce it.
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
-import { MasterSwitchWatcher, parseSwitch } from '@censo/shared';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MasterSwitchWatcher, parseSwitch, type RedisEvents } from '@censo/shared';
 import { useTestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -17,6 +18,7 @@ const CHANNEL = '+switch-master';
 const opened: Redis[] = [];
 
 afterEach(() => {
+  vi.useRealTimers();
   for (const client of opened.splice(0)) client.disconnect();
 });
 
@@ -26,8 +28,12 @@ function client(options: { lazyConnect?: boolean } = {}): Redis {
   return redis;
 }
 
-/** A watcher for a master group of its own that takes the test Redis for its one sentinel. */
-async function watcher(): Promise<{
+/**
+ * A watcher for a master group of its own that takes the test Redis for its sentinels: one, or
+ * the same server listed `sentinels` times (each subscription hears every announcement, as from
+ * that many sentinels).
+ */
+async function watcher(options: { sentinels?: number; onSwitch?: RedisEvents['onMasterSwitch'] } = {}): Promise<{
   watcher: MasterSwitchWatcher;
   name: string;
   /** How many connections subscribe to the announcements on the stand-in sentinel. */
@@ -39,16 +45,18 @@ async function watcher(): Promise<{
   const publisher = client();
   const subscribers = async () => Number(((await publisher.pubsub('NUMSUB', CHANNEL)) as [string, number])[1]);
   const before = await subscribers();
+  const sentinel = { host: url.hostname, port: Number(url.port || 6379) };
   const w = new MasterSwitchWatcher(
     {
       kind: 'sentinel',
-      sentinels: [{ host: url.hostname, port: Number(url.port || 6379) }],
+      sentinels: Array.from({ length: options.sentinels ?? 1 }, () => sentinel),
       name,
       sentinelPassword: url.password ? decodeURIComponent(url.password) : null,
       password: null,
       tls: false,
     },
     Redis,
+    { onSwitch: options.onSwitch },
   );
   return {
     watcher: w,
@@ -151,5 +159,60 @@ describe('following +switch-master', () => {
     const { host, port } = address(b);
     w.switched(`${name} 10.0.0.1 6379 ${host} ${port + 1}`);
     await closed;
+  });
+
+  it('reports a failover once, however many sentinels announce it', async () => {
+    const reported: unknown[] = [];
+    const { watcher: w, name, subscribers } = await watcher({ sentinels: 3, onSwitch: (announced) => reported.push(announced) });
+    const before = await subscribers();
+    const switched = vi.spyOn(w, 'switched');
+    w.track(client({ lazyConnect: true }));
+    await waitFor(async () => (await subscribers()) === before + 3, { timeoutMs: 5_000, what: 'the three subscriptions' });
+    await client().publish(CHANNEL, `${name} 10.0.0.1 6379 10.0.0.2 6380`);
+    await waitFor(() => switched.mock.calls.length === 3, { timeoutMs: 5_000, what: 'the three announcements' });
+    expect(reported).toEqual([{ name, host: '10.0.0.2', port: 6380 }]);
+  });
+
+  it('reports each failover; a late announcement of the last one, or another group, is none', () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    let reported = 0;
+    const w = new MasterSwitchWatcher(
+      { kind: 'sentinel', sentinels: [], name: 'censo-ha', sentinelPassword: null, password: null, tls: false },
+      Redis,
+      { onSwitch: () => reported++ },
+    );
+    w.switched('censo-ha 10.0.0.1 6379 10.0.0.2 6379');
+    w.switched('censo-ha 10.0.0.1 6379 10.0.0.2 6379');
+    expect(reported).toBe(1);
+    // The next failover moves away from that master: reported.
+    vi.advanceTimersByTime(5_000);
+    w.switched('censo-ha 10.0.0.2 6379 10.0.0.3 6379');
+    expect(reported).toBe(2);
+    // A sentinel that missed the first switch announces the second from its stale view.
+    vi.advanceTimersByTime(20_000);
+    w.switched('censo-ha 10.0.0.1 6379 10.0.0.3 6379');
+    w.switched('other-group 10.0.0.3 6379 10.0.0.1 6379');
+    w.switched('censo-ha 10.0.0.3 6379');
+    expect(reported).toBe(2);
+    // Back to the first master: a failover of its own.
+    w.switched('censo-ha 10.0.0.3 6379 10.0.0.1 6379');
+    expect(reported).toBe(3);
+  });
+
+  it('past 30 s, the same new master again counts (a failover in between may have gone unheard)', () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    let reported = 0;
+    const w = new MasterSwitchWatcher(
+      { kind: 'sentinel', sentinels: [], name: 'censo-ha', sentinelPassword: null, password: null, tls: false },
+      Redis,
+      { onSwitch: () => reported++ },
+    );
+    w.switched('censo-ha 10.0.0.1 6379 10.0.0.2 6379');
+    vi.advanceTimersByTime(29_999);
+    w.switched('censo-ha 10.0.0.3 6379 10.0.0.2 6379');
+    expect(reported).toBe(1);
+    vi.advanceTimersByTime(1);
+    w.switched('censo-ha 10.0.0.3 6379 10.0.0.2 6379');
+    expect(reported).toBe(2);
   });
 });

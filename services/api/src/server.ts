@@ -4,6 +4,7 @@
 import { mkdir } from 'node:fs/promises';
 import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
+import type { RunningWorker } from '@censo/worker';
 import { createJobPool, createLogger, createStorage, loadColumnsFile, type Config, type Logger, type Storage } from '@censo/shared';
 import { buildApp, type AppDeps } from './app.js';
 import { createInProcessRunner } from './jobs/in-process.js';
@@ -22,16 +23,12 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-interface Closable {
-  close(): Promise<void>;
-}
-
 async function createRunner(
   config: Config,
   role: Role,
   logger: Logger,
   storage: Storage,
-): Promise<{ runner: JobRunner; worker: Closable | null }> {
+): Promise<{ runner: JobRunner; worker: RunningWorker | null }> {
   if (!config.redis) {
     // Room for every admitted upload (MAX_INFLIGHT_UPLOADS, checked before the body is read), so
     // the pool never refuses a request whose body the client has already sent.
@@ -64,6 +61,8 @@ export async function startServer(
   const { runner, worker } = await createRunner(config, role, logger, storage);
   const query = config.databaseUrl === null ? null : await createQueryService(config, logger);
   const app = await buildApp({ config, logger, runner, storage, query, ...internals });
+  // The in-process worker's own metrics (censo_redis_failovers_total) are served by this /metrics.
+  for (const metric of worker?.metrics ?? []) app.metrics.registry.registerMetric(metric);
   const url = await app.listen({ host: config.host, port: config.port });
   const where =
     config.storage.kind === 's3' ? { bucket: config.storage.bucket, prefix: config.storage.prefix } : { uploadDir: config.uploadDir };

@@ -39,6 +39,7 @@ function createWorkerMetrics(running: RunningWorker) {
   const registry = new Registry();
   registry.setDefaultLabels({ role: 'worker' });
   collectDefaultMetrics({ register: registry, prefix: 'censo_' });
+  for (const metric of running.metrics) registry.registerMetric(metric);
   const jobs = createJobMetrics(registry, {
     prefix: 'censo_worker_',
     countHelp: 'Jobs this worker finished, by kind and outcome (ok, rejected, cancelled, error).',

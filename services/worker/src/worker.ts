@@ -24,6 +24,8 @@ import {
   type QueuedJobData,
 } from '@censo/shared';
 import type { Logger } from 'pino';
+import type { Metric } from 'prom-client';
+import { createFailoverMetrics } from './failover-metrics.js';
 import { HAND_BACK_PAUSE_MS, createProcessor } from './processor.js';
 
 export interface StartWorkerOptions {
@@ -45,6 +47,11 @@ export interface RunningWorker {
   readonly worker: Worker<QueuedJobData, JobResult>;
   /** Where its jobs' files are (readiness checks the bucket). */
   readonly storage: Storage;
+  /**
+   * Metrics of its own for the process's /metrics (the health server's registry, or the API's
+   * under `npm start`): censo_redis_failovers_total with Sentinel, none otherwise.
+   */
+  readonly metrics: readonly Metric[];
   /** Resolves once connected to Redis (tests; production code need not wait). */
   waitUntilReady(): Promise<void>;
   /** Stops taking jobs, lets active ones finish within the drain time, then returns the rest. */
@@ -66,8 +73,10 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   // One thread per parallel job: BullMQ's concurrency and the pool size are the same number.
   const executor = options.executor ?? createJobPool({ threads: concurrency, vocabulary: await loadColumnsFile(config.columnsFile) });
   const storage = options.storage ?? (await createStorage(config, log));
-  // Lazy: the Worker and the QueueEvents below each open their own copies of it.
-  const connection = createRedisClient(config.redis, 'worker');
+  // Lazy: the Worker and the QueueEvents below each open their own copies of it, all following
+  // the sentinels through one watcher, which reports each failover once.
+  const failovers = createFailoverMetrics(config.redis);
+  const connection = createRedisClient(config.redis, 'worker', {}, { onMasterSwitch: failovers?.onMasterSwitch });
   const onError = throttledErrorLog(log);
   const contractVersion = options.contractVersion ?? JOB_CONTRACT_VERSION;
 
@@ -109,6 +118,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   return {
     worker,
     storage,
+    metrics: failovers ? [failovers.counter] : [],
     async waitUntilReady() {
       await Promise.all([worker.waitUntilReady(), cancels.waitUntilReady()]);
     },

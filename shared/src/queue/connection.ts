@@ -20,7 +20,7 @@ import type * as IoRedis from 'ioredis';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../runtime/config.js';
 import { settlesWithin } from '../runtime/timeouts.js';
-import { MasterSwitchWatcher } from './master-switch.js';
+import { MasterSwitchWatcher, type MasterSwitch } from './master-switch.js';
 
 /**
  * ioredis, loaded with the first client: a process without Redis settings (the embedded default)
@@ -113,12 +113,25 @@ function guarded<T extends RedisClient>(client: T, switches: MasterSwitchWatcher
   return client;
 }
 
+/** What a caller may follow of its connections' Redis. */
+export interface RedisEvents {
+  /**
+   * A Sentinel failover of the master group, once each (master-switch.ts). Worker connections
+   * through Sentinel only: they are the ones that follow the announcements.
+   */
+  readonly onMasterSwitch?: (announced: MasterSwitch) => void;
+}
+
 /** A new client for `role`; the caller closes it (BullMQ never closes a client it was given). */
-export function createRedisClient(redis: RedisConfig, role: RedisRole, tune: RedisTuning = {}): RedisClient {
+export function createRedisClient(redis: RedisConfig, role: RedisRole, tune: RedisTuning = {}, events: RedisEvents = {}): RedisClient {
+  if (events.onMasterSwitch && role !== 'worker') throw new Error('only worker connections follow the master switches');
   // Worker connections follow the sentinels' +switch-master (master-switch.ts). Not fail-fast
   // connections: the announcement comes a moment after the promotion, when they have already
   // reconnected to the new master; their writes meet READONLY on a demoted master anyway.
-  const switches = role === 'worker' && redis.kind === 'sentinel' ? new MasterSwitchWatcher(redis, loadIoredis().Redis) : null;
+  const switches =
+    role === 'worker' && redis.kind === 'sentinel'
+      ? new MasterSwitchWatcher(redis, loadIoredis().Redis, { onSwitch: events.onMasterSwitch })
+      : null;
   return guarded(buildClient(redis, role, tune), switches);
 }
 

@@ -10,6 +10,10 @@
 // commands after reconnecting, and BullMQ's are Lua scripts that are not idempotent: a resent
 // moveToActive takes a second job while the first stays active, with nobody on it, until its lock
 // expires and the stalled check hands it back, past the request's deadline.
+//
+// The watcher also reports each switch once (`onSwitch`): the worker counts them for monitoring
+// (censo_redis_failovers_total), since a failover is over before any alert on an unreachable Redis
+// could fire.
 import type { Redis, RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../runtime/config.js';
 
@@ -18,8 +22,34 @@ type RedisClass = new (options: RedisOptions) => Redis;
 
 const CHANNEL = '+switch-master';
 
+/**
+ * Every sentinel announces each failover once: the leader when it promotes the replica, each of
+ * the others when the leader's hello messages (every 2 s) give it the new configuration; and one
+ * partitioned during the failover announces it when it is back, from its own stale view of the
+ * old master. So the watcher hears one failover once per sentinel, within seconds or later, with
+ * the same new master but not always the same old one. The rule: an announcement naming the new
+ * master last reported, less than this long after that report, is the same failover. Two real
+ * failovers in a row never name the same new master (the second moves away from it); only when
+ * every announcement of a failover in between was missed (all sentinels unreachable from this
+ * process meanwhile) could a real one look like the last, and the window bounds that: past it a
+ * late announcement counts twice rather than a failover never.
+ */
+const SAME_FAILOVER_MS = 30_000;
+
+/** A master switch as the sentinels announce it: the group and its new master. */
+export interface MasterSwitch {
+  readonly name: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface MasterSwitchOptions {
+  /** Called once per failover of the watched group, however many sentinels announce it. */
+  readonly onSwitch?: (announced: MasterSwitch) => void;
+}
+
 /** What a `+switch-master` message announces: `<name> <old ip> <old port> <new ip> <new port>`. */
-export function parseSwitch(message: string): { name: string; host: string; port: number } | null {
+export function parseSwitch(message: string): MasterSwitch | null {
   const parts = message.trim().split(/\s+/);
   if (parts.length !== 5) return null;
   const port = Number(parts[4]);
@@ -40,12 +70,16 @@ function socketGoesTo(client: Redis, host: string, port: number): boolean {
 export class MasterSwitchWatcher {
   readonly #config: SentinelConfig;
   readonly #Redis: RedisClass;
+  readonly #onSwitch: MasterSwitchOptions['onSwitch'];
   readonly #clients = new Set<Redis>();
   #subscribers: Redis[] = [];
+  /** The new master of the last failover reported, and when (SAME_FAILOVER_MS). */
+  #reported: { master: string; at: number } | null = null;
 
-  constructor(config: SentinelConfig, RedisCtor: RedisClass) {
+  constructor(config: SentinelConfig, RedisCtor: RedisClass, options: MasterSwitchOptions = {}) {
     this.#config = config;
     this.#Redis = RedisCtor;
+    this.#onSwitch = options.onSwitch;
   }
 
   track(client: Redis): void {
@@ -63,7 +97,7 @@ export class MasterSwitchWatcher {
     follow();
   }
 
-  /** Drops the connections not on the announced master; they ask the sentinels again. */
+  /** Drops the connections not on the announced master (they ask the sentinels again), and reports the failover. */
   switched(message: string): void {
     const announced = parseSwitch(message);
     if (!announced || announced.name !== this.#config.name) return;
@@ -74,6 +108,16 @@ export class MasterSwitchWatcher {
       if (client.status !== 'ready' || socketGoesTo(client, announced.host, announced.port)) continue;
       client.disconnect(true);
     }
+    this.#report(announced);
+  }
+
+  #report(announced: MasterSwitch): void {
+    const master = `${announced.host}:${announced.port}`;
+    // Monotonic: a wall clock set back would stretch the window.
+    const now = performance.now();
+    if (this.#reported?.master === master && now - this.#reported.at < SAME_FAILOVER_MS) return;
+    this.#reported = { master, at: now };
+    this.#onSwitch?.(announced);
   }
 
   #start(): void {
