@@ -248,8 +248,10 @@ describe('deploy/vm/redis scripts, with passwords', () => {
       const exited = once(master.child, 'exit');
       master.child.kill('SIGKILL');
       await exited;
+      // Seconds normally; on a loaded machine an election can fail once, and the Sentinels try
+      // again after twice the recipe's failover-timeout (30 s).
       await waitFor(async () => (await group.masterPort(group.sentinels[1]!).catch(() => master.port)) !== master.port, {
-        timeoutMs: 30_000,
+        timeoutMs: 75_000,
         intervalMs: 200,
         what: 'a replica promoted',
       });

@@ -1,5 +1,6 @@
 // GET /docs/json and GET /docs (SPEC §6): an OpenAPI 3 document generated from the route schemas,
 // without auth, listing exactly the public routes with their responses and security.
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/http.js';
 
@@ -72,7 +73,9 @@ function refs(node: unknown, found: string[] = []): string[] {
 describe('the OpenAPI document', () => {
   it('is OpenAPI 3 with the service title, the package version and no servers', () => {
     expect(doc.openapi).toMatch(/^3\.(0|1)\.\d+$/);
-    expect(doc.info).toMatchObject({ title: 'censo-api', version: '0.1.0' });
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(version).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(doc.info).toMatchObject({ title: 'censo-api', version });
     expect(doc.servers).toBeUndefined();
   });
 
