@@ -142,6 +142,8 @@ describe('deploy/vm/compose', () => {
       expect(JSON.stringify(service.healthcheck?.test)).toContain('REDISCLI_AUTH=');
     }
     expect(redis.services.redis!.volumes).toContain('../redis/start-redis.sh:/opt/censo/start-redis.sh:ro');
+    // Both scripts source listen.sh from their own folder.
+    for (const service of Object.values(redis.services)) expect(service.volumes).toContain('../redis/listen.sh:/opt/censo/listen.sh:ro');
     expect(redis.services.sentinel!.volumes).toContain('../redis/start-sentinel.sh:/opt/censo/start-sentinel.sh:ro');
   });
 });

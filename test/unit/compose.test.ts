@@ -73,6 +73,8 @@ describe('docker-compose.yml', () => {
     expect(required(redis.environment!.REDIS_PASSWORD)).toBe(true);
     expect(redis.entrypoint).toEqual(['/bin/sh', '/opt/censo/start-redis.sh']);
     expect(redis.volumes).toContain('./deploy/vm/redis/start-redis.sh:/opt/censo/start-redis.sh:ro');
+    // The script sources listen.sh from its own folder.
+    expect(redis.volumes).toContain('./deploy/vm/redis/listen.sh:/opt/censo/listen.sh:ro');
     expect(redis.environment!.REDIS_MIN_REPLICAS_TO_WRITE).toBe('0');
     expect(JSON.stringify(redis.healthcheck!.test)).toContain('REDISCLI_AUTH=');
     for (const role of ['api', 'worker']) expect(required(base.services[role]!.environment!.REDIS_PASSWORD), role).toBe(true);
@@ -113,6 +115,7 @@ describe('docker-compose.sentinel.yml', () => {
       expect(replica.entrypoint).toEqual(['/bin/sh', '/opt/censo/start-redis.sh']);
       expect(replica.environment!.REDIS_REPLICA_OF).toBe('redis 6379');
       expect(replica.volumes).toContain('./deploy/vm/redis/start-redis.sh:/opt/censo/start-redis.sh:ro');
+      expect(replica.volumes).toContain('./deploy/vm/redis/listen.sh:/opt/censo/listen.sh:ro');
     }
     for (const name of redisGroup) {
       const env = sentinel.services[name]!.environment!;
@@ -125,6 +128,7 @@ describe('docker-compose.sentinel.yml', () => {
       const service = sentinel.services[name]!;
       expect(service.entrypoint).toEqual(['/bin/sh', '/opt/censo/start-sentinel.sh']);
       expect(service.volumes).toContain('./deploy/vm/redis/start-sentinel.sh:/opt/censo/start-sentinel.sh:ro');
+      expect(service.volumes).toContain('./deploy/vm/redis/listen.sh:/opt/censo/listen.sh:ro');
       const env = service.environment!;
       expect([env.REDIS_MASTER_HOST, env.REDIS_MASTER_PORT, env.REDIS_SENTINEL_NAME, env.SENTINEL_QUORUM]).toEqual([
         'redis',

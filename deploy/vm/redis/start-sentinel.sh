@@ -12,6 +12,7 @@
 #   REDIS_SENTINEL_NAME (censo)  the master group name, as the services' REDIS_SENTINEL_NAME
 #   REDIS_ANNOUNCE_IP         this Sentinel's address for the others (host address or name)
 #   SENTINEL_QUORUM (2), SENTINEL_DOWN_AFTER_MS (5000; README: never below 2000),
+#   SENTINEL_FAILOVER_TIMEOUT_MS (30000: a failed election is tried again after twice this),
 #   SENTINEL_PORT (26379), REDIS_BIND ("* -::*"), REDIS_DATA_DIR (/data)
 #   REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE, REDIS_TLS_CA_CERT_FILE  as start-redis.sh: TLS only,
 #                             to clients, to the servers and to the other Sentinels
@@ -34,23 +35,8 @@ bind="${REDIS_BIND:-* -::*}"
 dir="${REDIS_DATA_DIR:-/data}"
 conf="$dir/sentinel.conf"
 
-# Plain TCP on the port, or TLS alone on it when a certificate is given. The password still
-# authenticates clients; TLS encrypts and proves the server's name (tls-auth-clients no).
-listen() {
-  if [ -n "${REDIS_TLS_CERT_FILE:-}" ]; then
-    : "${REDIS_TLS_KEY_FILE:?REDIS_TLS_KEY_FILE is required with REDIS_TLS_CERT_FILE}"
-    : "${REDIS_TLS_CA_CERT_FILE:?REDIS_TLS_CA_CERT_FILE is required with REDIS_TLS_CERT_FILE}"
-    echo "port 0"
-    echo "tls-port $1"
-    echo "tls-cert-file $REDIS_TLS_CERT_FILE"
-    echo "tls-key-file $REDIS_TLS_KEY_FILE"
-    echo "tls-ca-cert-file $REDIS_TLS_CA_CERT_FILE"
-    echo "tls-auth-clients no"
-    echo "tls-replication yes"
-  else
-    echo "port $1"
-  fi
-}
+# The listening lines (plain TCP, or TLS alone), shared with the other script of this folder.
+. "$(dirname "$0")/listen.sh"
 
 umask 077
 mkdir -p "$dir"
@@ -74,7 +60,7 @@ if [ ! -f "$conf" ]; then
     echo "sentinel monitor $name $REDIS_MASTER_HOST ${REDIS_MASTER_PORT:-6379} ${SENTINEL_QUORUM:-2}"
     echo "sentinel auth-pass $name $REDIS_PASSWORD"
     echo "sentinel down-after-milliseconds $name ${SENTINEL_DOWN_AFTER_MS:-5000}"
-    echo "sentinel failover-timeout $name 30000"
+    echo "sentinel failover-timeout $name ${SENTINEL_FAILOVER_TIMEOUT_MS:-30000}"
     echo "sentinel parallel-syncs $name 1"
   } > "$conf.tmp"
   mv "$conf.tmp" "$conf"
