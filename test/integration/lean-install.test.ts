@@ -201,6 +201,8 @@ describe('a lean install (npm ci --omit=dev on a tree with dist/)', () => {
       const { url } = (await api.line('censo-api listening')) as { url: string };
       expect(await healthz(url)).toEqual({ status: 200, body: { status: 'ok' } });
       expect(await upload(url)).toBe(200);
+      // The worker's line comes through its own pipe, not always before the API's answer.
+      await worker.line('job done');
       expect(worker.lines.filter((line) => line.msg === 'job done')).toHaveLength(1);
       await api.stop();
       await worker.stop();

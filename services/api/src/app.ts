@@ -57,8 +57,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors: (_error, _request, reply) => void (reply as FastifyReply).code(400).send({ erro: httpMessages.badUrl }),
     // Uploads are streamed by @fastify/multipart; this limit only bounds other bodies.
     bodyLimit: 1024 * 1024,
-    // Fastify's own 503 while closing is its `{"error"}` body, written past every hook; the hook
-    // below answers it with `{"erro"}` instead (SPEC §5: every error has that body).
+    // Fastify's own 503 while closing is an `{"error"}` body written past every hook (SPEC §5
+    // wants `{"erro"}`), and an error where none is needed: the hook below serves the request.
     return503OnClosing: false,
     // X-Forwarded-Proto/For count only from the proxies TRUST_PROXY names (SPEC §9): request.protocol
     // then says https behind the TLS proxy (Secure cookies) and request.ip is the client's address.
@@ -66,13 +66,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   deferContinue(app.server);
-  // A request that reaches this replica once it is closing (a keep-alive connection during a
-  // rolling upgrade) is told to go elsewhere: 503, Retry-After, and the connection closed.
+  // A request that reaches this replica once it is closing (a keep-alive connection that had a
+  // request in flight when a rolling upgrade began) is served like any other: the close waits
+  // for it anyway. Its connection then closes, so the client's next request goes elsewhere.
   let closing = false;
   app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return;
-    reply.code(503).header('retry-after', '1').header('connection', 'close');
-    return reply.send({ erro: httpMessages.closing });
+    if (closing) reply.header('connection', 'close');
   });
   // Answered before the body was read to its end (no key, rate limit, overload, a bad first
   // part...): the unread rest cannot stay in front of the next request on this keep-alive

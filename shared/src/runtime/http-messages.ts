@@ -6,6 +6,4 @@ export const httpMessages = {
   badUrl: 'URL malformada.',
   internal: 'Erro interno do servidor.',
   clientGone: 'A conexão foi encerrada pelo cliente.',
-  /** A request that reaches a replica already closing (a rolling upgrade, a scale-down): try another. */
-  closing: 'Serviço reiniciando, tente novamente em instantes.',
 } as const;
