@@ -36,6 +36,10 @@ const HEADERS: Readonly<Record<keyof DivergenciaRodada | 'arquivo', readonly str
   chave: ['chave', 'Dado'],
 };
 
+/** A workbook sheet of divergences: its header names the person's code and the field (in words). */
+const isDivergenciasHeader = (header: readonly string[]): boolean =>
+  HEADERS.codigo_na_escola.some((name) => header.includes(name)) && HEADERS.chave.some((name) => header.includes(name));
+
 /** The CSV writer's formula guard (SPEC §3.5), undone: `'=x` was `=x`. */
 const unguard = (value: string): string => (/^'[=+\-@\t\r]/.test(value) ? value.slice(1) : value);
 
@@ -120,16 +124,22 @@ async function readXlsx(file: string): Promise<DivergenciaRodada[]> {
   const rows: DivergenciaRodada[] = [];
   try {
     const reader = new ExcelJS.stream.xlsx.WorkbookReader(createReadStream(file), { sharedStrings: 'cache', worksheets: 'emit' });
+    let sheets = 0;
     for await (const sheet of reader) {
-      // The divergences' sheets (`divergencias`, `divergencias 2`...), not `Falhas`.
-      if (!/^divergencias( \d+)?$/.test((sheet as unknown as { name: string }).name)) continue;
-      let read: ((cells: readonly string[]) => DivergenciaRodada) | null = null;
+      // The divergences' sheets (`divergencias`, `divergencias 2`...), told by their header, not
+      // their name: the writer puts workbook.xml, where the names are, after the sheets, and a
+      // streaming reader may meet a sheet before its name. A `Falhas` sheet has another header.
+      let read: ((cells: readonly string[]) => DivergenciaRodada) | null | undefined;
       for await (const row of sheet) {
         const values = (row.values as unknown[]).slice(1).map((value) => (value === null || value === undefined ? '' : String(value)));
-        if (read === null) read = rowReader(file, values, true);
+        if (read === undefined) {
+          read = isDivergenciasHeader(values) ? rowReader(file, values, true) : null;
+          if (read !== null) sheets++;
+        } else if (read === null) continue;
         else rows.push(read(values));
       }
     }
+    if (sheets === 0) throw notACombinedResult(file, 'nenhuma planilha de divergências');
   } catch (err) {
     if (errnoCode(err) || err instanceof InputError) throw err;
     throw notACombinedResult(file, 'não é uma planilha .xlsx válida');
