@@ -51,6 +51,20 @@ export function byWorkLeft(rows, left) {
 const widthOf = (container) => Math.max(280, Math.floor(container.clientWidth || 720));
 
 /** A one-row table of totals, under the per-school table. */
+/** A table of schools (one row per `referencia`, named as the page names them), sortable by its numbers. */
+function schoolTable(id, caption, columns, rows) {
+  renderTable(document.getElementById(id), {
+    caption,
+    columns,
+    source: localSource(
+      rows.map((r) => ({ ...r, escola: escola(r.referencia) })),
+      columns,
+      { textColumns: ['escola'] },
+    ),
+    textColumns: ['escola'],
+  });
+}
+
 function totalTable(caption, columns, total) {
   const head = el(
     'tr',
@@ -208,16 +222,7 @@ export function initLotes({ box, guarded, download }) {
       { key: 'divergencias', label: 'Divergências', numeric: true },
       ...TIPOS.map((tipo) => ({ ...tipo, numeric: true })),
     ];
-    renderTable($('tabela-resumo'), {
-      caption: 'Divergências por escola (a que tem mais a corrigir primeiro)',
-      columns,
-      source: localSource(
-        rows.map((r) => ({ ...r, escola: escola(r.referencia) })),
-        columns,
-        { textColumns: ['escola'] },
-      ),
-      textColumns: ['escola'],
-    });
+    schoolTable('tabela-resumo', 'Divergências por escola (a que tem mais a corrigir primeiro)', columns, rows);
     $('total-resumo').replaceChildren(totalTable('Total do lote', columns, total));
     fillEarlier(lote);
     $('titulo-resumo').focus();
@@ -264,16 +269,7 @@ export function initLotes({ box, guarded, download }) {
       }),
     );
     const columns = [{ key: 'escola', label: 'Escola' }, ...SITUACOES.map((s) => ({ ...s, numeric: true }))];
-    renderTable($('tabela-comparacao'), {
-      caption: 'Comparação por escola (a que tem mais a corrigir primeiro)',
-      columns,
-      source: localSource(
-        rows.map((r) => ({ ...r, escola: escola(r.referencia) })),
-        columns,
-        { textColumns: ['escola'] },
-      ),
-      textColumns: ['escola'],
-    });
+    schoolTable('tabela-comparacao', 'Comparação por escola (a que tem mais a corrigir primeiro)', columns, rows);
     $('total-comparacao').replaceChildren(totalTable('Total da comparação', columns, total));
     $('titulo-comparacao').focus();
     box.status(

@@ -97,6 +97,22 @@ const tarefaRef = { $ref: 'Tarefa#' } as const;
 const loteRef = { $ref: 'Lote#' } as const;
 const idParam = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } as const;
 
+/** The keyset listings' parameters (SPEC §7.3). */
+const pageParams = {
+  cursor: { type: 'string', description: '`next_cursor` da página anterior.' },
+  limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+} as const;
+
+/** One page of a keyset listing: its items under `key`, and where the next page starts. */
+function pageOf(key: string, items: object) {
+  return {
+    description: 'Uma página; `next_cursor` é null na última.',
+    type: 'object',
+    required: [key, 'next_cursor'],
+    properties: { [key]: { type: 'array', items }, next_cursor: { type: ['string', 'null'] } },
+  } as const;
+}
+
 const retryAfter = { 'retry-after': { type: 'integer', description: 'Segundos até valer a pena perguntar de novo.' } } as const;
 
 const accepted = {
@@ -292,17 +308,11 @@ export const loteTarefasSchema = {
     type: 'object',
     properties: {
       estado: { type: 'string', enum: ['aguardando', 'processando', 'concluida', 'falhou', 'cancelada'] },
-      cursor: { type: 'string', description: '`next_cursor` da página anterior.' },
-      limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+      ...pageParams,
     },
   },
   response: {
-    200: {
-      description: 'Uma página; `next_cursor` é null na última.',
-      type: 'object',
-      required: ['tarefas', 'next_cursor'],
-      properties: { tarefas: { type: 'array', items: tarefaRef }, next_cursor: { type: ['string', 'null'] } },
-    },
+    200: pageOf('tarefas', tarefaRef),
     ...errorResponses({ 400: 'estado, cursor ou limit inválido.' }),
     ...loteNotFound,
     ...readErrors,
@@ -461,20 +471,9 @@ export const lotesListSchema = {
   summary: 'Os lotes de quem pergunta, do mais novo ao mais antigo, página por página',
   description: 'Só os lotes criados pela mesma integração (chave) ou pela mesma pessoa: quem perdeu o id de um lote o acha aqui.',
   security: apiKeySecurity,
-  querystring: {
-    type: 'object',
-    properties: {
-      cursor: { type: 'string', description: '`next_cursor` da página anterior.' },
-      limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
-    },
-  },
+  querystring: { type: 'object', properties: pageParams },
   response: {
-    200: {
-      description: 'Uma página; `next_cursor` é null na última.',
-      type: 'object',
-      required: ['lotes', 'next_cursor'],
-      properties: { lotes: { type: 'array', items: loteRef }, next_cursor: { type: ['string', 'null'] } },
-    },
+    200: pageOf('lotes', loteRef),
     ...errorResponses({ 400: 'cursor ou limit inválido.' }),
     ...readErrors,
   },
