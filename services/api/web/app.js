@@ -6,23 +6,15 @@
 // tab (§10). eMAG 3.1's access bar is access-bar.js.
 import { initAccessBar } from './access-bar.js';
 import { ApiError, apiErrorOf, filenameOf, follow, getBlob, getHeaders, getJson, key, postForm, postJson, save, startTask } from './api.js';
-import { initLotes } from './lotes.js';
+import { initLotes, TIPOS } from './lotes.js';
 import { messages, messagesIn } from './messages.js';
 import { el, renderTable, tableWorker } from './table.js';
 import { NAO_APLICADA } from './table-data.js';
 import { signedIn } from './session.js';
 
 const $ = (id) => document.getElementById(id);
-/** The words for a divergence's `chave` (SPEC §2). */
-const DADO = {
-  cpf: 'CPF',
-  nome: 'Nome',
-  data_nascimento: 'Data de nascimento',
-  inep: 'INEP',
-  nome_mae: 'Nome da mãe',
-  nome_pai: 'Nome do pai',
-  null: 'Outro campo',
-};
+/** The words for a divergence's `chave` (SPEC §2): the summary's kinds, `outro` being a null `chave`. */
+const DADO = Object.fromEntries(TIPOS.map(({ key, label }) => [key === 'outro' ? 'null' : key, label]));
 const DIVERGENCIA_COLUMNS = [
   { key: 'codigo_na_escola', label: 'Código na escola' },
   { key: 'linha', label: 'Linha no txt' },
