@@ -3,14 +3,14 @@
 // session cookie takes the __Host- name, even with an http PUBLIC_URL; the access log records the
 // client's address from X-Forwarded-For. Without TRUST_PROXY, or from a peer it does not name
 // (here every request comes from 127.0.0.1), the same headers change nothing.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accessLineOf, type AccessLine } from '../helpers/access-log.js';
 import { API_KEY, startTestServer, type TestServer } from '../helpers/http.js';
 import { freePort, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
 import { TestBrowser, signInUntilCallback } from '../helpers/oidc-browser.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const ACCOUNTS = { ana: { name: 'Ana Lima', email: 'ana@seduc.example', groups: ['censo-retorno', 'censo-consulta'] } };
 /** What the shipped TLS proxy sends for a browser at 203.0.113.7 (TEST-NET-3). */
@@ -112,34 +112,20 @@ describe.each([
 });
 
 describe('the access log’s client address', () => {
-  /** Log lines are JSON objects of any shape. */
-  type Line = Record<string, unknown>;
-
-  async function accessLineOf(setup: Setup, headers: Record<string, string>): Promise<Line> {
+  async function lineOf(setup: Setup, headers: Record<string, string>): Promise<AccessLine> {
     // An identified call (the key) that needs no database: the query route's 503 is logged too.
     const answer = await fetch(`${servers[setup].publicUrl}/api/query`, { headers: { 'x-api-key': API_KEY, ...headers } });
-    const requestId = answer.headers.get('x-request-id');
-    let found: Line | undefined;
-    await waitFor(async () => {
-      const text = await readFile(servers[setup].accessLog, 'utf8').catch(() => '');
-      found = text
-        .split('\n')
-        .filter((line) => line !== '')
-        .map((line) => JSON.parse(line) as Line)
-        .find((line) => line.requestId === requestId);
-      return found !== undefined;
-    });
-    return found!;
+    return accessLineOf(servers[setup].accessLog, answer.headers.get('x-request-id'));
   }
 
   it('is X-Forwarded-For’s client when the peer is a trusted proxy', async () => {
-    expect(await accessLineOf('trusted', VIA_TLS_PROXY)).toMatchObject({ chave: 0, ip: '203.0.113.7', route: '/api/query' });
+    expect(await lineOf('trusted', VIA_TLS_PROXY)).toMatchObject({ chave: 0, ip: '203.0.113.7', route: '/api/query' });
     // A chain: the client is the last address the trusted proxies did not add.
-    expect(await accessLineOf('trusted', { 'x-forwarded-for': '198.51.100.9, 127.0.0.1' })).toMatchObject({ ip: '198.51.100.9' });
-    expect(await accessLineOf('trusted', {})).toMatchObject({ ip: '127.0.0.1' });
+    expect(await lineOf('trusted', { 'x-forwarded-for': '198.51.100.9, 127.0.0.1' })).toMatchObject({ ip: '198.51.100.9' });
+    expect(await lineOf('trusted', {})).toMatchObject({ ip: '127.0.0.1' });
   });
 
   it.each(['off', 'otherPeer'] as const)('is the socket’s peer otherwise (%s): X-Forwarded-For is anyone’s to write', async (setup) => {
-    expect(await accessLineOf(setup, VIA_TLS_PROXY)).toMatchObject({ chave: 0, ip: '127.0.0.1' });
+    expect(await lineOf(setup, VIA_TLS_PROXY)).toMatchObject({ chave: 0, ip: '127.0.0.1' });
   });
 });

@@ -9,12 +9,12 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accessLineOf, type AccessLine } from '../helpers/access-log.js';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { formWith, startTestServer, type TestServer } from '../helpers/http.js';
 import { CLIENT_ID, freePort, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
 import { TestBrowser, signIn, signInUntilCallback, type Visit } from '../helpers/oidc-browser.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const KEYS = ['chave-zero-do-teste-de-entrada', 'chave-um-do-teste-de-entrada'];
 const CREDENTIAL_401 = { erro: 'Credencial inválida (header x-api-key).' };
@@ -447,23 +447,7 @@ describe('the key mode, without OIDC_ISSUER', () => {
 });
 
 describe('the access log (SPEC §8)', () => {
-  // Log lines are JSON objects of any shape.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  type Line = Record<string, any>;
-
-  async function lineOf(requestId: string): Promise<Line> {
-    let found: Line | undefined;
-    await waitFor(async () => {
-      const text = await readFile(accessLog, 'utf8').catch(() => '');
-      found = text
-        .split('\n')
-        .filter((line) => line !== '')
-        .map((line) => JSON.parse(line) as Line)
-        .find((line) => line.requestId === requestId);
-      return found !== undefined;
-    });
-    return found!;
-  }
+  const lineOf = (requestId: string): Promise<AccessLine> => accessLineOf(accessLog, requestId);
 
   it('writes who, when, the route, the outcome, counts, file digests and the query name, and nothing personal from the files', async () => {
     const { browser, csrf } = await signedIn('ana');
