@@ -74,6 +74,17 @@ const address = (redis: Redis) => {
   return { host: socket.remoteAddress.replace(/^::ffff:/, ''), port: socket.remotePort };
 };
 
+/** A watcher of group `censo-ha` with no sentinels, fed announcements by hand, and how many switches it reported. */
+function countingWatcher(): { w: MasterSwitchWatcher; reported: () => number } {
+  let reported = 0;
+  const w = new MasterSwitchWatcher(
+    { kind: 'sentinel', sentinels: [], name: 'censo-ha', sentinelPassword: null, password: null, tls: false },
+    Redis,
+    { onSwitch: () => reported++ },
+  );
+  return { w, reported: () => reported };
+}
+
 describe('following +switch-master', () => {
   it('reads the announcement', () => {
     expect(parseSwitch('censo-ha 127.0.0.1 6379 127.0.0.1 6380')).toEqual({ name: 'censo-ha', host: '127.0.0.1', port: 6380 });
@@ -175,44 +186,34 @@ describe('following +switch-master', () => {
 
   it('reports each failover; a late announcement of the last one, or another group, is none', () => {
     vi.useFakeTimers({ toFake: ['performance'] });
-    let reported = 0;
-    const w = new MasterSwitchWatcher(
-      { kind: 'sentinel', sentinels: [], name: 'censo-ha', sentinelPassword: null, password: null, tls: false },
-      Redis,
-      { onSwitch: () => reported++ },
-    );
+    const { w, reported } = countingWatcher();
     w.switched('censo-ha 10.0.0.1 6379 10.0.0.2 6379');
     w.switched('censo-ha 10.0.0.1 6379 10.0.0.2 6379');
-    expect(reported).toBe(1);
+    expect(reported()).toBe(1);
     // The next failover moves away from that master: reported.
     vi.advanceTimersByTime(5_000);
     w.switched('censo-ha 10.0.0.2 6379 10.0.0.3 6379');
-    expect(reported).toBe(2);
+    expect(reported()).toBe(2);
     // A sentinel that missed the first switch announces the second from its stale view.
     vi.advanceTimersByTime(20_000);
     w.switched('censo-ha 10.0.0.1 6379 10.0.0.3 6379');
     w.switched('other-group 10.0.0.3 6379 10.0.0.1 6379');
     w.switched('censo-ha 10.0.0.3 6379');
-    expect(reported).toBe(2);
+    expect(reported()).toBe(2);
     // Back to the first master: a failover of its own.
     w.switched('censo-ha 10.0.0.3 6379 10.0.0.1 6379');
-    expect(reported).toBe(3);
+    expect(reported()).toBe(3);
   });
 
   it('past 30 s, the same new master again counts (a failover in between may have gone unheard)', () => {
     vi.useFakeTimers({ toFake: ['performance'] });
-    let reported = 0;
-    const w = new MasterSwitchWatcher(
-      { kind: 'sentinel', sentinels: [], name: 'censo-ha', sentinelPassword: null, password: null, tls: false },
-      Redis,
-      { onSwitch: () => reported++ },
-    );
+    const { w, reported } = countingWatcher();
     w.switched('censo-ha 10.0.0.1 6379 10.0.0.2 6379');
     vi.advanceTimersByTime(29_999);
     w.switched('censo-ha 10.0.0.3 6379 10.0.0.2 6379');
-    expect(reported).toBe(1);
+    expect(reported()).toBe(1);
     vi.advanceTimersByTime(1);
     w.switched('censo-ha 10.0.0.3 6379 10.0.0.2 6379');
-    expect(reported).toBe(2);
+    expect(reported()).toBe(2);
   });
 });
