@@ -17,16 +17,18 @@ import {
 import { attachment } from '../http/content-disposition.js';
 import { CONTENT_TYPES } from '../http/census-answers.js';
 import { loteDivergencias } from './results.js';
+import type { TarefaRecord } from './model.js';
 import type { TarefasService } from './service.js';
 
 /** A summary of the batch: its divergencias-rf files (a cancelled one is not a file read) and their divergences by kind. */
 async function resumoOf(service: TarefasService, storage: Storage, loteId: string): Promise<Resumo> {
   const resumo = new Resumo();
-  for await (const record of service.loteTarefas(loteId)) {
-    if (record.rota !== 'divergencias-rf' || record.estado === 'cancelada') continue;
-    resumo.arquivo(record.referencia ?? '', record.estado === 'falhou');
-  }
-  for await (const item of loteDivergencias(service, storage, loteId)) {
+  // One pass over the batch: each file is counted as it is read, before its divergences.
+  const arquivo = (record: TarefaRecord) => {
+    if (record.rota === 'divergencias-rf' && record.estado !== 'cancelada')
+      resumo.arquivo(record.referencia ?? '', record.estado === 'falhou');
+  };
+  for await (const item of loteDivergencias(service, storage, loteId, arquivo)) {
     resumo.divergencia(String(item.referencia), (item.chave as Chave | null) ?? null);
   }
   return resumo;

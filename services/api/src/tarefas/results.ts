@@ -106,8 +106,11 @@ export async function* loteDivergencias(
   service: TarefasService,
   storage: Storage,
   loteId: string,
+  /** Told every task of the batch as it is read, in order (one pass for whoever also counts the tasks). */
+  onTarefa?: (record: TarefaRecord) => void,
 ): AsyncGenerator<Record<string, unknown>> {
   for await (const record of service.loteTarefas(loteId)) {
+    onTarefa?.(record);
     if (record.rota !== 'divergencias-rf' || record.estado !== 'concluida') continue;
     // A task deleted (or expired) meanwhile has no result any more: it is skipped.
     const stored = await storage
