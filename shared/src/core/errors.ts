@@ -117,6 +117,9 @@ export const badInput = {
   fileMissing: (field: 'retorno' | 'txt') => new BadInputError(`Arquivo ausente: envie o campo ${field}.`),
   unexpectedField: (field: string) => new BadInputError(`Campo inesperado: ${truncate(field, 60)}.`),
   duplicateField: (field: string) => new BadInputError(`Campo enviado mais de uma vez: ${field}.`),
+  /** Several returns in one batch request (SPEC §7.3): the i-th referencia goes with the i-th file. */
+  referenciasPorArquivo: () => new BadInputError('Envie um campo referencia para cada arquivo retorno, ou nenhum.'),
+  retornosDemais: (max: number) => new BadInputError(`Envie no máximo ${max} arquivos retorno por requisição.`),
   wrongExtension: (field: 'retorno' | 'txt') =>
     new BadInputError(
       field === 'retorno' ? 'Extensão inválida para retorno: envie .json ou .xlsx.' : 'Extensão inválida para txt: envie .txt.',

@@ -5,6 +5,7 @@
 // `withRequestArea`.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   FileTooLargeError,
@@ -126,6 +127,107 @@ export async function receiveFiles(
   }
 }
 
+/** Files one request may send to a batch's divergencias-rf route (SPEC §7.3, several returns per request). */
+export const MAX_RETORNOS_POR_ENVIO = 100;
+
+/** Busboy limits of that route: its files and their `referencia` fields. */
+const BATCH_MULTIPART_LIMITS = {
+  ...MULTIPART_LIMITS,
+  files: MAX_RETORNOS_POR_ENVIO,
+  fields: MAX_RETORNOS_POR_ENVIO + 8,
+  parts: 2 * MAX_RETORNOS_POR_ENVIO + 8,
+} as const;
+
+/** One return of a request that carries several, stored in its own task's area. */
+export interface ReceivedReturn {
+  readonly area: RequestArea;
+  readonly retorno: StoredRetorno;
+  /** Its name as the client sent it (data, never a path). */
+  readonly retornoName: string;
+  readonly sha256: string;
+  readonly bytes: number;
+  /** The `referencia` sent with it (the i-th field goes with the i-th file), or null. */
+  readonly referencia: string | null;
+}
+
+/**
+ * The returns of a batch upload (`retorno` parts, up to MAX_RETORNOS_POR_ENVIO), each streamed
+ * into the area `areaFor` opens for it; `admit` is called before each file after the first, so
+ * that every file counts against the backlog as it arrives (it throws to refuse the request).
+ * The i-th `referencia` text field goes with the i-th file; with several files, every file has
+ * one or none has. Any refusal refuses the whole request: the caller removes the areas.
+ */
+export async function receiveReturns(
+  request: FastifyRequest,
+  areaFor: () => Promise<RequestArea>,
+  deadline: UploadDeadlineOptions,
+  admit: () => void,
+): Promise<ReceivedReturn[]> {
+  if (!request.isMultipart()) throw badInput.notMultipart();
+  let expired = false;
+  const stopWatching = watchUploadBody(request.raw, deadline, () => {
+    expired = true;
+    if (request.raw.listenerCount('error') > 0) request.raw.emit('error', new UploadTimeoutError());
+  });
+  try {
+    const files: Omit<ReceivedReturn, 'referencia'>[] = [];
+    const referencias: string[] = [];
+    for await (const part of request.parts({ limits: BATCH_MULTIPART_LIMITS })) {
+      if (part.type !== 'file') {
+        if (part.fieldname === 'referencia' && typeof part.value === 'string') referencias.push(part.value);
+        continue;
+      }
+      if (part.fieldname !== 'retorno') throw badInput.unexpectedField(part.fieldname);
+      const format = retornoFormat(part.filename);
+      if (!format) throw badInput.wrongExtension('retorno');
+      if (files.length > 0) admit();
+      const area = await areaFor();
+      const name = `retorno.${format}`;
+      const stored = await storePart(request, area, name, 'retorno', part);
+      files.push({ area, retorno: { path: area.ref(name), format }, retornoName: part.filename, ...stored });
+    }
+    if (files.length === 0) throw badInput.fileMissing('retorno');
+    // One file keeps the rule it always had: its referencia wherever it is (the last one sent).
+    if (files.length === 1) return [{ ...files[0]!, referencia: referencias.at(-1) ?? null }];
+    if (referencias.length !== 0 && referencias.length !== files.length) throw badInput.referenciasPorArquivo();
+    return files.map((file, i) => ({ ...file, referencia: referencias[i] ?? null }));
+  } catch (err) {
+    if (expired) throw new UploadTimeoutError();
+    throw (err as { code?: string }).code === 'FST_FILES_LIMIT' ? badInput.retornosDemais(MAX_RETORNOS_POR_ENVIO) : err;
+  } finally {
+    stopWatching();
+  }
+}
+
+/** Streams one file part into `area` under `name`, cut at the size limit; its digest and size. */
+async function storePart(
+  request: FastifyRequest,
+  area: RequestArea,
+  name: string,
+  field: UploadField,
+  part: { readonly file: Readable & { truncated?: boolean } },
+): Promise<{ sha256: string; bytes: number }> {
+  // Past the limit busboy only ends the stream early: stop the write there, so the storage
+  // never completes a cut file (an S3 multipart upload is aborted, not left as parts).
+  const cut = new AbortController();
+  part.file.once('limit', () => cut.abort(new FileTooLargeError()));
+  const counter = { bytes: 0 };
+  const digest = digesting(part.file); // for the access log (SPEC §8)
+  try {
+    await area.write(name, digest.stream, counter, cut.signal);
+  } finally {
+    // Counted even when the file is then refused (413, storage): it still cost the bytes.
+    const before = request.logFields?.bytes?.[field] ?? 0;
+    annotateRequestLog(request, { bytes: { ...request.logFields?.bytes, [field]: before + counter.bytes } });
+  }
+  // The 'limit' event has normally cut the write already; a truncated stream that still ended
+  // normally (the flag is busboy's other signal) is refused all the same.
+  if (part.file.truncated) throw new FileTooLargeError();
+  const sha256 = digest.sha256();
+  noteUploadedFile(request, { field, sha256, bytes: counter.bytes });
+  return { sha256, bytes: counter.bytes };
+}
+
 async function receiveParts(
   request: FastifyRequest,
   area: RequestArea,
@@ -165,24 +267,9 @@ async function receiveParts(
       txtName = part.filename;
     }
 
-    // Past the limit busboy only ends the stream early: stop the write there, so the storage
-    // never completes a cut file (an S3 multipart upload is aborted, not left as parts).
-    const cut = new AbortController();
-    part.file.once('limit', () => cut.abort(new FileTooLargeError()));
-    const counter = { bytes: 0 };
-    const digest = digesting(part.file); // for the access log (SPEC §8)
-    try {
-      await area.write(name, digest.stream, counter, cut.signal);
-    } finally {
-      // Counted even when the file is then refused (413, storage): it still cost the bytes.
-      annotateRequestLog(request, { bytes: { ...request.logFields?.bytes, [field]: counter.bytes } });
-    }
-    // The 'limit' event has normally cut the write already; a truncated stream that still ended
-    // normally (the flag is busboy's other signal) is refused all the same.
-    if (part.file.truncated) throw new FileTooLargeError();
-    digests.set(field, digest.sha256());
-    sizes.set(field, counter.bytes);
-    noteUploadedFile(request, { field, sha256: digests.get(field)!, bytes: counter.bytes });
+    const stored = await storePart(request, area, name, field as UploadField, part);
+    digests.set(field, stored.sha256);
+    sizes.set(field, stored.bytes);
   }
 
   if (!retorno) throw badInput.fileMissing('retorno');

@@ -71,13 +71,18 @@ export function createBullmqTaskExecution({ queue, cancels, events, log, connect
   return {
     mode: 'bullmq',
 
-    async submit(id, data) {
+    async submit(jobs) {
       try {
-        await redis(() => queue.add(data.kind, withContract(data), { ...TASK_JOB_OPTIONS, jobId: id }));
+        // addBulk: one MULTI for the request's jobs, all of them or none.
+        await redis(() =>
+          queue.addBulk(
+            jobs.map(({ id, data }) => ({ name: data.kind, data: withContract(data), opts: { ...TASK_JOB_OPTIONS, jobId: id } })),
+          ),
+        );
       } catch (err) {
-        log.warn({ err, tarefa: id }, 'could not enqueue task');
-        // It may still land after the timeout: it must not run for a task that does not exist.
-        void queue.remove(id).catch(() => undefined);
+        log.warn({ err, tarefas: jobs.map((job) => job.id) }, 'could not enqueue task');
+        // They may still land after the timeout: none must run for a task that does not exist.
+        for (const { id } of jobs) void queue.remove(id).catch(() => undefined);
         throw new QueueUnavailableError({ cause: err });
       }
     },

@@ -169,19 +169,33 @@ const formatQuery = {
   },
 } as const;
 
+/** A batch's divergencias-rf upload: one return's monitor, or several returns' monitors in the order sent. */
+const acceptedOneOrMany = {
+  description:
+    accepted.description +
+    ' Com vários arquivos `retorno` (até 100 por requisição; o i-ésimo campo `referencia` vai com o i-ésimo arquivo): ' +
+    '`{"tarefas": [monitores]}` na ordem dos arquivos, sem `Location`; a Idempotency-Key cobre a requisição inteira.',
+  headers: accepted.headers,
+  anyOf: [tarefaRef, { type: 'object', required: ['tarefas'], properties: { tarefas: { type: 'array', items: tarefaRef } } }],
+} as const;
+
 export function loteUploadSchema(rota: string) {
+  const several = rota === 'divergencias-rf';
   return {
     tags: ['lotes'],
     summary: `Envia um arquivo ao lote (como POST /api/${rota}, respondido depois)`,
     description:
       `multipart/form-data com os campos de /api/${rota} e um campo de texto opcional \`referencia\` (até 255 caracteres, ex.: o código INEP da escola). ` +
-      'Responde 202 com a tarefa, que leva `lote` e `referencia`.',
+      'Responde 202 com a tarefa, que leva `lote` e `referencia`.' +
+      (several
+        ? ' Uma requisição pode levar vários arquivos `retorno` (até 100), cada um com o seu `referencia` na mesma ordem: uma tarefa por arquivo, todas criadas ou nenhuma.'
+        : ''),
     consumes: ['multipart/form-data'],
     security: apiKeySecurity,
     params: idParam,
     headers: { type: 'object', properties: { 'idempotency-key': asyncHeaders.properties['idempotency-key'] } },
     ...(rota === 'censo-corrigido' ? {} : { querystring: formatQuery }),
-    response: { 202: accepted, ...uploadErrors },
+    response: { 202: several ? acceptedOneOrMany : accepted, ...uploadErrors },
   };
 }
 

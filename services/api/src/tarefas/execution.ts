@@ -5,6 +5,12 @@
 import { JobTimeoutError, type JobData, type JobResult } from '@censo/shared';
 import type { JobRunner } from '../jobs/runner.js';
 
+/** A task's job to queue. */
+export interface QueuedTask {
+  readonly id: string;
+  readonly data: JobData;
+}
+
 /** What the job of a task is doing, as far as the executor knows. */
 export type JobObservation =
   | { readonly state: 'waiting' }
@@ -21,8 +27,8 @@ export type JobObservation =
 
 export interface TaskExecution {
   readonly mode: 'in-process' | 'bullmq';
-  /** Queues the job of task `id` (QueueUnavailableError when it cannot). */
-  submit(id: string, data: JobData): Promise<void>;
+  /** Queues the jobs of these tasks, all or none (QueueUnavailableError when it cannot): one round trip for a request's tasks. */
+  submit(jobs: readonly QueuedTask[]): Promise<void>;
   inspect(id: string): Promise<JobObservation>;
   /** Removes a waiting job, stops a running one; nothing for a finished or unknown one. */
   cancel(id: string): Promise<void>;
@@ -91,9 +97,11 @@ export function createEmbeddedExecution(runner: JobRunner, options: { concurrenc
 
   return {
     mode: 'in-process',
-    async submit(id, data) {
-      jobs.set(id, { data, observation: { state: 'waiting' }, controller: null, forgotten: false });
-      queue.push(id);
+    async submit(submitted) {
+      for (const { id, data } of submitted) {
+        jobs.set(id, { data, observation: { state: 'waiting' }, controller: null, forgotten: false });
+        queue.push(id);
+      }
       pump();
     },
     async inspect(id) {

@@ -3,8 +3,8 @@
 // of a wait. The upload stays in the storage for the task's job; the answer is 202 with the monitor.
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import { OverloadedError } from '@censo/shared';
-import { receiveFiles } from '../http/uploads.js';
+import { OverloadedError, type JobData, type RequestArea } from '@censo/shared';
+import { receiveFiles, receiveReturns } from '../http/uploads.js';
 import { annotateRequestLog } from '../plugins/request-log.js';
 import { jobData, requestedFormat, RESULT_FILE, type RouteSpec } from '../http/census-answers.js';
 import { ConflictError, IdempotencyMismatchError, invalido, loteNaoEncontrado, mensagens, tarefaNaoEncontrada } from './errors.js';
@@ -67,11 +67,15 @@ interface Admission {
   reservation: IdempotencyReservation | null;
   /** Gives back this upload's place under MAX_QUEUED_TAREFAS (once its task is queued or the request ends). */
   readonly release: () => void;
+  /** Tasks waiting when the request was admitted: a request's further files are checked against it. */
+  readonly waiting: number;
 }
 
 declare module 'fastify' {
   interface FastifyRequest {
     tarefaAdmission?: Admission;
+    /** The request's tasks exist: their upload areas outlive it. */
+    tarefasKept?: boolean;
   }
 }
 
@@ -81,6 +85,11 @@ declare module '../plugins/request-log.js' {
     tarefa?: string;
     lote?: string;
   }
+}
+
+function overloaded(reply: FastifyReply): OverloadedError {
+  reply.header('retry-after', '30');
+  return new OverloadedError();
 }
 
 function inProgress(reply: FastifyReply): ConflictError {
@@ -115,7 +124,7 @@ export function admitTarefa(app: FastifyInstance, route: RouteSpec, options: { l
       if (state.state === 'receiving') throw inProgress(reply);
       if (state.state === 'done') {
         // Decided once the files are in: the same request is a replay, another one a 422.
-        request.tarefaAdmission = { idemKey: storeKey, replay: state, reservation: null, release: () => undefined };
+        request.tarefaAdmission = { idemKey: storeKey, replay: state, reservation: null, release: () => undefined, waiting: 0 };
         return;
       }
     }
@@ -123,12 +132,12 @@ export function admitTarefa(app: FastifyInstance, route: RouteSpec, options: { l
     // Held before the backlog is read: of uploads checked together, each sees the others.
     const release = admitted.hold();
     reply.raw.once('close', release);
-    if ((await service.execution.waiting()) + admitted.current > config.maxQueuedTarefas) {
+    const waiting = await service.execution.waiting();
+    if (waiting + admitted.current > config.maxQueuedTarefas) {
       release();
-      reply.header('retry-after', '30');
-      throw new OverloadedError();
+      throw overloaded(reply);
     }
-    const admission: Admission = { idemKey: storeKey, replay: null, reservation: null, release };
+    const admission: Admission = { idemKey: storeKey, replay: null, reservation: null, release, waiting };
     if (storeKey !== null) {
       admission.reservation = await service.reserveIdempotency(storeKey);
       if (admission.reservation === null) throw inProgress(reply);
@@ -143,7 +152,7 @@ export function admitTarefa(app: FastifyInstance, route: RouteSpec, options: { l
 }
 
 /** The digest an Idempotency-Key is bound to: route, format, reference and every file's SHA-256. */
-function requestDigest(parts: readonly (string | null)[]): string {
+function requestDigest(parts: readonly unknown[]): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
 }
 
@@ -169,6 +178,23 @@ export async function replyAccepted(
   return reply.send(await monitorOf(service, agora));
 }
 
+/** 202 with the monitors of a request's several tasks, in the order of its files (SPEC §7.3). */
+async function replyAcceptedMany(
+  service: TarefasService,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  agoras: readonly TarefaAgora[],
+  replayed: boolean,
+): Promise<FastifyReply> {
+  annotateRequestLog(request, { lote: agoras[0]!.record.lote ?? undefined });
+  reply.code(202);
+  if (agoras.some((agora) => !isFinal(agora.estado))) reply.header('retry-after', RETRY_AFTER_S);
+  if (replayed) reply.header('idempotent-replayed', 'true');
+  const tarefas = [];
+  for (const agora of agoras) tarefas.push(await monitorOf(service, agora));
+  return reply.send({ tarefas });
+}
+
 /** The handler: receives the files into the task's own area, then records and queues the task. */
 export async function intakeTarefa(
   app: FastifyInstance,
@@ -177,16 +203,14 @@ export async function intakeTarefa(
   route: RouteSpec,
   loteId: string | null,
 ): Promise<FastifyReply> {
-  const { service, storage, config } = app.tarefas;
+  // A batch's divergencias-rf route takes several returns per request (SPEC §7.3, decided).
+  if (loteId !== null && route.kind === 'divergencias') return intakeReturns(app, request, reply, route, loteId);
+  const { storage, config } = app.tarefas;
   const admission = request.tarefaAdmission!;
   const id = newId();
   const area = storage.area(id);
   annotateRequestLog(request, { jobId: id, kind: route.kind, tarefa: id });
-  // The area outlives the request only once its task exists.
-  let kept = false;
-  reply.raw.once('close', () => {
-    if (!kept) void area.remove().catch((err: unknown) => request.log.error({ err, uploadId: id }, 'could not remove upload files'));
-  });
+  removeUnlessKept(request, reply, [area]);
 
   await area.open();
   const files = await receiveFiles(
@@ -198,26 +222,151 @@ export async function intakeTarefa(
   );
   const referencia = loteId === null ? null : (files.fields.referencia ?? null);
   if (referencia !== null && referencia.length > 255) throw invalido.referencia();
-  const formato: Formato = route.kind === 'censo-corrigido' ? 'txt' : (requestedFormat(request.query) ?? 'json');
+  const formato = formatoOf(route, request);
   const digest = requestDigest([route.rota, formato, referencia, files.sha256.retorno, files.sha256.txt]);
+  if (admission.replay) return replay(app, request, reply, admission.replay, digest);
 
-  if (admission.replay) {
-    if (admission.replay.digest !== digest) throw new IdempotencyMismatchError();
-    const agora = await service.agora(admission.replay.tarefa ?? '', donoDe(request));
-    if (agora === null) throw tarefaNaoEncontrada();
-    return replyAccepted(service, request, reply, agora, true);
-  }
-
-  const entradas = [`retorno.${files.retorno.format}`, ...(files.txt ? ['censo.txt'] : [])];
   const arquivos: ArquivoTarefa[] = [
     { campo: 'retorno', nome: files.retornoName, bytes: files.bytes.retorno, sha256: files.sha256.retorno },
   ];
   if (files.txt) arquivos.push({ campo: 'txt', nome: files.txtName ?? '', bytes: files.bytes.txt ?? 0, sha256: files.sha256.txt ?? '' });
-  const record: TarefaRecord = {
-    id,
+  const task: NewTask = {
+    record: newRecord(request, route, {
+      id,
+      formato,
+      referencia,
+      loteId,
+      arquivos,
+      txtName: files.txtName,
+      entradas: [`retorno.${files.retorno.format}`, ...(files.txt ? ['censo.txt'] : [])],
+    }),
+    // A list task always stores the JSON answer: every format is converted from it (results.ts).
+    data: jobData(route.kind, files, 'json', area.ref(RESULT_FILE)),
+  };
+  const [created] = await createAndQueue(app, request, reply, [task], digest);
+  return replyAccepted(app.tarefas.service, request, reply, { record: created!, estado: 'aguardando', iniciadaEm: null }, false);
+}
+
+/**
+ * A batch's divergencias-rf upload with one or several returns (up to MAX_RETORNOS_POR_ENVIO),
+ * each its own task, all created by one commit and queued by one call: a state's burst costs a
+ * request, not a request per school. One return is answered as always; several with
+ * `{"tarefas": [monitors]}` in the order sent. The Idempotency-Key covers the whole request.
+ */
+async function intakeReturns(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  route: RouteSpec,
+  loteId: string,
+): Promise<FastifyReply> {
+  const { service, storage, config, admitted } = app.tarefas;
+  const admission = request.tarefaAdmission!;
+  const areas: RequestArea[] = [];
+  removeUnlessKept(request, reply, areas);
+  const releases: (() => void)[] = [];
+  const releaseAll = () => {
+    for (const release of releases) release();
+  };
+  reply.raw.once('close', releaseAll);
+  const files = await receiveReturns(
+    request,
+    async () => {
+      const area = storage.area(newId());
+      areas.push(area);
+      await area.open();
+      return area;
+    },
+    { totalMs: Math.max(1, config.uploadTimeoutMs - reply.elapsedTime), idleMs: config.uploadIdleMs },
+    () => {
+      // Each further file holds a place under MAX_QUEUED_TAREFAS too (strict per replica).
+      if (admission.replay) return;
+      releases.push(admitted.hold());
+      if (admission.waiting + admitted.current > config.maxQueuedTarefas) throw overloaded(reply);
+    },
+  );
+  for (const file of files) if (file.referencia !== null && file.referencia.length > 255) throw invalido.referencia();
+  const formato = formatoOf(route, request);
+  const digest =
+    files.length === 1
+      ? requestDigest([route.rota, formato, files[0]!.referencia, files[0]!.sha256, null])
+      : requestDigest([route.rota, formato, ...files.map((file) => [file.referencia, file.sha256])]);
+  if (admission.replay) return replay(app, request, reply, admission.replay, digest);
+
+  const tasks = files.map((file): NewTask => {
+    const arquivos: ArquivoTarefa[] = [{ campo: 'retorno', nome: file.retornoName, bytes: file.bytes, sha256: file.sha256 }];
+    return {
+      record: newRecord(request, route, {
+        id: file.area.id,
+        formato,
+        referencia: file.referencia,
+        loteId,
+        arquivos,
+        txtName: null,
+        entradas: [`retorno.${file.retorno.format}`],
+      }),
+      data: jobData(route.kind, { retorno: file.retorno, txt: null }, 'json', file.area.ref(RESULT_FILE)),
+    };
+  });
+  annotateRequestLog(request, {
+    kind: route.kind,
+    ...(tasks.length === 1 ? { jobId: tasks[0]!.record.id, tarefa: tasks[0]!.record.id } : {}),
+  });
+  try {
+    const created = await createAndQueue(app, request, reply, tasks, digest);
+    if (created.length === 1)
+      return replyAccepted(service, request, reply, { record: created[0]!, estado: 'aguardando', iniciadaEm: null }, false);
+    return replyAcceptedMany(
+      service,
+      request,
+      reply,
+      created.map((record) => ({ record, estado: 'aguardando', iniciadaEm: null })),
+      false,
+    );
+  } finally {
+    releaseAll();
+  }
+}
+
+interface NewTask {
+  readonly record: TarefaRecord;
+  readonly data: JobData;
+}
+
+function formatoOf(route: RouteSpec, request: FastifyRequest): Formato {
+  return route.kind === 'censo-corrigido' ? 'txt' : (requestedFormat(request.query) ?? 'json');
+}
+
+/** The areas of a request's uploads are removed when the request ends, unless their tasks took them. */
+function removeUnlessKept(request: FastifyRequest, reply: FastifyReply, areas: readonly RequestArea[]): void {
+  reply.raw.once('close', () => {
+    if (request.tarefasKept) return;
+    for (const area of areas) {
+      void area.remove().catch((err: unknown) => request.log.error({ err, uploadId: area.id }, 'could not remove upload files'));
+    }
+  });
+}
+
+function newRecord(
+  request: FastifyRequest,
+  route: RouteSpec,
+  task: {
+    readonly id: string;
+    readonly formato: Formato;
+    readonly referencia: string | null;
+    readonly loteId: string | null;
+    readonly arquivos: ArquivoTarefa[];
+    readonly txtName: string | null;
+    /** The upload's files in the task's area (dropped once its job ends). */
+    readonly entradas: readonly string[];
+  },
+): TarefaRecord {
+  const { service } = request.server.tarefas;
+  return {
+    id: task.id,
     dono: donoDe(request),
     rota: route.rota,
-    formato,
+    formato: task.formato,
     estado: 'aguardando',
     criadaEm: service.now(),
     iniciadaEm: null,
@@ -225,34 +374,68 @@ export async function intakeTarefa(
     expiraEm: null,
     erro: null,
     resultado: null,
-    referencia,
-    lote: loteId,
+    referencia: task.referencia,
+    lote: task.loteId,
     seq: 0,
-    arquivo: files.retornoName,
-    txtName: files.txtName,
-    arquivos,
-    entradas,
-    idem: admission.reservation?.key ?? null,
+    arquivo: task.arquivos[0]!.nome,
+    txtName: task.txtName,
+    arquivos: task.arquivos,
+    entradas: task.entradas,
+    idem: request.tarefaAdmission!.reservation?.key ?? null,
   };
-  const created = await service.createTarefa(record, admission.reservation ? { reservation: admission.reservation, digest } : null);
+}
+
+/** Records the tasks (one commit) and queues their jobs (one call); their records, in order. */
+async function createAndQueue(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  tasks: readonly NewTask[],
+  digest: string,
+): Promise<TarefaRecord[]> {
+  const { service } = app.tarefas;
+  const admission = request.tarefaAdmission!;
+  const created = await service.createTarefas(
+    tasks.map((task) => task.record),
+    admission.reservation ? { reservation: admission.reservation, digest } : null,
+  );
   if (!created.ok) {
     if (created.why === 'lote-nao-encontrado') throw loteNaoEncontrado();
     if (created.why === 'lote-fechado') throw new ConflictError(mensagens.loteFechado);
     throw inProgress(reply);
   }
-  // The reservation became the key's record with the task: nothing to give back any more.
+  // The reservation became the key's record with the tasks: nothing to give back any more.
   admission.reservation = null;
-  kept = true;
-  // A list task always stores the JSON answer: every format is converted from it (results.ts).
-  const data = jobData(route.kind, files, 'json', area.ref(RESULT_FILE));
+  request.tarefasKept = true;
   try {
-    await service.execution.submit(id, data);
+    await service.execution.submit(tasks.map((task) => ({ id: task.record.id, data: task.data })));
   } catch (err) {
-    await service.deleteTarefa(id);
+    for (const record of created.records) await service.deleteTarefa(record.id);
     throw err;
   } finally {
     // In the queue now (or gone): counted by the backlog itself from here on.
     admission.release();
   }
-  return replyAccepted(service, request, reply, { record: created.record, estado: 'aguardando', iniciadaEm: null }, false);
+  return created.records;
+}
+
+/** The same request again under its Idempotency-Key: its tasks as they are now; another request: 422. */
+async function replay(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: Extract<IdempotencyState, { state: 'done' }>,
+  digest: string,
+): Promise<FastifyReply> {
+  const { service } = app.tarefas;
+  if (done.digest !== digest) throw new IdempotencyMismatchError();
+  const ids = done.tarefas ?? [done.tarefa ?? ''];
+  const agoras: TarefaAgora[] = [];
+  for (const id of ids) {
+    const agora = await service.agora(id, donoDe(request));
+    if (agora === null) throw tarefaNaoEncontrada();
+    agoras.push(agora);
+  }
+  if (done.tarefas === undefined) return replyAccepted(service, request, reply, agoras[0]!, true);
+  return replyAcceptedMany(service, request, reply, agoras, true);
 }

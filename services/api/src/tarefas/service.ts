@@ -45,6 +45,8 @@ const MAX_ATTEMPTS = 200;
 export interface IdempotencyDone {
   readonly digest: string;
   readonly tarefa?: string;
+  /** Every task of a request that sent several returns (`tarefa` is the first). */
+  readonly tarefas?: readonly string[];
   readonly lote?: string;
 }
 
@@ -75,7 +77,7 @@ export interface LotesCursor {
 }
 
 export type NewTarefaOutcome =
-  | { readonly ok: true; readonly record: TarefaRecord }
+  | { readonly ok: true; readonly records: TarefaRecord[] }
   | { readonly ok: false; readonly why: 'lote-nao-encontrado' | 'lote-fechado' | 'idempotencia' };
 
 export interface TarefasListing {
@@ -196,6 +198,7 @@ export class TarefasService {
       state: 'done',
       digest: value.digest,
       ...(value.tarefa ? { tarefa: value.tarefa } : {}),
+      ...(value.tarefas ? { tarefas: value.tarefas } : {}),
       ...(value.lote ? { lote: value.lote } : {}),
     };
   }
@@ -214,43 +217,51 @@ export class TarefasService {
 
   // ---------------------------------------------------------------- tasks (SPEC §7.1)
 
-  /** Records a new task (in its batch, if any), taking over the request's Idempotency-Key reservation. */
-  async createTarefa(
-    record: TarefaRecord,
+  /**
+   * Records the tasks of one request (in their batch, if any, in the order given), taking over the
+   * request's Idempotency-Key reservation: one commit for all of them, so a request that sends
+   * several returns costs one round trip, and either all its tasks exist or none does.
+   */
+  async createTarefas(
+    records: readonly TarefaRecord[],
     idempotency: { readonly reservation: IdempotencyReservation; readonly digest: string } | null,
   ): Promise<NewTarefaOutcome> {
+    const loteId = records[0]!.lote;
     return retrying<NewTarefaOutcome>(async () => {
       const now = this.now();
       const guards: Guard[] = [];
       const writes: Write[] = [];
-      let task = record;
-      if (record.lote !== null) {
-        const raw = await this.store.get(keys.lote(record.lote));
+      let tasks = [...records];
+      if (loteId !== null) {
+        const raw = await this.store.get(keys.lote(loteId));
         if (raw === null) return { ok: false, why: 'lote-nao-encontrado' } as const;
         const lote = parse<LoteRecord>(raw);
-        if (donoOf(lote) !== record.dono) return { ok: false, why: 'lote-nao-encontrado' } as const;
+        if (donoOf(lote) !== records[0]!.dono) return { ok: false, why: 'lote-nao-encontrado' } as const;
         if (lote.estado !== 'aberto') return { ok: false, why: 'lote-fechado' } as const;
-        const updated: LoteRecord = { ...lote, total: lote.total + 1, seq: lote.seq + 1, ultimoEnvioEm: now };
-        task = { ...record, seq: updated.seq };
+        const updated: LoteRecord = { ...lote, total: lote.total + tasks.length, seq: lote.seq + tasks.length, ultimoEnvioEm: now };
+        tasks = tasks.map((task, i) => ({ ...task, seq: lote.seq + 1 + i }));
         guards.push({ key: keys.lote(lote.id), value: raw });
         writes.push(
           { op: 'set', key: keys.lote(lote.id), value: JSON.stringify(updated) },
           { op: 'zadd', key: keys.abertos, member: lote.id, score: now },
-          { op: 'zadd', key: keys.loteTarefas(lote.id), member: task.id, score: task.seq },
+          ...tasks.map((task) => ({ op: 'zadd', key: keys.loteTarefas(lote.id), member: task.id, score: task.seq }) as const),
         );
       }
-      writes.push(
-        { op: 'set', key: keys.tarefa(task.id), value: JSON.stringify(task) },
-        { op: 'zadd', key: keys.pendentes, member: task.id, score: task.criadaEm },
-      );
+      for (const task of tasks) {
+        writes.push(
+          { op: 'set', key: keys.tarefa(task.id), value: JSON.stringify(task) },
+          { op: 'zadd', key: keys.pendentes, member: task.id, score: task.criadaEm },
+        );
+      }
       if (idempotency) {
         const { reservation, digest } = idempotency;
+        const done: IdempotencyDone = { digest, tarefa: tasks[0]!.id, ...(tasks.length > 1 ? { tarefas: tasks.map((t) => t.id) } : {}) };
         guards.push({ key: reservation.key, value: reservation.value });
-        writes.push({ op: 'set', key: reservation.key, value: JSON.stringify({ digest, tarefa: task.id }), ttlMs: IDEMPOTENCY_TTL_MS });
+        writes.push({ op: 'set', key: reservation.key, value: JSON.stringify(done), ttlMs: IDEMPOTENCY_TTL_MS });
       }
       if (await this.store.commit(guards, writes)) {
-        this.#deps.onEstado?.(task.rota, 'aguardando');
-        return { ok: true, record: task } as const;
+        for (const task of tasks) this.#deps.onEstado?.(task.rota, 'aguardando');
+        return { ok: true, records: tasks } as const;
       }
       // The reservation ran out (an upload slower than its deadline) and another request took the key.
       if (idempotency && (await this.store.get(idempotency.reservation.key)) !== idempotency.reservation.value) {

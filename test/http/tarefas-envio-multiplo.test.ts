@@ -1,0 +1,204 @@
+// Several returns in one request to a batch's divergencias-rf route (SPEC §7.3, decided for issue
+// 35): one task per file, in the order sent, all created or none; the i-th referencia goes with the
+// i-th file; the Idempotency-Key covers the whole request; every file counts against
+// MAX_QUEUED_TAREFAS. Both modes, as clients send them: fetch's FormData (fields where appended)
+// and Python requests' order (every text field first, then the files).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixtureCases } from '../helpers/fixtures.js';
+import { useTestRedis } from '../helpers/redis.js';
+import { MODES, monitor, request, startHarness, waitForTarefa, type Answer, type Harness, type Mode } from '../helpers/tarefas.js';
+import { readdir, readFile } from 'node:fs/promises';
+
+const basico = fixtureCases().find((c) => c.name === 'basico')!;
+const utf8 = fixtureCases().find((c) => c.name === 'basico-utf8')!;
+const DIVERGENCIAS = (basico.expectedDivergencias as { divergencias: unknown[] }).divergencias;
+const DIVERGENCIAS_UTF8 = (utf8.expectedDivergencias as { divergencias: unknown[] }).divergencias;
+
+const redis = useTestRedis();
+const monitors = (answer: Answer) => answer.json().tarefas as Array<Record<string, unknown> & { id: string }>;
+
+interface Part {
+  readonly referencia?: string;
+  readonly name: string;
+  readonly content: Buffer | string;
+}
+
+/** fetch's order: each file's referencia right before it. */
+function interleaved(parts: readonly Part[]): FormData {
+  const form = new FormData();
+  for (const part of parts) {
+    if (part.referencia !== undefined) form.append('referencia', part.referencia);
+    form.append('retorno', new Blob([part.content]), part.name);
+  }
+  return form;
+}
+
+/** Python requests' order (`data=` then `files=`): every text field, then every file. */
+function fieldsFirst(parts: readonly Part[]): FormData {
+  const form = new FormData();
+  for (const part of parts) if (part.referencia !== undefined) form.append('referencia', part.referencia);
+  for (const part of parts) form.append('retorno', new Blob([part.content]), part.name);
+  return form;
+}
+
+describe.each(MODES)('%s mode', (mode: Mode) => {
+  let server: Harness;
+  let json: Buffer;
+  let jsonUtf8: Buffer;
+  beforeAll(async () => {
+    server = await startHarness(mode, { redisUrl: redis.url });
+    json = await readFile(basico.retorno.json!);
+    jsonUtf8 = await readFile(utf8.retorno.json!);
+  });
+  afterAll(async () => {
+    await server?.dispose();
+  });
+
+  const createLote = async () =>
+    (await request(server, 'POST', '/api/lotes', { body: '{}', headers: { 'content-type': 'application/json' } })).json().id as string;
+  const send = (lote: string, body: FormData, headers: Record<string, string> = {}) =>
+    request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body, headers });
+  const tasksOf = async (lote: string) =>
+    (await request(server, 'GET', `/api/lotes/${lote}/tarefas?limit=1000`)).json().tarefas as Array<Record<string, unknown>>;
+  const areas = async () => (await readdir(server.uploadDir)).filter((name) => name.startsWith('censo-')).sort();
+
+  it.each([
+    ['interleaved', interleaved],
+    ['every referencia first (Python requests)', fieldsFirst],
+  ])('three returns in one request (%s): 202 with their monitors in order, one task each, each its own result', async (_, build) => {
+    const lote = await createLote();
+    const answer = await send(
+      lote,
+      build([
+        { referencia: '11000001', name: 'escola-a.json', content: json },
+        { referencia: '11000002', name: 'escola-b.json', content: jsonUtf8 },
+        { referencia: '11000003', name: 'escola-c.json', content: json },
+      ]),
+    );
+    expect(answer.status).toBe(202);
+    expect(answer.headers.get('retry-after')).toBe('2');
+    expect(answer.headers.get('location')).toBeNull();
+    const sent = monitors(answer);
+    expect(sent.map((t) => [t.referencia, t.lote, t.estado, (t.arquivos as Array<{ nome: string }>)[0]!.nome])).toEqual([
+      ['11000001', lote, 'aguardando', 'escola-a.json'],
+      ['11000002', lote, 'aguardando', 'escola-b.json'],
+      ['11000003', lote, 'aguardando', 'escola-c.json'],
+    ]);
+    expect(new Set(sent.map((t) => t.id)).size).toBe(3);
+    // Creation order is the order sent.
+    expect((await tasksOf(lote)).map((t) => t.id)).toEqual(sent.map((t) => t.id));
+    for (const [i, expected] of [DIVERGENCIAS, DIVERGENCIAS_UTF8, DIVERGENCIAS].entries()) {
+      expect((await waitForTarefa(server, sent[i]!.id)).estado).toBe('concluida');
+      const result = await request(server, 'GET', `/api/tarefas/${sent[i]!.id}/resultado`);
+      expect(result.json().divergencias).toEqual(expected);
+    }
+    expect((await request(server, 'GET', `/api/lotes/${lote}`)).json().tarefas).toMatchObject({ total: 3, concluida: 3 });
+  });
+
+  it('without any referencia every task has none; one file keeps its old answer (Location, the monitor)', async () => {
+    const lote = await createLote();
+    const many = await send(
+      lote,
+      interleaved([
+        { name: 'a.json', content: json },
+        { name: 'b.json', content: json },
+      ]),
+    );
+    expect(monitors(many).map((t) => t.referencia)).toEqual([null, null]);
+    const one = await send(lote, interleaved([{ referencia: 'x', name: 'c.json', content: json }]));
+    expect(one.status).toBe(202);
+    expect(one.headers.get('location')).toBe(`/api/tarefas/${one.json().id}`);
+    expect(one.json()).toMatchObject({ referencia: 'x', lote });
+  });
+
+  it('refuses the whole request, creating no task and leaving no file, when a referencia is missing or a file is wrong', async () => {
+    const lote = await createLote();
+    const before = await areas();
+    const missing = await send(
+      lote,
+      fieldsFirst([
+        { referencia: 'a', name: 'a.json', content: json },
+        { name: 'b.json', content: json },
+      ]),
+    );
+    expect([missing.status, missing.json()]).toEqual([400, { erro: 'Envie um campo referencia para cada arquivo retorno, ou nenhum.' }]);
+    const wrong = await send(
+      lote,
+      interleaved([
+        { referencia: 'a', name: 'a.json', content: json },
+        { referencia: 'b', name: 'b.csv', content: 'x' },
+      ]),
+    );
+    expect([wrong.status, wrong.json()]).toEqual([400, { erro: 'Extensão inválida para retorno: envie .json ou .xlsx.' }]);
+    const txt = new FormData();
+    txt.append('retorno', new Blob([json]), 'a.json');
+    txt.append('txt', new Blob(['x']), 'censo.txt');
+    expect((await send(lote, txt)).json()).toEqual({ erro: 'Campo inesperado: txt.' });
+    const none = new FormData();
+    none.append('referencia', 'a');
+    expect((await send(lote, none)).json()).toEqual({ erro: 'Arquivo ausente: envie o campo retorno.' });
+    expect(await tasksOf(lote)).toEqual([]);
+    expect((await request(server, 'GET', `/api/lotes/${lote}`)).json().tarefas).toMatchObject({ total: 0 });
+    // Each refused request's files are gone once its answer is out.
+    await expect.poll(areas, { timeout: 5_000 }).toEqual(before);
+  });
+
+  it('the Idempotency-Key covers the whole request: the same request gets the same tasks, another one 422', async () => {
+    const lote = await createLote();
+    const parts: Part[] = [
+      { referencia: 'a', name: 'a.json', content: json },
+      { referencia: 'b', name: 'b.json', content: jsonUtf8 },
+    ];
+    const headers = { 'idempotency-key': 'envio-1' };
+    const first = await send(lote, interleaved(parts), headers);
+    const again = await send(lote, fieldsFirst(parts), headers);
+    expect(again.status).toBe(202);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(monitors(again).map((t) => t.id)).toEqual(monitors(first).map((t) => t.id));
+    // Another order of the same files is another request.
+    const swapped = await send(lote, interleaved([parts[1]!, parts[0]!]), headers);
+    expect([swapped.status, swapped.json()]).toEqual([422, { erro: 'Idempotency-Key já usada com outra requisição.' }]);
+    expect((await tasksOf(lote)).length).toBe(2);
+    for (const task of monitors(first)) expect((await monitor(server, task.id)).lote).toBe(lote);
+  });
+
+  it('more than 100 returns in one request is refused whole', async () => {
+    const lote = await createLote();
+    const parts = Array.from({ length: 101 }, (_, i) => ({ name: `e${i}.json`, content: '{}' }));
+    const answer = await send(lote, interleaved(parts));
+    expect(answer.status).toBe(400);
+    expect(answer.json()).toEqual({ erro: 'Envie no máximo 100 arquivos retorno por requisição.' });
+    expect(await tasksOf(lote)).toEqual([]);
+  });
+});
+
+describe.each(MODES)('%s mode, a small backlog', (mode: Mode) => {
+  it('every file of a request counts against MAX_QUEUED_TAREFAS: three files against a limit of two are refused, two pass', async () => {
+    // WORKER_CONCURRENCY 1 and a closed gate: one job runs (held), the others wait.
+    const server = await startHarness(mode, { redisUrl: redis.url, env: { MAX_QUEUED_TAREFAS: '2', WORKER_CONCURRENCY: '1' } });
+    server.gate.close();
+    try {
+      const json = await readFile(basico.retorno.json!);
+      const lote = (await request(server, 'POST', '/api/lotes', { body: '{}', headers: { 'content-type': 'application/json' } })).json()
+        .id as string;
+      const files = (n: number) => interleaved(Array.from({ length: n }, (_, i) => ({ name: `e${i}.json`, content: json })));
+      const three = await request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: files(3) });
+      expect([three.status, three.json(), three.headers.get('retry-after')]).toEqual([
+        503,
+        { erro: 'Serviço sobrecarregado, tente novamente em instantes.' },
+        '30',
+      ]);
+      const two = await request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: files(2) });
+      expect(two.status).toBe(202);
+      // One of the two runs (held by the gate), one waits: room for one more file, not for two.
+      await waitForTarefa(server, (monitors(two)[0] as { id: string }).id, (m) => m.estado === 'processando');
+      const again = await request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: files(2) });
+      expect(again.status).toBe(503);
+      const one = await request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: files(1) });
+      expect(one.status).toBe(202);
+    } finally {
+      server.gate.open();
+      await server.dispose();
+    }
+  });
+});
