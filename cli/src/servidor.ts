@@ -5,6 +5,15 @@
 // file goes with an Idempotency-Key made of its SHA-256 and its path's (a file whose 202 was lost
 // is not run twice). `--novo-lote` sends the folder as a new batch instead.
 //
+// The files go several per request (issue 35: one request per file cost the service most of its
+// CPU): in path order, up to GROUP_FILES files and GROUP_BYTES bytes a request, each request under
+// an Idempotency-Key made of its files' paths and SHA-256 (a rerun that sends the same remaining
+// files finds the same keys). A request of one file is sent exactly as before, under the file's
+// own key. A request of several that the service refuses (400, 413) is sent again one file at a
+// time, so that the refused file is reported as before and the others go on; when each of its
+// files is then taken alone, the service is one from before several files per request (it answers
+// 400 to a second `retorno`), and the rest of the folder goes one file per request.
+//
 // A batch found again is checked before any of it is used (issue 33): whoever can create a batch
 // under the same key (the same principal) can put a task for one of the folder's paths in it with
 // other bytes. Every task adopted must hold exactly the local file (its monitor's `arquivos`,
@@ -32,7 +41,7 @@ export interface LoteServidorOptions extends ServerOptions {
   readonly folder: string;
   readonly format: LoteFormat;
   readonly output: string | undefined;
-  /** Files sent at the same time (default 4). */
+  /** Requests sending files at the same time (default 2). */
   readonly concurrency: number | undefined;
   readonly quiet: boolean;
   /** A new batch, never one found again by the folder's key. */
@@ -71,6 +80,11 @@ const POLL_MAX_MS = 5_000;
 const BUSY_RETRIES = 30;
 /** Pages of the batch's task list read at most (1000 tasks each). */
 const MAX_PAGES = 1_000;
+/** Requests sending files at the same time, unless -c says otherwise. */
+const DEFAULT_CONCURRENCY = 2;
+/** Files one request carries at most (the service takes up to 100), and their bytes: a larger file goes alone. */
+const GROUP_FILES = 50;
+const GROUP_BYTES = 16 * 1024 * 1024;
 
 async function sha256(file: string): Promise<string> {
   const hash = createHash('sha256');
@@ -118,15 +132,88 @@ function holdsFile(task: Tarefa, digest: string): boolean {
   return task.rota === 'divergencias-rf' && arquivos.length === 1 && arquivos[0]!.campo === 'retorno' && arquivos[0]!.sha256 === digest;
 }
 
+/** A file to send: its path below the folder, where it is, its SHA-256 and its size. */
+interface FileToSend {
+  readonly name: string;
+  readonly path: string;
+  readonly sha256: string;
+  readonly bytes: number;
+}
+
+/** What sending a file gave: its task, or the service's refusal of this file. */
+type Sent = Tarefa | { erro: string };
+
+/** The files, in path order, cut into requests: up to GROUP_FILES files and GROUP_BYTES bytes each. */
+function groupsOf(files: readonly FileToSend[]): FileToSend[][] {
+  const groups: FileToSend[][] = [];
+  let current: FileToSend[] = [];
+  let bytes = 0;
+  for (const file of files) {
+    if (current.length > 0 && (current.length >= GROUP_FILES || bytes + file.bytes > GROUP_BYTES)) {
+      groups.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(file);
+    bytes += file.bytes;
+  }
+  if (current.length > 0) groups.push(current);
+  return groups;
+}
+
+/** A busy service (the backlog, the rate limit, the same request still arriving from an earlier run). */
+function isBusy(response: Response): boolean {
+  return response.status === 503 || response.status === 429 || (response.status === 409 && response.headers.has('retry-after'));
+}
+
+/**
+ * Sends several files in one request, waiting out a busy service: their tasks, in the files'
+ * order. 'recusado' when the service refused the request (400, 413: a file it refuses, or a
+ * service that takes one file per request), 'ocupado' when it stayed busy: either way no task was
+ * made, and the caller sends the files one by one.
+ */
+async function sendGroup(servidor: ApiClient, lote: string, group: readonly FileToSend[]): Promise<Tarefa[] | 'recusado' | 'ocupado'> {
+  // Deterministic: a rerun that sends the same files finds the tasks a lost 202 made.
+  const key = `censo-envio-${createHash('sha256')
+    .update(group.map((file) => `${file.name}\0${file.sha256}\n`).join(''))
+    .digest('hex')}`;
+  const route = `/api/lotes/${lote}/divergencias-rf`;
+  for (let attempt = 0; ; attempt++) {
+    // Built for each attempt, as the request goes: the blobs are the files on disk, read while sent.
+    const form = new FormData();
+    for (const file of group) {
+      form.append('referencia', file.name);
+      form.append('retorno', await openAsBlob(file.path), file.name);
+    }
+    const response = await servidor.call('POST', route, { body: form, headers: { 'idempotency-key': key } });
+    if (response.status === 202) {
+      const { tarefas } = (await response.json()) as { tarefas?: Tarefa[] };
+      // A task for each file, in their order (the i-th referencia is the i-th file's).
+      if (!Array.isArray(tarefas) || tarefas.length !== group.length || tarefas.some((task, i) => task?.referencia !== group[i]!.name)) {
+        throw new InputError(
+          `o servidor ${servidor.base} não respondeu ao envio de ${group.length} arquivos com uma tarefa para cada um (HTTP 202 em ${route}): confira --servidor.`,
+        );
+      }
+      return tarefas;
+    }
+    if (isBusy(response)) {
+      await response.arrayBuffer();
+      if (attempt >= BUSY_RETRIES) return 'ocupado';
+      await sleep(retryAfterMs(response));
+      continue;
+    }
+    if (response.status === 400 || response.status === 413) {
+      await response.arrayBuffer();
+      return 'recusado';
+    }
+    throw await servidor.refusal(response);
+  }
+}
+
 /** Sends one file, waiting out a busy service; the task, or the service's refusal of this file. */
-async function send(
-  servidor: ApiClient,
-  lote: string,
-  file: { name: string; path: string },
-  digest: string,
-): Promise<Tarefa | { erro: string }> {
+async function send(servidor: ApiClient, lote: string, file: FileToSend): Promise<Sent> {
   // The file's SHA-256, and its path's: two schools may send byte-identical returns (an empty one).
-  const key = `${digest}-${createHash('sha256').update(file.name).digest('hex')}`;
+  const key = `${file.sha256}-${createHash('sha256').update(file.name).digest('hex')}`;
   for (let attempt = 0; ; attempt++) {
     const form = new FormData();
     form.append('referencia', file.name);
@@ -134,8 +221,7 @@ async function send(
     const response = await servidor.call('POST', `/api/lotes/${lote}/divergencias-rf`, { body: form, headers: { 'idempotency-key': key } });
     if (response.status === 202) return (await response.json()) as Tarefa;
     // Busy (the backlog, the rate limit, the same file still arriving from an earlier run): wait as told.
-    const busy = response.status === 503 || response.status === 429 || (response.status === 409 && response.headers.has('retry-after'));
-    if (busy && attempt < BUSY_RETRIES) {
+    if (isBusy(response) && attempt < BUSY_RETRIES) {
       await response.arrayBuffer();
       await sleep(retryAfterMs(response));
       continue;
@@ -151,7 +237,7 @@ async function send(
 type Answer = { readonly divergencias: Divergencia[] } | { readonly erro: string };
 
 /** Waits for a sent file's task to end and reads its result: one request per look. */
-async function answerOf(servidor: ApiClient, sent: Tarefa | { erro: string }): Promise<Answer> {
+async function answerOf(servidor: ApiClient, sent: Sent): Promise<Answer> {
   if (!('id' in sent)) return sent;
   for (;;) {
     const response = await servidor.call('GET', `/api/tarefas/${sent.id}/resultado?format=json`);
@@ -213,7 +299,7 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
   const { lote, resumed } = await openBatch(servidor, { ...options, nome }, folderKey);
 
   // Each file's task, settled when the file is sent (at once for those an earlier run sent).
-  const sentTasks = new Map(files.map((file) => [file.name, deferred<Tarefa | { erro: string }>()]));
+  const sentTasks = new Map(files.map((file) => [file.name, deferred<Sent>()]));
   const already = new Set<string>();
   for (const task of resumed ? await batchTasks(servidor, lote.id) : []) {
     if (task.referencia === null || !sentTasks.has(task.referencia)) continue;
@@ -254,13 +340,36 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
   // Sending, and reading the results in path order as their tasks end, run together: the first
   // schools' divergences are written while the last ones are still being sent.
   async function sendAll(): Promise<void> {
-    const queue = [...toSend];
+    const queue = groupsOf(toSend.map((file) => ({ name: file.name, path: file.path, sha256: digests.get(file.name)!, bytes: file.size })));
+    // Set once a request of several files was refused and each of its files then taken alone.
+    let oneByOne = false;
+    const settle = (file: FileToSend, sent: Sent) => {
+      sentTasks.get(file.name)!.resolve(sent);
+      enviados++;
+    };
+    /** Each file in its own request, as long as the command goes on; whether each was taken. */
+    const sendEach = async (group: readonly FileToSend[]): Promise<boolean> => {
+      let taken = 0;
+      for (const file of group) {
+        if (finished.signal.aborted) break;
+        const sent = await send(servidor, lote.id, file);
+        settle(file, sent);
+        if ('id' in sent) taken++;
+      }
+      return taken === group.length;
+    };
     try {
       await Promise.all(
-        Array.from({ length: Math.min(options.concurrency ?? 4, Math.max(1, queue.length)) }, async () => {
-          for (let file = queue.shift(); file !== undefined && !finished.signal.aborted; file = queue.shift()) {
-            sentTasks.get(file.name)!.resolve(await send(servidor, lote.id, file, digests.get(file.name)!));
-            enviados++;
+        Array.from({ length: Math.min(options.concurrency ?? DEFAULT_CONCURRENCY, Math.max(1, queue.length)) }, async () => {
+          for (let group = queue.shift(); group !== undefined && !finished.signal.aborted; group = queue.shift()) {
+            if (group.length === 1 || oneByOne) {
+              await sendEach(group);
+              continue;
+            }
+            const sent = await sendGroup(servidor, lote.id, group);
+            if (Array.isArray(sent)) group.forEach((file, i) => settle(file, sent[i]!));
+            // Refused whole, yet every file taken alone: a service that takes one file per request.
+            else if ((await sendEach(group)) && sent === 'recusado') oneByOne = true;
           }
         }),
       );
