@@ -4,6 +4,7 @@
 // MAX_QUEUED_TAREFAS. Both modes, as clients send them: fetch's FormData (fields where appended)
 // and Python requests' order (every text field first, then the files).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIVERGENCIA_COLUMNS, cellValues, csvLine } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { useTestRedis } from '../helpers/redis.js';
 import { MODES, monitor, request, startHarness, waitForTarefa, type Answer, type Harness, type Mode } from '../helpers/tarefas.js';
@@ -161,6 +162,52 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     expect((await tasksOf(lote)).length).toBe(2);
     for (const task of monitors(first)) expect((await monitor(server, task.id)).lote).toBe(lote);
   });
+
+  it("the batch's combined CSV is each task's result, row for row, for a small result (parsed whole) and one over 4 MB (read item by item)", async () => {
+    // 25,000 divergences: a stored result of about 5 MB, past the size parsed at once.
+    const rows = Array.from({ length: 25_000 }, (_, i) => ({
+      Registro: '30',
+      Linha: String(i + 2),
+      'Código na Escola': `ALU${String(i).padStart(6, '0')}`,
+      Campo: 'Data de nascimento',
+      Mensagem: 'O campo não está de acordo com a base da Receita Federal.',
+      Conteúdo: `14/03/2014 -- "15/03/2014", ${i}`,
+    }));
+    const lote = await createLote();
+    const sent = monitors(
+      await send(
+        lote,
+        interleaved([
+          { referencia: '=pequena', name: 'pequena.json', content: json },
+          { referencia: 'grande', name: 'grande.json', content: JSON.stringify(rows) },
+        ]),
+      ),
+    );
+    await request(server, 'POST', `/api/lotes/${lote}/fechar`);
+    for (const task of sent) expect((await waitForTarefa(server, task.id, undefined, 60_000)).estado).toBe('concluida');
+    const results = [];
+    for (const task of sent)
+      results.push((await request(server, 'GET', `/api/tarefas/${task.id}/resultado`)).json().divergencias as object[]);
+    expect(results[1]!.length).toBe(25_000);
+    expect((await request(server, 'GET', `/api/tarefas/${sent[1]!.id}/resultado`)).bytes.length).toBeGreaterThan(4 * 1024 * 1024);
+    const expected =
+      csvLine(['referencia', 'arquivo', ...DIVERGENCIA_COLUMNS]) +
+      results
+        .flatMap((divergencias, i) =>
+          divergencias.map((d) =>
+            csvLine([sent[i]!.referencia as string, `${['pequena', 'grande'][i]}.json`, ...cellValues(d, DIVERGENCIA_COLUMNS)]),
+          ),
+        )
+        .join('');
+    const combined = await request(server, 'GET', `/api/lotes/${lote}/divergencias?format=csv`);
+    expect(combined.status).toBe(200);
+    expect(combined.bytes.toString('utf8')).toBe(expected);
+    // The task's own CSV comes from the same reading.
+    const own = await request(server, 'GET', `/api/tarefas/${sent[1]!.id}/resultado?format=csv`);
+    expect(own.bytes.toString('utf8')).toBe(
+      csvLine([...DIVERGENCIA_COLUMNS]) + results[1]!.map((d) => csvLine(cellValues(d, DIVERGENCIA_COLUMNS))).join(''),
+    );
+  }, 120_000);
 
   it('more than 100 returns in one request is refused whole', async () => {
     const lote = await createLote();

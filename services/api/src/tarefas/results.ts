@@ -67,6 +67,27 @@ export async function* jsonListItems(source: AsyncIterable<Buffer | string>): As
   }
 }
 
+/**
+ * A stored list up to this size is parsed whole, by one native JSON.parse (a school's return:
+ * ~150 KB for 750 divergences); a larger one item by item, so memory stays bounded by this.
+ * Measured on a 5,000-school batch's combined CSV: the item-by-item scan cost the API about as
+ * much again as the parse it feeds.
+ */
+const WHOLE_LIST_BYTES = 4 * 1024 * 1024;
+
+/** The items of a stored list result of `bytes` bytes (see WHOLE_LIST_BYTES). */
+async function* storedItems(stored: Readable, bytes: number): AsyncGenerator<Record<string, unknown>> {
+  if (bytes > WHOLE_LIST_BYTES) {
+    yield* jsonListItems(stored);
+    return;
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of stored) chunks.push(chunk as Buffer);
+  // The service's own `{"<key>": [...]}`: its one list.
+  const list = Object.values(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, Record<string, unknown>[]>)[0] ?? [];
+  yield* list;
+}
+
 /** The columns of a list task's table. */
 function tableOf(record: TarefaRecord) {
   return record.rota === 'divergencias-rf' ? DIVERGENCIAS_TABLE : PESSOAS_TABLE;
@@ -98,7 +119,7 @@ export async function sendResultado(
   const wanted: OutputFormat = format ?? (record.formato as OutputFormat);
   describeResult(reply, kind, wanted, record.txtName, resultado);
   if (wanted === 'json') return reply.header('content-length', resultado.bytes).send(stored);
-  return reply.send(listBody(jsonListItems(stored), wanted, tableOf(record)));
+  return reply.send(listBody(storedItems(stored, resultado.bytes), wanted, tableOf(record)));
 }
 
 /** Every divergence of the batch's concluded divergencias-rf tasks, in creation order, each with `referencia` and `arquivo`. */
@@ -118,7 +139,9 @@ export async function* loteDivergencias(
       .read(RESULT_FILE)
       .catch(() => null);
     if (stored === null) continue;
-    for await (const item of jsonListItems(stored)) yield { referencia: record.referencia ?? '', arquivo: record.arquivo, ...item };
+    for await (const item of storedItems(stored, record.resultado?.bytes ?? Infinity)) {
+      yield { referencia: record.referencia ?? '', arquivo: record.arquivo, ...item };
+    }
   }
 }
 
