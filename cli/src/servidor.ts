@@ -21,11 +21,13 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, openAsBlob } from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRequire } from 'node:module';
 import type * as CliProgress from 'cli-progress';
-import type { Divergencia } from '@censo/shared';
+import { csvLine, LOTE_COLUMNS, type Divergencia } from '@censo/shared/local';
 import { ApiClient, type ServerOptions } from './api-client.js';
+import { withoutSecondField } from './combined-csv.js';
 import { deferred } from './deferred.js';
 import { InputError, quote } from './failures.js';
 import { interruptNote, onInterrupt, scratchFolder } from './interrupt.js';
@@ -81,7 +83,8 @@ const BUSY_RETRIES = 30;
 /** Pages of the batch's task list read at most (1000 tasks each). */
 const MAX_PAGES = 1_000;
 /** Requests sending files at the same time, unless -c says otherwise. */
-const DEFAULT_CONCURRENCY = 2;
+// One: the tasks are then made in path order, and a CSV is read back in one request (combinedCsv).
+const DEFAULT_CONCURRENCY = 1;
 /** Files one request carries at most (the service takes up to 100), and their bytes: a larger file goes alone. */
 const GROUP_FILES = 50;
 const GROUP_BYTES = 16 * 1024 * 1024;
@@ -425,11 +428,69 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
     }
   }
 
+  /**
+   * CSV read back in one request (issue 35: a request and a JSON parse per file cost as much as
+   * the whole local job): once every file is sent and the batch has ended, if its tasks are the
+   * files sent, in path order (one request at a time keeps them so), the batch's combined CSV is
+   * `censo lote`'s less one column (combined-csv.ts). Failures are told from the task list, in
+   * path order. Null when it cannot be used (another order, the batch gone): read file by file.
+   */
+  async function combinedCsv(): Promise<AsyncIterable<Buffer> | null> {
+    for (;;) {
+      const response = await servidor.call('GET', `/api/lotes/${lote.id}`);
+      if (!response.ok) return null;
+      const wait = retryAfterMs(response);
+      const { estado } = (await response.json()) as Lote;
+      if (estado === 'concluido') break;
+      if (estado === 'cancelado') return null;
+      await sleep(wait);
+    }
+    const byId = new Map<string, Tarefa>();
+    let rank = -1;
+    const ranks = new Map(files.map((file, i) => [file.name, i]));
+    for (const task of await batchTasks(servidor, lote.id)) {
+      const at = task.referencia === null ? undefined : ranks.get(task.referencia);
+      if (at === undefined || at <= rank) return null;
+      rank = at;
+      byId.set(task.id, task);
+    }
+    const sent: Sent[] = [];
+    for (const file of files) sent.push(await sentTasks.get(file.name)!.promise);
+    if (sent.filter((s) => 'id' in s).length !== byId.size || sent.some((s) => 'id' in s && !byId.has(s.id))) return null;
+    files.forEach((file, i) => {
+      const s = sent[i]!;
+      const task = 'id' in s ? byId.get(s.id)! : null;
+      const erro =
+        task === null
+          ? (s as { erro: string }).erro
+          : task.estado === 'falhou'
+            ? (task.erro?.erro ?? `HTTP ${task.erro?.status}`)
+            : task.estado === 'cancelada'
+              ? 'Tarefa cancelada.'
+              : null;
+      if (erro === null) {
+        read++;
+        return;
+      }
+      failures.failed.push(file.name);
+      report(file.name, erro);
+    });
+    const response = await servidor.call('GET', `/api/lotes/${lote.id}/divergencias?format=csv`);
+    if (!response.ok || response.body === null) throw await servidor.refusal(response);
+    const counted = { records: 0 };
+    return (async function* () {
+      yield* withoutSecondField(response.body!, csvLine(LOTE_COLUMNS), counted);
+      rows = counted.records;
+    })();
+  }
+
   const out = await openOutput(options.output);
   const scratch = scratchFolder('censo-lote-');
   const following = options.quiet || !process.stderr.isTTY ? Promise.resolve() : followStates().catch(() => {});
   try {
-    await Promise.all([sendAll(), write(options.format, results(), out, scratch.path)]);
+    const combined = options.format === 'csv' ? await sendAll().then(combinedCsv) : null;
+    if (combined !== null) await out.write(Readable.from(combined));
+    else await Promise.all([options.format === 'csv' ? undefined : sendAll(), write(options.format, results(), out, scratch.path)]);
   } catch (err) {
     throw await out.abandon(err);
   } finally {

@@ -26,8 +26,8 @@ const redis = useTestRedis();
 const ID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
 const local = (folder: string): Promise<Run> => run(['lote', folder, '--format', 'csv']);
-const remote = (folder: string, url: string): Promise<Run> =>
-  run(['lote', folder, '--format', 'csv', '--servidor', url], { env: { CENSO_API_KEY: API_KEY } });
+const remote = (folder: string, url: string, extra: readonly string[] = []): Promise<Run> =>
+  run(['lote', folder, '--format', 'csv', '--servidor', url, ...extra], { env: { CENSO_API_KEY: API_KEY } });
 const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
 
 /** One upload to a batch as the proxy saw it. */
@@ -44,6 +44,8 @@ interface Upload {
 interface Proxy {
   readonly url: string;
   readonly uploads: Upload[];
+  /** Every request, `METHOD path?query`, in the order they arrived. */
+  readonly requests: string[];
   close(): Promise<void>;
 }
 
@@ -60,17 +62,23 @@ async function startProxy(
   target: string,
   refuse: (files: readonly string[]) => Refusal = () => null,
   lose: (files: readonly string[]) => boolean = () => false,
+  /** Milliseconds to hold an upload of these files before passing it on. */
+  hold: (files: readonly string[]) => number = () => 0,
 ): Promise<Proxy> {
   const uploads: Upload[] = [];
+  const requests: string[] = [];
   const server = http.createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
+    req.on('end', async () => {
       const body = Buffer.concat(chunks);
       const upload = req.method === 'POST' && /\/divergencias-rf$/.test(req.url ?? '');
       const files = upload ? [...body.toString('latin1').matchAll(/name="retorno"; filename="([^"]*)"/g)].map((m) => m[1]!) : [];
       const key = req.headers['idempotency-key'] as string | undefined;
       const refused = upload ? refuse(files) : null;
+      const held = upload ? hold(files) : 0;
+      if (held > 0) await new Promise((resolve) => setTimeout(resolve, held));
       if (refused) {
         uploads.push({ files, key, status: refused.status, replayed: false });
         res.writeHead(refused.status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify({ erro: refused.erro }));
@@ -108,6 +116,7 @@ async function startProxy(
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     uploads,
+    requests,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
@@ -169,12 +178,9 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       expect(sent.code, sent.stderr).toBe(0);
       expect(sent.stdout.toString()).toBe(expected.stdout.toString());
       expect(sent.stderr).toBe(`Lote ${batchOf(sent)}: criado.\n${expected.stderr}`);
-      // The two first requests (50 and 50 files, sent together) were refused; their files then
-      // went alone and were all taken, so the last 10 went alone from the start: each file once.
-      expect(several(proxy.uploads).map((upload) => [upload.files.length, upload.status])).toEqual([
-        [50, 400],
-        [50, 400],
-      ]);
+      // The first request (50 files; one request at a time) was refused; its files then went
+      // alone and were all taken, so the other 60 went alone from the start: each file once.
+      expect(several(proxy.uploads).map((upload) => [upload.files.length, upload.status])).toEqual([[50, 400]]);
       expect(
         alone(proxy.uploads)
           .map((upload) => upload.files[0])
@@ -203,11 +209,37 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
         await Promise.all(groups.map(async (files) => ({ files, key: await groupKey(folder, files), status: 202, replayed: false }))),
       );
       expect(await referencias(server, lote)).toEqual(names);
+      // The rows came back in one request (the tasks are in path order), not one per file.
+      expect(proxy.requests.filter((r) => r.startsWith(`GET /api/lotes/${lote}/divergencias`))).toEqual([
+        `GET /api/lotes/${lote}/divergencias?format=csv`,
+      ]);
+      expect(proxy.requests.filter((r) => r.includes('/resultado'))).toEqual([]);
 
       const again = await remote(folder, proxy.url);
       expect(again.stderr).toBe(`Lote ${lote}: retomado (120 de 120 arquivos já enviados).\n${expected.stderr}`);
       expect(again.stdout).toEqual(sent.stdout);
       expect(proxy.uploads).toHaveLength(3);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('tasks made out of path order (two requests at a time, the first held back): each file is read on its own, the same output', async () => {
+    const { folder, names } = await schools(60);
+    // The first request (50 files) reaches the service after the second (10): its tasks come later.
+    const proxy = await startProxy(server.url, undefined, undefined, (files) => (files[0] === names[0] && files.length > 1 ? 1_500 : 0));
+    try {
+      const sent = await remote(folder, proxy.url, ['-c', '2']);
+      const expected = await local(folder);
+      expect(sent.code, sent.stderr).toBe(0);
+      expect(sent.stdout.toString()).toBe(expected.stdout.toString());
+      const lote = batchOf(sent)!;
+      const { tarefas } = (await request(server, 'GET', `/api/lotes/${lote}/tarefas?limit=1000`)).json() as {
+        tarefas: Array<{ referencia: string }>;
+      };
+      expect(tarefas.map((t) => t.referencia)).toEqual([...names.slice(50), ...names.slice(0, 50)]);
+      expect(proxy.requests.filter((r) => r.startsWith(`GET /api/lotes/${lote}/divergencias`))).toEqual([]);
+      expect(proxy.requests.filter((r) => r.includes('/resultado')).length).toBeGreaterThanOrEqual(60);
     } finally {
       await proxy.close();
     }
