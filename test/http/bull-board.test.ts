@@ -87,7 +87,10 @@ describe('on (BULL_BOARD_TOKEN and REDIS_URL)', () => {
     const api = await get(server, `${BASE}/api/queues`, { cookie });
     expect(api.status).toBe(200);
     const body = (await api.json()) as { queues: { name: string; readOnlyMode: boolean }[] };
-    expect(body.queues.map((queue) => [queue.name, queue.readOnlyMode])).toEqual([['censo-jobs', true]]);
+    expect(body.queues.map((queue) => [queue.name, queue.readOnlyMode])).toEqual([
+      ['censo-jobs', true],
+      ['censo-tarefas', true],
+    ]);
   });
 
   it('X-Forwarded-Proto counts for nothing without TRUST_PROXY: no Secure on the cookie', async () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { badInput, httpMessages } from '@censo/shared';
 import { invalido, mensagens } from '../../services/api/dist/tarefas/errors.js';
 import { WEBHOOK_REFUSALS } from '../../services/api/dist/tarefas/webhooks.js';
-import { formWith, post, startTestServer, type TestServer } from '../helpers/http.js';
+import { API_KEY, formWith, post, startTestServer, type TestServer } from '../helpers/http.js';
 
 const doc = readFileSync(new URL('../../docs/integracao.md', import.meta.url), 'utf8');
 const errorsAt = doc.indexOf('\n## Erros: status e mensagens\n');
@@ -48,6 +48,22 @@ describe('every answer the service gives is in the error table of docs/integraca
     );
     expect(res.status).toBe(400);
     expect(table).toContain(`\`${(res.body as { erro: string }).erro}\``);
+  });
+
+  it('400 for several returns to a batch with referencias that do not pair up, or over 100 of them', async () => {
+    const headers = { 'x-api-key': API_KEY };
+    const lote = (await post(server, '/api/lotes', '{}', { ...headers, 'content-type': 'application/json' })).body as { id: string };
+    const form = (n: number, referencias: number) => {
+      const body = new FormData();
+      for (let i = 0; i < referencias; i++) body.append('referencia', `r${i}`);
+      for (let i = 0; i < n; i++) body.append('retorno', new Blob(['[]']), `r${i}.json`);
+      return body;
+    };
+    for (const body of [form(2, 1), form(101, 0)]) {
+      const res = await post(server, `/api/lotes/${lote.id}/divergencias-rf`, body);
+      expect(res.status).toBe(400);
+      expect(table).toContain(`| 400 | \`${(res.body as { erro: string }).erro}\``);
+    }
   });
 
   it('400 for too many form fields', async () => {

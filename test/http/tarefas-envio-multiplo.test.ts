@@ -4,7 +4,9 @@
 // MAX_QUEUED_TAREFAS. Both modes, as clients send them: fetch's FormData (fields where appended)
 // and Python requests' order (every text field first, then the files).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIVERGENCIA_COLUMNS, cellValues, csvLine } from '@censo/shared';
+import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { DIVERGENCIA_COLUMNS, JOB_OPTIONS, JOB_QUEUE, cellValues, csvLine, withContract, type JobData } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { useTestRedis } from '../helpers/redis.js';
 import { MODES, monitor, request, startHarness, waitForTarefa, type Answer, type Harness, type Mode } from '../helpers/tarefas.js';
@@ -245,6 +247,64 @@ describe.each(MODES)('%s mode, a small backlog', (mode: Mode) => {
       expect(one.status).toBe(202);
     } finally {
       server.gate.open();
+      await server.dispose();
+    }
+  });
+});
+
+describe('queue mode, a rolling upgrade', () => {
+  it("a task an API from before the tasks' own queue put on the synchronous queue (with a priority) still runs and concludes", async () => {
+    const server = await startHarness('queue', { redisUrl: redis.url });
+    const { Queue } = await import('bullmq');
+    const queue = new Queue(JOB_QUEUE, { connection: { url: redis.url }, prefix: server.config.queuePrefix });
+    try {
+      const { service } = server.app.tarefas;
+      const id = randomUUID();
+      const area = server.storage.area(id);
+      await area.open();
+      const content = await readFile(basico.retorno.json!);
+      await area.write('retorno.json', Readable.from([content]), { bytes: 0 }, new AbortController().signal);
+      const created = await service.createTarefas(
+        [
+          {
+            id,
+            dono: 'integracao',
+            rota: 'divergencias-rf',
+            formato: 'json',
+            estado: 'aguardando',
+            criadaEm: Date.now(),
+            iniciadaEm: null,
+            concluidaEm: null,
+            expiraEm: null,
+            erro: null,
+            resultado: null,
+            referencia: null,
+            lote: null,
+            seq: 0,
+            arquivo: 'retorno.json',
+            txtName: null,
+            arquivos: [{ campo: 'retorno', nome: 'retorno.json', bytes: content.length, sha256: '' }],
+            entradas: ['retorno.json'],
+            idem: null,
+          },
+        ],
+        null,
+      );
+      expect(created.ok).toBe(true);
+      // What the API before it did: the synchronous queue, priority 10, the task's id as job id.
+      const data = {
+        kind: 'divergencias',
+        retorno: { path: area.ref('retorno.json'), format: 'json' },
+        format: 'json',
+        resultPath: area.ref('resultado'),
+      };
+      await queue.add('divergencias', withContract(data as JobData), { ...JOB_OPTIONS, priority: 10, jobId: id });
+      expect((await waitForTarefa(server, id)).estado).toBe('concluida');
+      expect((await request(server, 'GET', `/api/tarefas/${id}/resultado`)).json().divergencias).toEqual(DIVERGENCIAS);
+      // Its job is forgotten once its end is recorded, as a task's own.
+      await expect.poll(async () => queue.getJobState(id), { timeout: 5_000 }).toBe('unknown');
+    } finally {
+      await queue.close();
       await server.dispose();
     }
   });

@@ -94,7 +94,7 @@ function npm(args: readonly string[], env: Record<string, string>): NpmProcess {
     buffered += chunk;
     const parts = buffered.split('\n');
     buffered = parts.pop() ?? '';
-    // npm's own banner lines ("> censo-api@0.2.0 start") are not the service's log.
+    // npm's own banner lines ("> censo-api@0.3.0 start") are not the service's log.
     for (const part of parts) if (part.startsWith('{')) lines.push(JSON.parse(part) as Record<string, unknown>);
   });
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));

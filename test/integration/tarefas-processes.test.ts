@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JOB_QUEUE, closeRedisClient, createRedisClient, loadConfig } from '@censo/shared';
+import { TASK_QUEUE, closeRedisClient, createRedisClient, loadConfig } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, type UploadFile } from '../helpers/http.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
@@ -110,7 +110,7 @@ describe('queue mode, API and worker processes', () => {
     // The job runs and ends with no API listening to the queue's events.
     const worker = await startWorkerProcess();
     const connection = createRedisClient(loadConfig({ REDIS_URL: redis.url }).redis!, 'worker');
-    const queue = new Queue(JOB_QUEUE, { connection, prefix: queuePrefix });
+    const queue = new Queue(TASK_QUEUE, { connection, prefix: queuePrefix });
     try {
       await waitFor(async () => (await queue.getJobState(id)) === 'completed', { timeoutMs: 30_000, what: 'the job to complete' });
     } finally {

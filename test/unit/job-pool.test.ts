@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobPool, OverloadedError, runJob, type JobData, type JobPool } from '@censo/shared';
+import { BATCH_NICENESS, createJobPool, OverloadedError, runJob, type JobData, type JobPool } from '@censo/shared';
 import { waitFor } from '../helpers/wait-for.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -114,5 +114,46 @@ describe('job pool', () => {
     // Cut short by the thread's termination, or finished within the grace period: settled either way.
     await running;
     await own.close();
+  });
+});
+
+describe('a pool for asynchronous tasks (niceness)', () => {
+  /** Niceness of each of this process's threads, by thread id (Linux /proc). */
+  async function threadNiceness(): Promise<Map<number, number>> {
+    const { readdir } = await import('node:fs/promises');
+    const out = new Map<number, number>();
+    for (const tid of await readdir('/proc/self/task')) {
+      const stat = await readFile(`/proc/self/task/${tid}/stat`, 'utf8').catch(() => null);
+      // Field 19 (nice), counted after the command name's closing parenthesis.
+      if (stat !== null) out.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+    }
+    return out;
+  }
+
+  it(`runs its jobs on threads at BATCH_NICENESS, leaving the process and its other threads as they were`, async () => {
+    const before = await threadNiceness();
+    const niced = createJobPool({ threads: 2, niceness: BATCH_NICENESS, startThreads: true });
+    try {
+      const job: JobData = {
+        kind: 'divergencias',
+        retorno: { path: path.join(BASICO, 'retorno.json'), format: 'json' },
+        format: 'json',
+        resultPath: result(),
+      };
+      expect(await niced.run(job)).toMatchObject({ ok: true });
+      let added: number[] = [];
+      await waitFor(
+        async () => {
+          const now = await threadNiceness();
+          added = [...now].filter(([tid, nice]) => !before.has(tid) && nice === BATCH_NICENESS).map(([tid]) => tid);
+          return added.length === 2;
+        },
+        { what: 'two threads at the batch niceness' },
+      );
+      expect(os.getPriority()).toBe(0);
+      for (const [tid, nice] of before) if ((await threadNiceness()).has(tid)) expect([tid, nice]).toEqual([tid, 0]);
+    } finally {
+      await niced.close();
+    }
   });
 });

@@ -47,13 +47,14 @@ function createWorkerMetrics(running: RunningWorker) {
   });
   const observe = (kind: string, outcome: string, processedOn?: number, finishedOn?: number) =>
     jobs.observe(kind, outcome, processedOn ? ((finishedOn ?? Date.now()) - processedOn) / 1000 : undefined);
-  running.worker.on('completed', (job, result: JobResult) =>
-    observe(job.name, result.ok ? 'ok' : 'rejected', job.processedOn, job.finishedOn),
-  );
-  running.worker.on('failed', (job, err) => {
-    const cancelled = err.message === ABORT_CANCELLED || err.message === UPLOAD_GONE;
-    observe(job?.name ?? 'unknown', cancelled ? 'cancelled' : 'error', job?.processedOn, job?.finishedOn);
-  });
+  // Both queues' jobs: the synchronous requests' and the tasks'.
+  for (const worker of [running.worker, running.tasks]) {
+    worker.on('completed', (job, result: JobResult) => observe(job.name, result.ok ? 'ok' : 'rejected', job.processedOn, job.finishedOn));
+    worker.on('failed', (job, err) => {
+      const cancelled = err.message === ABORT_CANCELLED || err.message === UPLOAD_GONE;
+      observe(job?.name ?? 'unknown', cancelled ? 'cancelled' : 'error', job?.processedOn, job?.finishedOn);
+    });
+  }
   return registry;
 }
 
@@ -83,7 +84,9 @@ export async function startHealthServer(config: Config, running: RunningWorker, 
     if (req.method !== 'GET') return send(res, 404, { erro: httpMessages.notFound });
     if (path === '/healthz') return send(res, 200, { status: 'ok' });
     if (path === '/readyz') {
-      const checks: Record<string, 'ok' | 'falha'> = { redis: running.worker.isRunning() && (await redis.answers()) ? 'ok' : 'falha' };
+      const checks: Record<string, 'ok' | 'falha'> = {
+        redis: running.worker.isRunning() && running.tasks.isRunning() && (await redis.answers()) ? 'ok' : 'falha',
+      };
       // A worker that cannot reach the bucket would fail every job it takes.
       if (running.storage.kind === 's3') checks.storage = (await running.storage.isReady()) ? 'ok' : 'falha';
       const ready = Object.values(checks).every((check) => check === 'ok');

@@ -5,8 +5,10 @@ import {
   ABORT_CANCELLED,
   ABORT_SHUTDOWN,
   CANCEL_EVENT,
+  BATCH_NICENESS,
   JOB_CONTRACT_VERSION,
   JOB_QUEUE,
+  TASK_QUEUE,
   MAX_STALLED_COUNT,
   UPLOAD_GONE,
   closeQueueEvents,
@@ -31,6 +33,8 @@ import { HAND_BACK_PAUSE_MS, createProcessor } from './processor.js';
 export interface StartWorkerOptions {
   /** Runs the jobs instead of a new worker-thread pool (tests). Closed with the worker. */
   readonly executor?: JobExecutor & { close?(): Promise<void> };
+  /** Runs the asynchronous tasks' jobs instead of a pool of their own (tests); default `executor` when that is given. */
+  readonly taskExecutor?: JobExecutor & { close?(): Promise<void> };
   /**
    * How long close() lets active jobs finish before handing them back to the queue.
    * Default: JOB_TIMEOUT_MS capped at 20 s (the API stops waiting after JOB_TIMEOUT_MS anyway,
@@ -44,7 +48,10 @@ export interface StartWorkerOptions {
 }
 
 export interface RunningWorker {
+  /** The synchronous requests' jobs (JOB_QUEUE). */
   readonly worker: Worker<QueuedJobData, JobResult>;
+  /** The asynchronous tasks' jobs (TASK_QUEUE), on threads of their own at a lower priority. */
+  readonly tasks: Worker<QueuedJobData, JobResult>;
   /** Where its jobs' files are (readiness checks the bucket). */
   readonly storage: Storage;
   /**
@@ -71,7 +78,13 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   const concurrency = config.workerConcurrency;
   const drainMs = options.drainMs ?? Math.min(config.jobTimeoutMs, 20_000);
   // One thread per parallel job: BullMQ's concurrency and the pool size are the same number.
-  const executor = options.executor ?? createJobPool({ threads: concurrency, vocabulary: await loadColumnsFile(config.columnsFile) });
+  // Two pools, two queues (SPEC §7.5): the synchronous requests' jobs never wait for a slot or a
+  // thread behind a burst of tasks, and the tasks' threads run at BATCH_NICENESS, so when both
+  // want the cores the interactive ones get them (measured in BENCHMARKS.md section 6).
+  const vocabulary = await loadColumnsFile(config.columnsFile);
+  const executor = options.executor ?? createJobPool({ threads: concurrency, vocabulary });
+  const taskExecutor =
+    options.taskExecutor ?? options.executor ?? createJobPool({ threads: concurrency, vocabulary, niceness: BATCH_NICENESS });
   const storage = options.storage ?? (await createStorage(config, log));
   // Lazy: the Worker and the QueueEvents below each open their own copies of it, all following
   // the sentinels through one watcher, which reports each failover once.
@@ -84,58 +97,73 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   // of the lock's duration after the job started): that lock is gone with the job, and renewing
   // it would log an error.
   const handBackPauseMs = Math.min(HAND_BACK_PAUSE_MS, config.workerLockDurationMs / 8);
-  const processor = createProcessor(executor, { storage, log, contractVersion, handBackPauseMs });
-  const worker = new Worker<QueuedJobData, JobResult>(JOB_QUEUE, processor, {
-    connection,
-    prefix: config.queuePrefix,
-    concurrency,
-    lockDuration: config.workerLockDurationMs,
-    stalledInterval: config.workerStalledIntervalMs,
-    maxStalledCount: MAX_STALLED_COUNT,
-  });
-  worker.on('error', (err) => onError('worker', err));
-  worker.on('failed', (job, err) => {
-    const bindings = { jobId: job?.id, kind: job?.name, attempts: job?.attemptsMade };
-    if (err.message === UPLOAD_GONE || err.message === ABORT_CANCELLED) {
-      log.debug({ ...bindings, reason: err.message }, 'job dropped: its request has ended');
-    } else {
-      log.error({ ...bindings, err }, 'job failed');
-    }
-  });
-  worker.on('stalled', (jobId) => log.warn({ jobId }, 'job stalled (its worker stopped); back in the queue'));
+  const consume = (queue: string, jobs: JobExecutor) => {
+    const worker = new Worker<QueuedJobData, JobResult>(queue, createProcessor(jobs, { storage, log, contractVersion, handBackPauseMs }), {
+      connection,
+      prefix: config.queuePrefix,
+      concurrency,
+      lockDuration: config.workerLockDurationMs,
+      stalledInterval: config.workerStalledIntervalMs,
+      maxStalledCount: MAX_STALLED_COUNT,
+    });
+    worker.on('error', (err) => onError(`worker ${queue}`, err));
+    worker.on('failed', (job, err) => {
+      const bindings = { jobId: job?.id, kind: job?.name, attempts: job?.attemptsMade, queue };
+      if (err.message === UPLOAD_GONE || err.message === ABORT_CANCELLED) {
+        log.debug({ ...bindings, reason: err.message }, 'job dropped: its request has ended');
+      } else {
+        log.error({ ...bindings, err }, 'job failed');
+      }
+    });
+    worker.on('stalled', (jobId) => log.warn({ jobId, queue }, 'job stalled (its worker stopped); back in the queue'));
 
-  // Cancellation across processes: the API publishes CANCEL_EVENT for a job it no longer waits
-  // for; whichever worker holds it aborts the processor's signal (a no-op everywhere else).
-  const cancels = new QueueEvents(JOB_QUEUE, { connection, prefix: config.queuePrefix });
-  cancels.on('error', (err) => onError('cancel events', err));
-  cancels.on<CancelListener>(CANCEL_EVENT, ({ jobId }: { jobId?: string }) => {
-    if (jobId && worker.cancelJob(jobId, ABORT_CANCELLED)) log.info({ jobId }, 'job cancelled');
-  });
+    // Cancellation across processes: the API publishes CANCEL_EVENT for a job it no longer waits
+    // for; whichever worker holds it aborts the processor's signal (a no-op everywhere else).
+    const cancels = new QueueEvents(queue, { connection, prefix: config.queuePrefix });
+    cancels.on('error', (err) => onError(`cancel events ${queue}`, err));
+    cancels.on<CancelListener>(CANCEL_EVENT, ({ jobId }: { jobId?: string }) => {
+      if (jobId && worker.cancelJob(jobId, ABORT_CANCELLED)) log.info({ jobId, queue }, 'job cancelled');
+    });
+    return { worker, cancels };
+  };
+  const sync = consume(JOB_QUEUE, executor);
+  const tasks = consume(TASK_QUEUE, taskExecutor);
+  const worker = sync.worker;
 
-  log.info({ queue: JOB_QUEUE, prefix: config.queuePrefix, concurrency, contract: contractVersion }, 'worker started');
+  log.info(
+    { queue: JOB_QUEUE, taskQueue: TASK_QUEUE, prefix: config.queuePrefix, concurrency, contract: contractVersion },
+    'worker started',
+  );
 
   let closing: Promise<void> | undefined;
   return {
     worker,
+    tasks: tasks.worker,
     storage,
     metrics: failovers ? [failovers.counter] : [],
     async waitUntilReady() {
-      await Promise.all([worker.waitUntilReady(), cancels.waitUntilReady()]);
+      await Promise.all([sync, tasks].flatMap((one) => [one.worker.waitUntilReady(), one.cancels.waitUntilReady()]));
     },
     close() {
       closing ??= (async () => {
         // worker.close() has no timeout of its own, and a second close(true) would only return
         // the same pending promise; so past the drain time, abort the active jobs, and the
         // processor hands each one back to the queue (moveToWait) for another worker.
-        const closed = worker.close().catch((err: unknown) => log.error({ err }, 'worker close failed'));
+        const both = [sync.worker, tasks.worker];
+        const closed = Promise.all(both.map((one) => one.close().catch((err: unknown) => log.error({ err }, 'worker close failed'))));
         if (!(await settlesWithin(closed, drainMs))) {
           log.warn({ drainMs }, 'drain time over: handing active jobs back to the queue');
-          worker.cancelAllJobs(ABORT_SHUTDOWN);
+          for (const one of both) one.cancelAllJobs(ABORT_SHUTDOWN);
           if (!(await settlesWithin(closed, HAND_BACK_MS))) {
             log.error('worker did not close in time; its jobs are retried once their locks expire');
           }
         }
-        await Promise.allSettled([closeQueueEvents(cancels), executor.close?.()]);
+        await Promise.allSettled([
+          closeQueueEvents(sync.cancels),
+          closeQueueEvents(tasks.cancels),
+          executor.close?.(),
+          taskExecutor === executor ? undefined : taskExecutor.close?.(),
+        ]);
         await closeRedisClient(connection);
         if (!options.storage) storage.close();
         log.info('worker closed');

@@ -12,6 +12,14 @@ import type { JobData } from '../core/types.js';
 export const JOB_QUEUE = 'censo-jobs';
 
 /**
+ * Asynchronous tasks' jobs (SPEC §7) have a queue of their own, with workers and threads of
+ * their own (at a lower OS priority): a synchronous request never waits for a slot or a thread
+ * behind a state's burst. Jobs an API from before this queue put on JOB_QUEUE (with a priority)
+ * still run there, and the API still looks for a task's job there (a rolling upgrade).
+ */
+export const TASK_QUEUE = 'censo-tarefas';
+
+/**
  * Approximate length of the queue's events stream. Also passed to every custom event we publish,
  * because `publishEvent` trims the shared stream to its own `maxEvents` argument.
  */

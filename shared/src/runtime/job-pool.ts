@@ -28,7 +28,19 @@ export interface JobPoolOptions {
    * tasks: `censo lote` starts them while it walks the folder and loads its own modules.
    */
   readonly startThreads?: boolean;
+  /**
+   * The threads' OS scheduling niceness (Linux; ignored elsewhere): a batch's tasks run on a pool
+   * of their own at BATCH_NICENESS, so the synchronous requests' threads get the cores first.
+   */
+  readonly niceness?: number;
 }
+
+/**
+ * Niceness of the threads that run asynchronous tasks (SPEC §7.5: below the synchronous jobs).
+ * Linux gives a nice-0 thread about nine times the CPU of a nice-10 one when both want it, and a
+ * thread may always lower its own priority, unprivileged.
+ */
+export const BATCH_NICENESS = 10;
 
 /**
  * A job's heap ceiling. The largest legitimate inputs (25 MB txt + return) peak near 150 MiB of
@@ -84,7 +96,7 @@ export function createJobPool(options: JobPoolOptions): LotePool {
     idleTimeout: options.idleTimeoutMs ?? 30_000,
     closeTimeout: options.closeTimeoutMs ?? 5_000,
     resourceLimits: { maxOldGenerationSizeMb: options.heapLimitMb ?? JOB_HEAP_LIMIT_MB, maxYoungGenerationSizeMb: JOB_YOUNG_GENERATION_MB },
-    workerData: { vocabulary: options.vocabulary ?? {} },
+    workerData: { vocabulary: options.vocabulary ?? {}, niceness: options.niceness ?? 0 },
   });
   // Piscina reports a close timeout as an 'error' event; unhandled, it would crash the process.
   // close() terminates the threads right after it anyway.

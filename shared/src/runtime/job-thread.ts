@@ -7,7 +7,9 @@
 // optimize it there, each time. Measured with --trace-opt on `censo lote` over 200 school returns:
 // that compilation was 290 of 823 ms of background compiling with one thread, 668 of 1,732 with
 // two, which on two cores is time taken from the threads' own work.
+import { readlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { getPriority, setPriority } from 'node:os';
 import type * as Piscina from 'piscina';
 import { runJob } from '../core/job.js';
 import { runLoteBatch, type LoteBatch, type LoteFileOutcome } from '../core/lote.js';
@@ -16,7 +18,23 @@ import { createVocabulary, type VocabularyAdditions } from '../core/vocabulary.j
 
 const { workerData } = createRequire(import.meta.url)('piscina') as typeof Piscina;
 
-const vocabulary = createVocabulary((workerData as { vocabulary?: VocabularyAdditions } | undefined)?.vocabulary);
+const data = workerData as { vocabulary?: VocabularyAdditions; niceness?: number } | undefined;
+const vocabulary = createVocabulary(data?.vocabulary);
+if (data?.niceness) lowerOwnPriority(data.niceness);
+
+/**
+ * This thread's niceness (JobPoolOptions.niceness). On Linux setpriority() on a thread id applies
+ * to that thread alone; the id is in /proc/thread-self. Elsewhere, or where /proc is not mounted,
+ * the thread keeps the process's priority: slower interactive answers under a burst, not an error.
+ */
+function lowerOwnPriority(niceness: number): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').at(-1));
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, Math.max(getPriority(tid), niceness));
+  } catch {
+    // not Linux, or no /proc
+  }
+}
 
 export default function runJobInThread(data: JobData): Promise<JobResult> {
   return runJob(data, { vocabulary });

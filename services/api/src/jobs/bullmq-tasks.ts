@@ -1,6 +1,8 @@
-// Queue mode's adapter of the TaskExecution port: asynchronous tasks' jobs go on the same BullMQ
-// queue as the synchronous ones, with a priority. BullMQ runs jobs without a priority before any
-// prioritized one, so the synchronous requests (no priority) stay ahead of a burst of tasks.
+// Queue mode's adapter of the TaskExecution port: asynchronous tasks' jobs go on a queue of their
+// own (TASK_QUEUE), which the workers run on threads of their own at a lower OS priority, so a
+// burst never holds a synchronous request's slot or thread (SPEC §7.5). An API from before that
+// queue put its tasks on the synchronous queue with a priority: those are still found there
+// (`legacy`) while a rolling upgrade is under way, and run by the same workers.
 //
 // A task's job keeps its outcome in Redis until the task's record has taken it (`forget`), so an
 // API that was down, or missed the `completed` event, still reads it from the job later.
@@ -20,24 +22,29 @@ import {
 } from '@censo/shared';
 import type { JobObservation, TaskExecution } from '../tarefas/execution.js';
 
-/** BullMQ priorities run 1 first; every task has the same one, below the unprioritised synchronous jobs. */
-export const TASK_PRIORITY = 10;
+/** The priority an API from before TASK_QUEUE gave tasks on the synchronous queue (legacy jobs are told by it). */
+export const LEGACY_TASK_PRIORITY = 10;
 
 /** Finished task jobs not taken by any API (all of them down for that long) still go eventually. */
 const KEEP_FINISHED_S = 7 * 24 * 3_600;
 const TASK_JOB_OPTIONS = {
   ...JOB_OPTIONS,
-  priority: TASK_PRIORITY,
   removeOnComplete: { age: KEEP_FINISHED_S },
   removeOnFail: { age: KEEP_FINISHED_S },
 } as const;
 
 const COMMAND_TIMEOUT_MS = 3_000;
 
-export interface BullmqTaskDeps {
+/** A queue, how to cancel its running jobs, and its events. */
+export interface TaskQueue {
   readonly queue: Queue<JobData, JobResult>;
   readonly cancels: QueueEventsProducer;
   readonly events: QueueEvents;
+}
+
+export interface BullmqTaskDeps extends TaskQueue {
+  /** The synchronous queue, where an API from before TASK_QUEUE queued its tasks. */
+  readonly legacy: TaskQueue;
   readonly log: Logger;
   /** Whether Redis can take a command now (else 503 at once). */
   readonly connected: () => Promise<boolean>;
@@ -59,14 +66,30 @@ function bounded(connected: () => Promise<boolean>) {
   };
 }
 
-export function createBullmqTaskExecution({ queue, cancels, events, log, connected }: BullmqTaskDeps): TaskExecution {
+export function createBullmqTaskExecution({ queue, cancels, events, legacy, log, connected }: BullmqTaskDeps): TaskExecution {
   const redis = bounded(connected);
   const listeners: ((id: string) => void)[] = [];
   const notify = ({ jobId }: { jobId: string }) => {
     for (const listener of listeners) listener(jobId);
   };
-  events.on('completed', notify);
-  events.on('failed', notify);
+  for (const source of [events, legacy.events]) {
+    source.on('completed', notify);
+    source.on('failed', notify);
+  }
+  const own: TaskQueue = { queue, cancels, events };
+
+  /** Tasks whose jobs were found on the legacy queue (a rolling upgrade's few), so `forget` removes them there. */
+  const onLegacy = new Set<string>();
+
+  /** Where task `id`'s job is, with its state: its own queue, else the legacy one, else nowhere. */
+  async function locate(id: string): Promise<{ at: TaskQueue; state: string } | null> {
+    const state = await queue.getJobState(id);
+    if (state !== 'unknown') return { at: own, state };
+    const old = await legacy.queue.getJobState(id);
+    if (old === 'unknown') return null;
+    onLegacy.add(id);
+    return { at: legacy, state: old };
+  }
 
   return {
     mode: 'bullmq',
@@ -91,10 +114,11 @@ export function createBullmqTaskExecution({ queue, cancels, events, log, connect
       return redis(async () => {
         // The state first, then the job: a job read first could have finished in between, and
         // would then show a finished state with its result not yet in the copy read.
-        const state = await queue.getJobState(id);
-        if (state === 'unknown') return { state: 'missing' };
+        const found = await locate(id);
+        if (found === null) return { state: 'missing' };
+        const { at, state } = found;
         if (state !== 'completed' && state !== 'failed' && state !== 'active') return { state: 'waiting' }; // waiting, prioritized, delayed
-        const job = await Job.fromId<JobData, JobResult>(queue, id);
+        const job = await Job.fromId<JobData, JobResult>(at.queue, id);
         if (!job) return { state: 'missing' };
         const startedAt = job.processedOn ?? null;
         if (state === 'active') return { state: 'active', startedAt: startedAt ?? Date.now() };
@@ -108,23 +132,30 @@ export function createBullmqTaskExecution({ queue, cancels, events, log, connect
     async cancel(id) {
       await redis(async () => {
         // A waiting job is removed; a running one is locked by its worker, which stops it on this event.
-        if ((await queue.remove(id)) === 1) return;
-        await cancels.publishEvent({ eventName: CANCEL_EVENT, jobId: id }, EVENTS_MAX_LEN);
+        const at = (await locate(id))?.at ?? own;
+        if ((await at.queue.remove(id)) === 1) return;
+        await at.cancels.publishEvent({ eventName: CANCEL_EVENT, jobId: id }, EVENTS_MAX_LEN);
       });
     },
 
     async forget(id) {
-      await redis(() => queue.remove(id));
+      // Its end was read from the job just before (inspect), which told where the job is.
+      await redis(() => (onLegacy.has(id) ? legacy.queue : queue).remove(id));
+      onLegacy.delete(id);
     },
 
     async waiting() {
-      return redis(() => queue.getPrioritizedCount());
+      return redis(async () => {
+        const [mine, old] = await Promise.all([queue.getWaitingCount(), legacy.queue.getPrioritizedCount()]);
+        return mine + old;
+      });
     },
 
     async running() {
-      const active = await redis(() => queue.getActive());
+      const [mine, old] = await redis(() => Promise.all([queue.getActive(), legacy.queue.getActive()]));
       const out = new Map<string, number>();
-      for (const job of active) if (job.id && (job.opts.priority ?? 0) > 0) out.set(job.id, job.processedOn ?? Date.now());
+      for (const job of mine) if (job.id) out.set(job.id, job.processedOn ?? Date.now());
+      for (const job of old) if (job.id && job.opts.priority === LEGACY_TASK_PRIORITY) out.set(job.id, job.processedOn ?? Date.now());
       return out;
     },
 
@@ -133,8 +164,10 @@ export function createBullmqTaskExecution({ queue, cancels, events, log, connect
     },
 
     async close() {
-      events.off('completed', notify);
-      events.off('failed', notify);
+      for (const source of [events, legacy.events]) {
+        source.off('completed', notify);
+        source.off('failed', notify);
+      }
     },
   };
 }

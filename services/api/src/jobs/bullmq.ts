@@ -19,6 +19,7 @@ import {
   EVENTS_MAX_LEN,
   JOB_OPTIONS,
   JOB_QUEUE,
+  TASK_QUEUE,
   closeQueueEvents,
   closeRedisClient,
   createRedisClient,
@@ -62,7 +63,7 @@ export interface BullmqRunner extends JobRunner {
   pendingCount(): number;
   /** The connection this runner enqueues on: the asynchronous tasks' records live beside the queue. */
   readonly redis: RedisClient;
-  /** Asynchronous tasks' jobs, on the same queue below the synchronous ones (SPEC §7.5). */
+  /** Asynchronous tasks' jobs, on a queue of their own (TASK_QUEUE, SPEC §7.5). */
   readonly tasks: TaskExecution;
 }
 
@@ -153,8 +154,28 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
     void work.finally(() => cancelling.delete(work));
   }
 
+  // The tasks' own queue (TASK_QUEUE), its events and cancellations; JOB_QUEUE's stay the
+  // legacy place of tasks an API from before it queued there (a rolling upgrade).
+  const taskQueue = new Queue<JobData, JobResult>(TASK_QUEUE, {
+    connection: producer,
+    prefix,
+    streams: { events: { maxLen: EVENTS_MAX_LEN } },
+  });
+  taskQueue.on('error', (err) => logRedisError('task queue', err));
+  const taskCancels = new QueueEventsProducer(TASK_QUEUE, { connection: producer, prefix });
+  taskCancels.on('error', (err) => logRedisError('task cancel producer', err));
+  const taskEvents = new QueueEvents(TASK_QUEUE, { connection: eventsTemplate, prefix });
+  taskEvents.on('error', (err) => logRedisError('task queue events', err));
+
   let closed = false;
-  const tasks = createBullmqTaskExecution({ queue, cancels, events, log, connected });
+  const tasks = createBullmqTaskExecution({
+    queue: taskQueue,
+    cancels: taskCancels,
+    events: taskEvents,
+    legacy: { queue, cancels, events },
+    log,
+    connected,
+  });
 
   return {
     mode: 'bullmq',
@@ -204,7 +225,14 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
       waiters.failAll(() => new QueueUnavailableError());
       await tasks.close();
       await withTimeout(Promise.allSettled([...cancelling]), CLOSE_CANCELS_MS).catch(() => undefined);
-      await Promise.allSettled([closeQueueEvents(events), cancels.close(), queue.close()]);
+      await Promise.allSettled([
+        closeQueueEvents(events),
+        closeQueueEvents(taskEvents),
+        cancels.close(),
+        taskCancels.close(),
+        queue.close(),
+        taskQueue.close(),
+      ]);
       // Also ends the reconnection attempts of a producer that never reached Redis.
       producer.disconnect();
       await closeRedisClient(eventsTemplate);

@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import {
   JOB_QUEUE,
+  TASK_QUEUE,
   bearerToken,
   closeRedisClient,
   createKeyMatcher,
@@ -91,9 +92,9 @@ async function bullBoard(app: FastifyInstance, { config, runner, logger }: BullB
   // gives up on a command quickly while Redis is away (the page shows an error), and reconnects.
   // Offline queue kept: BullMQ's Queue issues its setup commands before the connection is up.
   const connection = createRedisClient(config.redis, 'fail-fast', { enableOfflineQueue: true });
-  const queue = new Queue(JOB_QUEUE, { connection, prefix: config.queuePrefix });
+  const queues = [JOB_QUEUE, TASK_QUEUE].map((name) => new Queue(name, { connection, prefix: config.queuePrefix }));
   const logRedisError = throttledErrorLog(logger);
-  queue.on('error', (err) => logRedisError('bull-board queue', err));
+  for (const queue of queues) queue.on('error', (err) => logRedisError('bull-board queue', err));
 
   await app.register(async (board) => {
     board.addHook('onRequest', requireBoardToken(token));
@@ -102,14 +103,14 @@ async function bullBoard(app: FastifyInstance, { config, runner, logger }: BullB
       // Read-only: every job belongs to an HTTP request that waits for it (or has gone and took
       // its upload with it), so retrying, promoting or adding jobs by hand can only produce
       // results nobody receives. Finished jobs are trimmed by the retention in JOB_OPTIONS.
-      queues: [new BullMQAdapter(queue, { readOnlyMode: true })],
+      queues: queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: true })),
       serverAdapter,
       options: { uiConfig: { boardTitle: 'censo-api' } },
     });
     await board.register(serverAdapter.registerPlugin(), { prefix: BULL_BOARD_PREFIX });
   });
   app.addHook('onClose', async () => {
-    await queue.close().catch(() => undefined);
+    await Promise.all(queues.map((queue) => queue.close().catch(() => undefined)));
     await closeRedisClient(connection);
   });
   logger.info({ path: BULL_BOARD_PREFIX }, 'queue dashboard enabled');
