@@ -23,6 +23,7 @@ const PROCESSES_TWO_AT_A_TIME = [
   'test/integration/docs-examples.test.ts',
   'test/integration/progresso.test.ts',
   'test/integration/strict-logs.test.ts',
+  'test/integration/embedded-priority.test.ts',
   'test/integration/contract-version.test.ts',
   'test/integration/s3-lifecycle.test.ts',
   'test/integration/storage-s3.test.ts',

@@ -212,8 +212,15 @@ async function endState(topology, faults) {
   const config = loadConfig({ ...topology.serviceEnv });
   const redis = createRedisClient(config.redis, 'fail-fast', { enableOfflineQueue: true, commandTimeout: 10_000 });
   redis.on('error', () => undefined);
-  const queue = new Queue('censo-jobs', { connection: redis, prefix: config.queuePrefix });
-  const counts = () => queue.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed');
+  // The synchronous requests' queue and the tasks' (SPEC §7.5): the load sends requests, so the
+  // tasks' stays empty, but a job of either left unfinished is a defect.
+  const QUEUES = ['censo-jobs', 'censo-tarefas'];
+  const queues = QUEUES.map((name) => new Queue(name, { connection: redis, prefix: config.queuePrefix }));
+  const STATES = ['wait', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'];
+  const counts = async () => {
+    const all = await Promise.all(queues.map((queue) => queue.getJobCounts(...STATES)));
+    return Object.fromEntries(STATES.map((state) => [state, all.reduce((sum, c) => sum + (c[state] ?? 0), 0)]));
+  };
   try {
     // Jobs of requests cut by an API kill are still run (their files are there); let them end.
     await until(
@@ -227,9 +234,11 @@ async function endState(topology, faults) {
     const queueCounts = await counts();
     // How many times each kept job was started: more than once is a duplicate execution.
     const attempts = [];
-    for (const state of ['completed', 'failed']) {
-      for (const id of await redis.zrange(`${config.queuePrefix}:censo-jobs:${state}`, 0, -1)) {
-        attempts.push(Number((await redis.hget(`${config.queuePrefix}:censo-jobs:${id}`, 'ats')) ?? 1));
+    for (const name of QUEUES) {
+      for (const state of ['completed', 'failed']) {
+        for (const id of await redis.zrange(`${config.queuePrefix}:${name}:${state}`, 0, -1)) {
+          attempts.push(Number((await redis.hget(`${config.queuePrefix}:${name}:${id}`, 'ats')) ?? 1));
+        }
       }
     }
     const strayKeys = [];
@@ -237,7 +246,7 @@ async function endState(topology, faults) {
     do {
       const [next, keys] = await redis.scan(cursor, 'COUNT', 1000);
       cursor = next;
-      strayKeys.push(...keys.filter((key) => !key.startsWith(`${config.queuePrefix}:censo-jobs:`)));
+      strayKeys.push(...keys.filter((key) => !QUEUES.some((name) => key.startsWith(`${config.queuePrefix}:${name}:`))));
     } while (cursor !== '0');
 
     const s3 = new S3Client({
@@ -262,7 +271,7 @@ async function endState(topology, faults) {
     for (const f of faults.filter((f) => f.name === 'worker-killed')) killedWorkers[f.target] = (killedWorkers[f.target] ?? 0) + 1;
     return { queue: queueCounts, attempts, strayKeys, bucketAreas: [...areas], folders, killedWorkers };
   } finally {
-    await queue.close().catch(() => undefined);
+    await Promise.all(queues.map((queue) => queue.close().catch(() => undefined)));
     await closeRedisClient(redis);
   }
 }

@@ -31,6 +31,11 @@ export interface AppDeps {
   readonly config: Config;
   readonly logger: Logger;
   readonly runner: JobRunner;
+  /**
+   * Embedded mode: what runs the asynchronous tasks' jobs (a pool of their own at BATCH_NICENESS,
+   * so a burst never takes the synchronous requests' threads); default `runner`. Closed with the app.
+   */
+  readonly taskRunner?: JobRunner;
   /** Where uploads and results live; the caller owns it (closes it after the app). */
   readonly storage: Storage;
   /** null when DATABASE_URL is unset: the query route then answers 503 (SPEC §3.3). */
@@ -119,7 +124,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { probes, missing: noCaller ? ['api_key'] : [] });
 
   // Asynchronous intake (SPEC §7): tasks and batches belong to the principal that created them.
-  await app.register(tarefasPlugin, { config, runner, storage, logger: deps.logger, ...(deps.tarefas ? { tuning: deps.tarefas } : {}) });
+  await app.register(tarefasPlugin, {
+    config,
+    runner,
+    ...(deps.taskRunner ? { taskRunner: deps.taskRunner } : {}),
+    storage,
+    logger: deps.logger,
+    ...(deps.tarefas ? { tuning: deps.tarefas } : {}),
+  });
   await app.register(async (uploads) => {
     uploads.addHook('onRequest', requireCredential(config.apiKeys, staff && { sessions: staff, permission: 'retorno' }));
     // Results, lists of divergences and persons, the corrected file: CPFs and names, in every

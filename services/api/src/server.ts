@@ -5,7 +5,16 @@ import { mkdir } from 'node:fs/promises';
 import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import type { RunningWorker } from '@censo/worker';
-import { createJobPool, createLogger, createStorage, loadColumnsFile, type Config, type Logger, type Storage } from '@censo/shared';
+import {
+  BATCH_NICENESS,
+  createJobPool,
+  createLogger,
+  createStorage,
+  loadColumnsFile,
+  type Config,
+  type Logger,
+  type Storage,
+} from '@censo/shared';
 import { buildApp, type AppDeps } from './app.js';
 import { createInProcessRunner } from './jobs/in-process.js';
 import { loadCatalog } from './query/catalog.js';
@@ -28,13 +37,15 @@ async function createRunner(
   role: Role,
   logger: Logger,
   storage: Storage,
-): Promise<{ runner: JobRunner; worker: RunningWorker | null }> {
+): Promise<{ runner: JobRunner; taskRunner?: JobRunner; worker: RunningWorker | null }> {
   if (!config.redis) {
     // Room for every admitted upload (MAX_INFLIGHT_UPLOADS, checked before the body is read), so
     // the pool never refuses a request whose body the client has already sent.
     const vocabulary = await loadColumnsFile(config.columnsFile);
     const pool = createJobPool({ threads: config.workerConcurrency, maxQueue: config.maxInFlightUploads, vocabulary });
-    return { runner: createInProcessRunner(pool, storage), worker: null };
+    // The tasks' jobs on threads of their own, below the requests' (SPEC §7.5), as a worker runs them.
+    const tasks = createJobPool({ threads: config.workerConcurrency, vocabulary, niceness: BATCH_NICENESS });
+    return { runner: createInProcessRunner(pool, storage), taskRunner: createInProcessRunner(tasks, storage), worker: null };
   }
   const { createBullmqRunner } = await import('./jobs/bullmq.js');
   const { startWorker } = await import('@censo/worker');
@@ -58,9 +69,9 @@ export async function startServer(
   // The folder storage's uploads, or with S3 the in-process worker's scratch copies.
   if (config.storage.kind === 'folder' || role === 'all') await mkdir(config.uploadDir, { recursive: true, mode: 0o700 });
   const storage = await createStorage(config, logger);
-  const { runner, worker } = await createRunner(config, role, logger, storage);
+  const { runner, taskRunner, worker } = await createRunner(config, role, logger, storage);
   const query = config.databaseUrl === null ? null : await createQueryService(config, logger);
-  const app = await buildApp({ config, logger, runner, storage, query, ...internals });
+  const app = await buildApp({ config, logger, runner, ...(taskRunner ? { taskRunner } : {}), storage, query, ...internals });
   // The in-process worker's own metrics (censo_redis_failovers_total) are served by this /metrics.
   for (const metric of worker?.metrics ?? []) app.metrics.registry.registerMetric(metric);
   const url = await app.listen({ host: config.host, port: config.port });

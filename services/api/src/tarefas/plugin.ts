@@ -39,18 +39,23 @@ export interface TarefasTuning {
 export interface TarefasPluginOptions {
   readonly config: Config;
   readonly runner: JobRunner;
+  /** Embedded mode: the tasks' own runner (AppDeps.taskRunner); default `runner`. */
+  readonly taskRunner?: JobRunner;
   readonly storage: Storage;
   readonly logger: Logger;
   readonly tuning?: TarefasTuning;
 }
 
-async function tarefas(app: FastifyInstance, { config, runner, storage, logger, tuning = {} }: TarefasPluginOptions): Promise<void> {
+async function tarefas(
+  app: FastifyInstance,
+  { config, runner, taskRunner, storage, logger, tuning = {} }: TarefasPluginOptions,
+): Promise<void> {
   const log = logger.child({ component: 'tarefas' });
   const bullmq = runner.mode === 'bullmq' ? (runner as BullmqRunner) : null;
   const store = bullmq ? createRedisStore(bullmq.redis, config.queuePrefix) : createMemoryStore(tuning.now);
   const execution = bullmq
     ? bullmq.tasks
-    : createEmbeddedExecution(runner, { concurrency: config.workerConcurrency, jobTimeoutMs: config.jobTimeoutMs });
+    : createEmbeddedExecution(taskRunner ?? runner, { concurrency: config.workerConcurrency, jobTimeoutMs: config.jobTimeoutMs });
 
   const tarefasTotal = new Counter({
     name: 'censo_tarefas_total',
@@ -95,6 +100,7 @@ async function tarefas(app: FastifyInstance, { config, runner, storage, logger, 
     await housekeeping.close();
     // The queue's executor closes with its runner.
     if (!bullmq) await execution.close();
+    await taskRunner?.close();
   });
 }
 
