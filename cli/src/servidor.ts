@@ -146,6 +146,9 @@ interface FileToSend {
 /** What sending a file gave: its task, or the service's refusal of this file. */
 type Sent = Tarefa | { erro: string };
 
+/** What is kept of a sent file: its task's id, or the service's refusal of it. */
+type SentId = { readonly id: string } | { readonly erro: string };
+
 /** The files, in path order, cut into requests: up to GROUP_FILES files and GROUP_BYTES bytes each. */
 function groupsOf(files: readonly FileToSend[]): FileToSend[][] {
   const groups: FileToSend[][] = [];
@@ -240,7 +243,7 @@ async function send(servidor: ApiClient, lote: string, file: FileToSend): Promis
 type Answer = { readonly divergencias: Divergencia[] } | { readonly erro: string };
 
 /** Waits for a sent file's task to end and reads its result: one request per look. */
-async function answerOf(servidor: ApiClient, sent: Sent): Promise<Answer> {
+async function answerOf(servidor: ApiClient, sent: SentId): Promise<Answer> {
   if (!('id' in sent)) return sent;
   for (;;) {
     const response = await servidor.call('GET', `/api/tarefas/${sent.id}/resultado?format=json`);
@@ -302,7 +305,8 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
   const { lote, resumed } = await openBatch(servidor, { ...options, nome }, folderKey);
 
   // Each file's task, settled when the file is sent (at once for those an earlier run sent).
-  const sentTasks = new Map(files.map((file) => [file.name, deferred<Sent>()]));
+  // Only each task's id is kept (not its monitor): a state's 50,000 files must not hold 50,000 monitors.
+  const sentTasks = new Map(files.map((file) => [file.name, deferred<SentId>()]));
   const already = new Set<string>();
   for (const task of resumed ? await batchTasks(servidor, lote.id) : []) {
     if (task.referencia === null || !sentTasks.has(task.referencia)) continue;
@@ -313,7 +317,7 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
           'Rode de novo com --novo-lote para enviar a pasta num lote novo.',
       );
     }
-    sentTasks.get(task.referencia)!.resolve(task);
+    sentTasks.get(task.referencia)!.resolve({ id: task.id });
     already.add(task.referencia);
   }
   const toSend = files.filter((file) => !already.has(file.name));
@@ -347,7 +351,7 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
     // Set once a request of several files was refused and each of its files then taken alone.
     let oneByOne = false;
     const settle = (file: FileToSend, sent: Sent) => {
-      sentTasks.get(file.name)!.resolve(sent);
+      sentTasks.get(file.name)!.resolve('id' in sent ? { id: sent.id } : sent);
       enviados++;
     };
     /** Each file in its own request, as long as the command goes on; whether each was taken. */
@@ -454,7 +458,7 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
       rank = at;
       byId.set(task.id, task);
     }
-    const sent: Sent[] = [];
+    const sent: SentId[] = [];
     for (const file of files) sent.push(await sentTasks.get(file.name)!.promise);
     if (sent.filter((s) => 'id' in s).length !== byId.size || sent.some((s) => 'id' in s && !byId.has(s.id))) return null;
     files.forEach((file, i) => {

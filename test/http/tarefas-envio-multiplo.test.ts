@@ -309,3 +309,38 @@ describe('queue mode, a rolling upgrade', () => {
     }
   });
 });
+
+describe('queue mode, a burst of task ends', () => {
+  it('two API replicas recording the ends of 200 tasks of one batch at once: every end counted once, the batch concluded', async () => {
+    const logLines: Record<string, unknown>[] = [];
+    const a = await startHarness('queue', { redisUrl: redis.url, logLines, env: { LOG_LEVEL: 'warn' } });
+    const b = await startHarness('queue', { redisUrl: redis.url, sameAs: a, logLines, env: { LOG_LEVEL: 'warn' } });
+    try {
+      const json = await readFile(basico.retorno.json!);
+      const lote = (await request(a, 'POST', '/api/lotes', { body: '{}', headers: { 'content-type': 'application/json' } })).json()
+        .id as string;
+      a.gate.close();
+      for (let i = 0; i < 4; i++) {
+        const parts = Array.from({ length: 50 }, (_, k) => ({ referencia: `e${i * 50 + k}`, name: `e${i * 50 + k}.json`, content: json }));
+        expect((await request(i % 2 ? b : a, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: interleaved(parts) })).status).toBe(202);
+      }
+      await request(a, 'POST', `/api/lotes/${lote}/fechar`);
+      // Every job held, then let go at once: their ends reach both replicas together.
+      a.gate.open();
+      let monitor: Record<string, unknown> = {};
+      for (let i = 0; i < 600 && monitor.estado !== 'concluido'; i++) {
+        monitor = (await request(i % 2 ? b : a, 'GET', `/api/lotes/${lote}`)).json();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(monitor).toMatchObject({
+        estado: 'concluido',
+        tarefas: { total: 200, concluida: 200, falhou: 0, aguardando: 0, processando: 0 },
+      });
+      expect(logLines.filter((line) => String(line.msg).includes('contention'))).toEqual([]);
+    } finally {
+      a.gate.open();
+      await b.dispose();
+      await a.dispose();
+    }
+  }, 120_000);
+});
