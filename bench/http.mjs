@@ -84,9 +84,16 @@ function freePort() {
 /**
  * The service as processes. `sharedDist`: run it on that build of the core (a `shared/dist` from
  * before.mjs) through bench/shared-hooks.mjs; the API's own code is the current one, or the entry
- * `apiMain` (another copy of services/api/dist, from before.mjs).
+ * `apiMain` (another copy of services/api/dist, from before.mjs), and the workers' the current one
+ * or `workerMain` (a whole earlier tree's worker: before.mjs `treeAt`).
  */
-export async function deploy(mode, workers, redisUrl, extraEnv = {}, { queue = workers > 0, sharedDist = null, apiMain = API_MAIN } = {}) {
+export async function deploy(
+  mode,
+  workers,
+  redisUrl,
+  extraEnv = {},
+  { queue = workers > 0, sharedDist = null, apiMain = API_MAIN, workerMain = WORKER_MAIN } = {},
+) {
   const port = await freePort();
   const uploadDir = path.join(DATA, `uploads-${mode}`);
   rmSync(uploadDir, { recursive: true, force: true });
@@ -111,7 +118,7 @@ export async function deploy(mode, workers, redisUrl, extraEnv = {}, { queue = w
     Object.assign(env, { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix });
     procs.push(startProcess(`api-${mode}`, [...hooks, apiMain, '--role=api'], env));
     for (let i = 0; i < workers; i++)
-      procs.push(startProcess(`worker-${mode}-${i + 1}`, [...hooks, WORKER_MAIN], { ...env, PORT: String(await freePort()) }));
+      procs.push(startProcess(`worker-${mode}-${i + 1}`, [...hooks, workerMain], { ...env, PORT: String(await freePort()) }));
   }
   const url = `http://127.0.0.1:${port}`;
   await waitFor(`${url}/readyz`, { process: procs[0] });
