@@ -110,6 +110,11 @@ export async function receiveFiles(
   deadline: UploadDeadlineOptions,
   options: ReceiveOptions = {},
 ): Promise<ReceivedFiles> {
+  return underDeadline(request, deadline, () => receiveParts(request, area, accepted, options));
+}
+
+/** Reads a multipart body with `read` under its deadline: a body late past it is a 408. */
+async function underDeadline<T>(request: FastifyRequest, deadline: UploadDeadlineOptions, read: () => Promise<T>): Promise<T> {
   if (!request.isMultipart()) throw badInput.notMultipart();
   let expired = false;
   const stopWatching = watchUploadBody(request.raw, deadline, () => {
@@ -119,7 +124,7 @@ export async function receiveFiles(
     if (request.raw.listenerCount('error') > 0) request.raw.emit('error', new UploadTimeoutError());
   });
   try {
-    return await receiveParts(request, area, accepted, options);
+    return await read();
   } catch (err) {
     throw expired ? new UploadTimeoutError() : err;
   } finally {
@@ -163,40 +168,33 @@ export async function receiveReturns(
   deadline: UploadDeadlineOptions,
   admit: () => void,
 ): Promise<ReceivedReturn[]> {
-  if (!request.isMultipart()) throw badInput.notMultipart();
-  let expired = false;
-  const stopWatching = watchUploadBody(request.raw, deadline, () => {
-    expired = true;
-    if (request.raw.listenerCount('error') > 0) request.raw.emit('error', new UploadTimeoutError());
-  });
-  try {
+  return underDeadline(request, deadline, async () => {
     const files: Omit<ReceivedReturn, 'referencia'>[] = [];
     const referencias: string[] = [];
-    for await (const part of request.parts({ limits: BATCH_MULTIPART_LIMITS })) {
-      if (part.type !== 'file') {
-        if (part.fieldname === 'referencia' && typeof part.value === 'string') referencias.push(part.value);
-        continue;
+    try {
+      for await (const part of request.parts({ limits: BATCH_MULTIPART_LIMITS })) {
+        if (part.type !== 'file') {
+          if (part.fieldname === 'referencia' && typeof part.value === 'string') referencias.push(part.value);
+          continue;
+        }
+        if (part.fieldname !== 'retorno') throw badInput.unexpectedField(part.fieldname);
+        const format = retornoFormat(part.filename);
+        if (!format) throw badInput.wrongExtension('retorno');
+        if (files.length > 0) admit();
+        const area = await areaFor();
+        const name = `retorno.${format}`;
+        const stored = await storePart(request, area, name, 'retorno', part);
+        files.push({ area, retorno: { path: area.ref(name), format }, retornoName: part.filename, ...stored });
       }
-      if (part.fieldname !== 'retorno') throw badInput.unexpectedField(part.fieldname);
-      const format = retornoFormat(part.filename);
-      if (!format) throw badInput.wrongExtension('retorno');
-      if (files.length > 0) admit();
-      const area = await areaFor();
-      const name = `retorno.${format}`;
-      const stored = await storePart(request, area, name, 'retorno', part);
-      files.push({ area, retorno: { path: area.ref(name), format }, retornoName: part.filename, ...stored });
+    } catch (err) {
+      throw (err as { code?: string }).code === 'FST_FILES_LIMIT' ? badInput.retornosDemais(MAX_RETORNOS_POR_ENVIO) : err;
     }
     if (files.length === 0) throw badInput.fileMissing('retorno');
     // One file keeps the rule it always had: its referencia wherever it is (the last one sent).
     if (files.length === 1) return [{ ...files[0]!, referencia: referencias.at(-1) ?? null }];
     if (referencias.length !== 0 && referencias.length !== files.length) throw badInput.referenciasPorArquivo();
     return files.map((file, i) => ({ ...file, referencia: referencias[i] ?? null }));
-  } catch (err) {
-    if (expired) throw new UploadTimeoutError();
-    throw (err as { code?: string }).code === 'FST_FILES_LIMIT' ? badInput.retornosDemais(MAX_RETORNOS_POR_ENVIO) : err;
-  } finally {
-    stopWatching();
-  }
+  });
 }
 
 /** Streams one file part into `area` under `name`, cut at the size limit; its digest and size. */
