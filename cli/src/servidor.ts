@@ -75,6 +75,8 @@ interface Lote {
   readonly tarefas: Contagens;
 }
 
+/** The first wait for the batch's end once every file is sent (then doubling, up to its Retry-After). */
+const FIRST_LOOK_MS = 100;
 /** Waits between looks at the batch: its Retry-After, within these bounds. */
 const POLL_MIN_MS = 250;
 const POLL_MAX_MS = 5_000;
@@ -440,10 +442,12 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
    * path order. Null when it cannot be used (another order, the batch gone): read file by file.
    */
   async function combinedCsv(): Promise<AsyncIterable<Buffer> | null> {
-    for (;;) {
+    // Every file is in: the last tasks end soon. Looks come quickly at first (100 ms, doubling),
+    // never further apart than the batch's Retry-After.
+    for (let look = 0; ; look++) {
       const response = await servidor.call('GET', `/api/lotes/${lote.id}`);
       if (!response.ok) return null;
-      const wait = retryAfterMs(response);
+      const wait = Math.min(retryAfterMs(response), FIRST_LOOK_MS * 2 ** Math.min(look, 10));
       const { estado } = (await response.json()) as Lote;
       if (estado === 'concluido') break;
       if (estado === 'cancelado') return null;
