@@ -167,7 +167,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
   });
 
   it('a service from before several files per request (400 to a second retorno): the files go one by one, the same output, one task each', async () => {
-    const { folder, names } = await schools(110);
+    const { folder, names } = await schools(60);
     // What such a service answers (receiveFiles: a repeated field).
     const proxy = await startProxy(server.url, (files) =>
       files.length > 1 ? { status: 400, erro: 'Campo enviado mais de uma vez: retorno.' } : null,
@@ -179,7 +179,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       expect(sent.stdout.toString()).toBe(expected.stdout.toString());
       expect(sent.stderr).toBe(`Lote ${batchOf(sent)}: criado.\n${expected.stderr}`);
       // The first request (50 files; one request at a time) was refused; its files then went
-      // alone and were all taken, so the other 60 went alone from the start: each file once.
+      // alone and were all taken, so the other 10 went alone from the start: each file once.
       expect(several(proxy.uploads).map((upload) => [upload.files.length, upload.status])).toEqual([[50, 400]]);
       expect(
         alone(proxy.uploads)
