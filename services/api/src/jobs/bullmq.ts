@@ -28,7 +28,7 @@ import {
 } from '@censo/shared';
 import { JobWaiters, type JobState } from './job-waiters.js';
 import type { JobRunner, RunOptions } from './runner.js';
-import { createBullmqTaskExecution } from './bullmq-tasks.js';
+import { createBullmqTaskExecution, type TaskQueue } from './bullmq-tasks.js';
 import type { TaskExecution } from '../tarefas/execution.js';
 
 /** Redis must accept a job this fast, else the request gets 503 rather than a long wait. */
@@ -99,21 +99,24 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
     return isUp();
   }
 
-  const queue = new Queue<JobData, JobResult>(JOB_QUEUE, {
-    connection: producer,
-    prefix,
-    streams: { events: { maxLen: EVENTS_MAX_LEN } },
-  });
-  queue.on('error', (err) => logRedisError('queue', err));
-
-  const cancels = new QueueEventsProducer(JOB_QUEUE, { connection: producer, prefix });
-  cancels.on('error', (err) => logRedisError('cancel producer', err));
-
   // XREAD BLOCK needs its own connection that never gives up on a command (BullMQ requires
   // maxRetriesPerRequest: null there); QueueEvents opens it as a copy of this lazy client.
   const eventsTemplate = createRedisClient(redis, 'worker');
-  const events = new QueueEvents(JOB_QUEUE, { connection: eventsTemplate, prefix });
-  events.on('error', (err) => logRedisError('queue events', err));
+
+  /** A queue on the producer connection, the producer of its cancellations, and its events. */
+  function open(name: string): TaskQueue {
+    const opened: TaskQueue = {
+      queue: new Queue<JobData, JobResult>(name, { connection: producer, prefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } }),
+      cancels: new QueueEventsProducer(name, { connection: producer, prefix }),
+      events: new QueueEvents(name, { connection: eventsTemplate, prefix }),
+    };
+    opened.queue.on('error', (err) => logRedisError(`queue ${name}`, err));
+    opened.cancels.on('error', (err) => logRedisError(`cancel producer ${name}`, err));
+    opened.events.on('error', (err) => logRedisError(`queue events ${name}`, err));
+    return opened;
+  }
+  const sync = open(JOB_QUEUE);
+  const { queue, cancels, events } = sync;
 
   const waiters = new JobWaiters({
     readState: (jobId) => readJobState(queue, jobId),
@@ -154,28 +157,12 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
     void work.finally(() => cancelling.delete(work));
   }
 
-  // The tasks' own queue (TASK_QUEUE), its events and cancellations; JOB_QUEUE's stay the
-  // legacy place of tasks an API from before it queued there (a rolling upgrade).
-  const taskQueue = new Queue<JobData, JobResult>(TASK_QUEUE, {
-    connection: producer,
-    prefix,
-    streams: { events: { maxLen: EVENTS_MAX_LEN } },
-  });
-  taskQueue.on('error', (err) => logRedisError('task queue', err));
-  const taskCancels = new QueueEventsProducer(TASK_QUEUE, { connection: producer, prefix });
-  taskCancels.on('error', (err) => logRedisError('task cancel producer', err));
-  const taskEvents = new QueueEvents(TASK_QUEUE, { connection: eventsTemplate, prefix });
-  taskEvents.on('error', (err) => logRedisError('task queue events', err));
+  // The tasks' own queue (TASK_QUEUE); JOB_QUEUE stays the legacy place of tasks an API from
+  // before it queued there (a rolling upgrade).
+  const own = open(TASK_QUEUE);
 
   let closed = false;
-  const tasks = createBullmqTaskExecution({
-    queue: taskQueue,
-    cancels: taskCancels,
-    events: taskEvents,
-    legacy: { queue, cancels, events },
-    log,
-    connected,
-  });
+  const tasks = createBullmqTaskExecution({ ...own, legacy: sync, log, connected });
 
   return {
     mode: 'bullmq',
@@ -225,14 +212,9 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
       waiters.failAll(() => new QueueUnavailableError());
       await tasks.close();
       await withTimeout(Promise.allSettled([...cancelling]), CLOSE_CANCELS_MS).catch(() => undefined);
-      await Promise.allSettled([
-        closeQueueEvents(events),
-        closeQueueEvents(taskEvents),
-        cancels.close(),
-        taskCancels.close(),
-        queue.close(),
-        taskQueue.close(),
-      ]);
+      await Promise.allSettled(
+        [sync, own].flatMap((opened) => [closeQueueEvents(opened.events), opened.cancels.close(), opened.queue.close()]),
+      );
       // Also ends the reconnection attempts of a producer that never reached Redis.
       producer.disconnect();
       await closeRedisClient(eventsTemplate);
