@@ -328,54 +328,40 @@ export class TarefasService {
    * Records the end of task `id` from its job (read now unless given). Only the commit that wins
    * drops the upload and the job's trace, and counts the task in its batch.
    *
-   * The ends of one batch's tasks are recorded together: every end rewrites the batch's record
-   * (its counts), and a state's burst ends tasks faster than one guarded commit each can follow
+   * Ends are recorded together: every end of a batch's task rewrites the batch's record (its
+   * counts), and a state's burst ends tasks faster than one guarded commit each can follow
    * (measured at 50,000 files: finishes retrying against each other until they gave up). Ends
-   * that arrive while the batch's previous commit is under way go in its next one.
+   * that arrive while this process's previous commit is under way go in its next one.
    */
-  async finish(id: string, given?: JobObservation): Promise<void> {
-    const raw = await this.store.get(keys.tarefa(id));
-    if (raw === null) return;
-    const record = parse<TarefaRecord>(raw);
-    if (isFinal(record.estado)) return;
-    if (record.lote === null) {
-      await this.#finishTogether(null, [{ id, given }]);
-      return;
-    }
-    const loteId = record.lote;
-    let batch = this.#ending.get(loteId);
-    if (!batch) {
-      batch = { waiting: [], running: false };
-      this.#ending.set(loteId, batch);
-    }
-    const done = new Promise<void>((resolve, reject) => batch.waiting.push({ id, given, resolve, reject }));
-    if (!batch.running) void this.#drainEnds(loteId, batch);
+  finish(id: string, given?: JobObservation): Promise<void> {
+    const done = new Promise<void>((resolve, reject) => this.#ends.push({ id, given, resolve, reject }));
+    if (!this.#recordingEnds) void this.#recordEnds();
     return done;
   }
 
-  /** Ends waiting to be recorded, by batch (see finish). */
-  readonly #ending = new Map<string, { waiting: PendingEnd[]; running: boolean }>();
+  /** Ends waiting for the next commit (see finish), and whether one is under way. */
+  readonly #ends: PendingEnd[] = [];
+  #recordingEnds = false;
 
-  async #drainEnds(loteId: string, batch: { waiting: PendingEnd[]; running: boolean }): Promise<void> {
-    batch.running = true;
+  async #recordEnds(): Promise<void> {
+    this.#recordingEnds = true;
     try {
-      while (batch.waiting.length > 0) {
-        const taken = batch.waiting.splice(0, MAX_ENDS_PER_COMMIT);
+      while (this.#ends.length > 0) {
+        const taken = this.#ends.splice(0, MAX_ENDS_PER_COMMIT);
         try {
-          await this.#finishTogether(loteId, taken);
+          await this.#finishTogether(taken);
           for (const end of taken) end.resolve();
         } catch (err) {
           for (const end of taken) end.reject(err);
         }
       }
     } finally {
-      batch.running = false;
-      this.#ending.delete(loteId);
+      this.#recordingEnds = false;
     }
   }
 
-  /** One commit for the ends of these tasks (all of batch `loteId`, or one task of its own). */
-  async #finishTogether(loteId: string | null, ends: readonly { id: string; given?: JobObservation | undefined }[]): Promise<void> {
+  /** One commit for the ends of these tasks, whatever their batches (each batch's counts once). */
+  async #finishTogether(ends: readonly PendingEnd[]): Promise<void> {
     const observations = new Map<string, JobObservation>();
     for (const end of ends) if (end.given) observations.set(end.id, end.given);
     // A task told twice (its event and a look at it) is one end.
@@ -413,22 +399,21 @@ export class TarefasService {
         done.push(finished);
       }
       if (done.length === 0) return [];
-      if (loteId !== null) {
+      const loteIds = [...new Set(done.flatMap((finished) => (finished.lote === null ? [] : [finished.lote])))];
+      const loteRaws = await this.store.getMany(loteIds.map((id) => keys.lote(id)));
+      loteIds.forEach((loteId, i) => {
         // A deleted batch's tasks are being removed with it: nothing to count.
-        const loteRaw = await this.store.get(keys.lote(loteId));
-        if (loteRaw !== null) {
-          let counted = parse<LoteRecord>(loteRaw);
-          for (const finished of done) {
-            counted = {
-              ...counted,
-              [finished.estado]: counted[finished.estado as EstadoFinal] + 1,
-              ...divergenciasCount(counted, finished, finished.estado as EstadoFinal, +1),
-            };
-          }
-          guards.push({ key: keys.lote(loteId), value: loteRaw });
-          writes.push(...this.#concludeIfDone(counted, now));
+        const loteRaw = loteRaws[i];
+        if (loteRaw === null || loteRaw === undefined) return;
+        let counted = parse<LoteRecord>(loteRaw);
+        for (const finished of done) {
+          if (finished.lote !== loteId) continue;
+          const estado = finished.estado as EstadoFinal;
+          counted = { ...counted, [estado]: counted[estado] + 1, ...divergenciasCount(counted, finished, estado, +1) };
         }
-      }
+        guards.push({ key: keys.lote(loteId), value: loteRaw });
+        writes.push(...this.#concludeIfDone(counted, now));
+      });
       return (await this.store.commit(guards, writes)) ? done : RETRY;
     });
     await Promise.all(won.map((finished) => this.#afterEnd(finished)));
