@@ -1,70 +1,85 @@
 import os from 'node:os';
+import path from 'node:path';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
 
 // Tests import the workspace packages by name (@censo/shared, @censo/api, @censo/worker), which
 // resolve to their compiled dist/: the suite exercises exactly the JavaScript that ships, and
 // worker threads / sandboxed processors load real .js files. `npm test` builds first.
 //
-// Four groups, one after the other. The unit and in-process HTTP files run two at a time even on
-// 2 cores (vitest's default there is one): they mostly wait on sockets and deadlines. The files
-// that start processes, Redis topologies or Chromium and time their failovers and drains run one
-// at a time (two at a time made a worker's SIGTERM drain and a Sentinel failover miss their
-// bounds). The fault suite in network namespaces times recovery against its own healthy
-// baseline, so it runs last, alone.
+// Three groups, one after the other. Most files run two at a time even on 2 cores (vitest's
+// default there is one): the unit and in-process HTTP files, the CLI run as a user runs it, the
+// installs, the documents' examples, the deployment files' own tools and the staff page in
+// Chromium mostly wait on sockets, processes and the browser, and time nothing against a bound.
+// The files that time Redis failovers, a worker's SIGTERM drain or a recovery against a bound run
+// one at a time (two at a time made a drain and a Sentinel failover miss their bounds). The fault
+// suite in network namespaces times recovery against its own healthy baseline, so it runs last, alone.
 const ALONE = ['test/integration/cluster.test.ts'];
-const IN_PROCESS = ['test/unit/**/*.test.ts', 'test/http/**/*.test.ts'];
-// Files that start processes but time nothing against a bound (the CLI run as a user runs it, the
-// installs, the documents' examples, the deployment files' own tools): two at a time, like the
-// in-process files. The Redis recipe times a Sentinel failover, so it stays with the one-at-a-time files.
-const PROCESSES_TWO_AT_A_TIME = [
-  'test/cli/**/*.test.ts',
-  'test/integration/tarefas-cli.test.ts',
-  'test/integration/lean-install.test.ts',
-  'test/integration/docs-examples.test.ts',
-  'test/integration/progresso.test.ts',
-  'test/integration/strict-logs.test.ts',
-  'test/integration/embedded-priority.test.ts',
-  'test/integration/contract-version.test.ts',
-  'test/integration/s3-lifecycle.test.ts',
-  'test/integration/storage-s3.test.ts',
-  'test/integration/tarefas-s3.test.ts',
-  'test/integration/query.test.ts',
-  'test/integration/query-declarations.test.ts',
-  'test/deploy/kubernetes.test.ts',
-  'test/deploy/vm.test.ts',
-  'test/deploy/monitoring.test.ts',
+const ONE_AT_A_TIME = [
+  'test/deploy/redis-recipe.test.ts',
+  'test/deploy/queue-metrics.test.ts',
+  'test/integration/embedded-footprint.test.ts',
+  'test/integration/faults.test.ts',
+  'test/integration/heap-tuning.test.ts',
+  'test/integration/queue.test.ts',
+  'test/integration/rate-limit-redis.test.ts',
+  'test/integration/readyz-redis.test.ts',
+  'test/integration/redis-cluster.test.ts',
+  'test/integration/redis-failover-metric.test.ts',
+  'test/integration/redis-master-switch.test.ts',
+  'test/integration/redis-partition.test.ts',
+  'test/integration/redis-sentinel.test.ts',
+  'test/integration/startup.test.ts',
+  'test/integration/storage-s3-abort.test.ts',
+  'test/integration/tarefas-processes.test.ts',
+  'test/integration/tarefas-redis-outage.test.ts',
+  'test/integration/worker-health.test.ts',
 ];
+
+// Two at a time, a long file that starts last runs on alone at the end: these (the longest,
+// longest first) start before the rest. Without it vitest orders a clean clone's files by size.
+const LONG_FIRST = [
+  'test/cli/install.test.ts',
+  'test/http/clients.test.ts',
+  'test/cli/lote-servidor-envios.test.ts',
+  'test/cli/lote-servidor.test.ts',
+  'test/browser/page.test.ts',
+  'test/cli/lote.test.ts',
+  'test/integration/tarefas-cli.test.ts',
+  'test/browser/page-access.test.ts',
+];
+
+class LongFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (spec: TestSpecification): number => {
+      const at = LONG_FIRST.indexOf(path.relative(spec.project.config.root, spec.moduleId));
+      return at < 0 ? LONG_FIRST.length : at;
+    };
+    // Stable: the groups keep their order, and the rest of a group the order vitest gave it.
+    return sorted.sort((a, b) => a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder || rank(a) - rank(b));
+  }
+}
 
 export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    sequence: { sequencer: LongFirstSequencer },
     projects: [
       {
         extends: true,
-        test: { name: 'in-process', include: IN_PROCESS, maxWorkers: Math.max(2, os.availableParallelism()), sequence: { groupOrder: 0 } },
-      },
-      {
-        extends: true,
         test: {
-          name: 'processes-2',
-          include: PROCESSES_TWO_AT_A_TIME,
-          maxWorkers: Math.max(2, os.availableParallelism()),
-          sequence: { groupOrder: 1 },
-        },
-      },
-      {
-        extends: true,
-        test: {
-          name: 'processes',
+          name: 'two-at-a-time',
           include: ['test/**/*.test.ts'],
-          exclude: [...IN_PROCESS, ...PROCESSES_TWO_AT_A_TIME, ...ALONE],
-          maxWorkers: 1,
-          sequence: { groupOrder: 2 },
+          exclude: [...ONE_AT_A_TIME, ...ALONE],
+          maxWorkers: Math.max(2, os.availableParallelism()),
+          sequence: { groupOrder: 0 },
         },
       },
-      { extends: true, test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 3 } } },
+      { extends: true, test: { name: 'one-at-a-time', include: ONE_AT_A_TIME, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 2 } } },
     ],
   },
 });

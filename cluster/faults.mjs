@@ -57,7 +57,7 @@ export function planFaults(seed, profile) {
       case 'redis-master-killed':
         return { kind, target: 'master', durationMs: profile.masterDownMs, gapMs };
       case 'redis-unreachable':
-        return { kind, target: REDIS_HOSTS.join('+'), durationMs: 30_000, gapMs };
+        return { kind, target: REDIS_HOSTS.join('+'), durationMs: profile.redisDownMs, gapMs };
       case 'bucket-unreachable':
         return { kind, target: 's3', durationMs: profile.bucketDownMs, gapMs };
       case 'rolling-restart':

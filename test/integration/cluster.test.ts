@@ -1,13 +1,14 @@
 // The cluster fault suite's short profile (CLUSTER.md): two API replicas, three
 // workers, Redis with Sentinel and an S3 bucket, each in a network namespace of its own, under
 // every fault once (workers isolated, paused and killed, an API killed, the Redis master killed,
-// all Redis unreachable for 30 s, the bucket unreachable, and a rolling upgrade: every API and
-// worker replaced one at a time by the next version, whose jobs carry the next contract). Fails
-// when the checker finds an answer that is not the embedded mode's nor a documented 503/504, a
-// request past its deadline, an upload with two results, a slow recovery, an idle worker, a
-// replaced process that did not leave on its own, a request it took left unanswered, a job of
-// the new contract run by an older worker, or anything left behind. The suite removes every
-// namespace, link and process it made; afterAll runs its cleanup again in case the run was cut short.
+// all Redis unreachable for 15 s (30 s in the long profile), the bucket unreachable, and a
+// rolling upgrade: every API and worker replaced one at a time by the next version, whose jobs
+// carry the next contract). Fails when the checker finds an answer that is not the embedded
+// mode's nor a documented 503/504, a request past its deadline, an upload with two results, a
+// slow recovery, an idle worker, a replaced process that did not leave on its own, a request it
+// took left unanswered, a job of the new contract run by an older worker, or anything left
+// behind. The suite removes every namespace, link and process it made; afterAll runs its cleanup
+// again in case the run was cut short.
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
