@@ -45,9 +45,9 @@ async function schoolFolder(root) {
   return { dir, rowsPerFile };
 }
 
-/** `count` hard links to the school return, in `folders` folders. */
-function linkedFolder(root, file, count, folders) {
-  const dir = path.join(root, `lote${count}-links`);
+/** `count` hard links to the school return, in `folders` folders (`name` tells apart two of a size). */
+function linkedFolder(root, file, count, folders, name = '') {
+  const dir = path.join(root, `lote${count}-links${name}`);
   if (!existsSync(path.join(dir, `regional-${(count - 1) % folders}`, `escola-${count - 1}.xlsx`))) {
     rmSync(dir, { recursive: true, force: true });
     for (let i = 0; i < count; i++) {
@@ -67,6 +67,8 @@ export async function runLote(runs, log = console.log, root = DATA) {
   const { dir, rowsPerFile } = await schoolFolder(root);
   const { file } = await schoolReturn(root);
   const folders = { one: linkedFolder(root, file, 1, 1), [SCHOOLS]: dir, [MANY]: linkedFolder(root, file, MANY, 50) };
+  // The MANY files split in two folders of their own, for two one-thread processes side by side.
+  const halves = ['-a', '-b'].map((name) => linkedFolder(root, file, MANY / 2, 25, name));
   const before = cliAt();
   const builds = {
     now: { entry: CLI, hooks: [], env: {} },
@@ -83,6 +85,13 @@ export async function runLote(runs, log = console.log, root = DATA) {
     const args = [...hooks, entry, '--quiet', 'lote', folder, '-o', '/dev/null', ...(mode === 'one' ? ['--concurrency', '1'] : [])];
     return runNodeTimedCpu(args, { sampleMs: 20, env });
   };
+  // The bound for two threads in one process (issue 35): two one-thread processes, each on half
+  // of the files, started together; they share nothing but the cores. The wall time is the later's.
+  const twoProcesses = async () => {
+    const t0 = performance.now();
+    const both = await Promise.all(halves.map((folder) => once('now', folder, 'one')));
+    return { ms: performance.now() - t0, cpu: both[0].cpu + both[1].cpu };
+  };
   for (let run = 1; run <= runs; run++) {
     for (const [set, folder] of Object.entries(folders)) {
       for (const mode of ['one', 'all']) {
@@ -90,6 +99,7 @@ export async function runLote(runs, log = console.log, root = DATA) {
         if (set === String(MANY)) (samples[`${BEFORE_SET}-${mode}`] ??= []).push(await once('before', folder, mode));
       }
     }
+    (samples[`${MANY}-processes`] ??= []).push(await twoProcesses());
     log(`  lote run ${run}/${runs} done`);
   }
   const ms = (key) => median(samples[key].map((s) => s.ms));
@@ -121,6 +131,13 @@ export async function runLote(runs, log = console.log, root = DATA) {
       allMs: ms(`${BEFORE_SET}-all`),
       speedup: pairs(BEFORE_SET),
     },
+    // Two threads' rate as a share of two processes' (the same files, the same round).
+    processes: {
+      ms: ms(`${MANY}-processes`),
+      speedup: median(samples[`${MANY}-one`].map((s, i) => s.ms / samples[`${MANY}-processes`][i].ms)),
+      threadsShare: median(samples[`${MANY}-processes`].map((s, i) => s.ms / samples[`${MANY}-all`][i].ms)),
+      threadsShares: samples[`${MANY}-processes`].map((s, i) => s.ms / samples[`${MANY}-all`][i].ms),
+    },
     steady: {
       oneFilesPerSec: median(steadyOne),
       allFilesPerSec: median(steadyAll),
@@ -147,6 +164,9 @@ export function loteReport(cli) {
     rows.push(row(`${fmt(set.files)} files, --concurrency 1`, set.files, set.oneMs));
     rows.push(row(`${fmt(set.files)} files, default (${cli.threads} threads)`, set.files, set.allMs));
   }
+  rows.push(
+    row(`${fmt(cli.many.files)} files, two --concurrency 1 processes on ${fmt(cli.many.files / 2)} each`, cli.many.files, cli.processes.ms),
+  );
   const { before } = cli;
   rows.push(row(`${fmt(cli.many.files)} files, --concurrency 1, CLI and core at ${before.rev}`, cli.many.files, before.oneMs));
   rows.push(row(`${fmt(cli.many.files)} files, default, CLI and core at ${before.rev}`, cli.many.files, before.allMs));
@@ -156,6 +176,9 @@ export function loteReport(cli) {
       `Same-run speed-up, default against --concurrency 1: ${cli.small.speedup.toFixed(2)}× on ${fmt(cli.small.files)} files, ` +
       `${cli.many.speedup.toFixed(2)}× on ${fmt(cli.many.files)}; between the two (the fixed cost left out) ` +
       `${fmt(cli.steady.oneFilesPerSec, 1)} against ${fmt(cli.steady.allFilesPerSec, 1)} files/s, ${cli.steady.speedup.toFixed(2)}×. ` +
+      `Two one-thread processes side by side, each on half of the 1,000 files: ${cli.processes.speedup.toFixed(2)}× one process; ` +
+      `two threads in one process reach ${cli.processes.threadsShare.toFixed(2)} of their rate ` +
+      `(each round: ${cli.processes.threadsShares.map((x) => x.toFixed(2)).join(', ')}). ` +
       `The --concurrency 1 run is not one core: its process keeps ${cli.many.oneCores.toFixed(2)} cores busy on average ` +
       `(V8's background compiler and GC, the thread that copies the output, libuv), the default ${cli.many.allCores.toFixed(2)}. ` +
       `The CLI and core at ${before.rev}, in the same rounds on 1,000 files: ${fmt(before.oneMs)} / ${fmt(before.allMs)} ms ` +

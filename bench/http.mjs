@@ -121,7 +121,12 @@ export async function deploy(
       procs.push(startProcess(`worker-${mode}-${i + 1}`, [...hooks, workerMain], { ...env, PORT: String(await freePort()) }));
   }
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(`${url}/readyz`, { process: procs[0] });
+  // A deployment that never gets ready is stopped here: its caller has nothing to stop, and a
+  // process left running would keep the bench alive after its report (it did, in 3c).
+  await waitFor(`${url}/readyz`, { process: procs[0] }).catch(async (err) => {
+    await Promise.all(procs.map((p) => p.stop(2_000)));
+    throw err;
+  });
   return {
     url,
     api: procs[0],

@@ -19,7 +19,7 @@ import { DATA, median } from './lib.mjs';
  */
 export async function form(file) {
   const body = new FormData();
-  body.append('retorno', await openAsBlob(file), 'retorno.json');
+  body.append('retorno', await openAsBlob(file), path.basename(file));
   return () => {
     const response = new Response(body);
     return { stream: Readable.fromWeb(response.body), type: response.headers.get('content-type') };
@@ -78,7 +78,7 @@ export function post(url, encoded, requestId) {
 }
 
 /** A server that only drains uploads and answers `answer`: the loopback's own cost both ways. */
-function bareServer(answer) {
+export function bareServer(answer) {
   const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.length }).end(answer));
@@ -99,7 +99,7 @@ function parseOnThread(file) {
 }
 
 /** The jobMs the API logged for each request id (the request log, LOG_LEVEL=info). */
-function jobTimes(logFile) {
+export function jobTimes(logFile) {
   const times = new Map();
   for (const line of readFileSync(logFile, 'utf8').split('\n')) {
     if (!line.includes('"jobMs"')) continue;
@@ -110,7 +110,7 @@ function jobTimes(logFile) {
 }
 
 /** One streaming request, timed as a client sees it: encode while sending, wait, receive, parse. */
-async function clientSpan(url, file, requestId) {
+export async function clientSpan(url, file, requestId) {
   const t = performance.now();
   const request = await form(file);
   const { times, answer } = await post(url, request, requestId);
@@ -130,13 +130,14 @@ export async function runSpan(data, runs, log = console.log, { before: beforeBui
   const file = data.j25.files.json;
   mkdirSync(path.join(DATA, 'logs'), { recursive: true });
   const d = await deploy('span', 0, null, { LOG_LEVEL: 'info' });
-  const before = beforeBuild ? await deploy('span-before', 0, null, { LOG_LEVEL: 'info' }, beforeBuild) : null;
-  const url = `${d.url}/api/divergencias-rf`;
-  const beforeUrl = before ? `${before.url}/api/divergencias-rf` : null;
+  let before = null;
   let bare;
   let answerBytes;
   const rounds = [];
   try {
+    if (beforeBuild) before = await deploy('span-before', 0, null, { LOG_LEVEL: 'info' }, beforeBuild);
+    const url = `${d.url}/api/divergencias-rf`;
+    const beforeUrl = before ? `${before.url}/api/divergencias-rf` : null;
     // Warm-up: threads, JIT, the page cache.
     const { answer } = await post(url, await form(file));
     if (beforeUrl) await post(beforeUrl, await form(file));

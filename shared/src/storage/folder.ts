@@ -87,7 +87,7 @@ function folderArea(root: string, id: string): RequestArea {
           throw storageError(err);
         },
       );
-      if (size > 0) return handle.createReadStream({ start: 0, end: size - 1 });
+      if (size > 0) return handle.createReadStream({ start: 0, end: size - 1, highWaterMark: DOWNLOAD_BUFFER_BYTES });
       // `end` cannot name an empty range: an empty file is an already empty stream.
       await handle.close();
       return Readable.from([]);
@@ -126,3 +126,10 @@ async function exists(p: string): Promise<boolean> {
     return false;
   }
 }
+
+/**
+ * How much of a stored file is read at a time for an answer. With the default 64 KiB the 25 MB
+ * answer of bench 3e took 124 ms to download against 19 ms from a bare server; 72 ms with this,
+ * 48 ms with 1 MiB, which a slow client would hold per download (128 in flight: 128 MiB).
+ */
+export const DOWNLOAD_BUFFER_BYTES = 256 * 1024;
