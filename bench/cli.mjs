@@ -110,6 +110,7 @@ export async function runLote(runs, log = console.log, root = DATA) {
   const marginal = (mode) =>
     samples[`${MANY}-${mode}`].map((s, i) => (MANY - SCHOOLS) / ((s.ms - samples[`${SCHOOLS}-${mode}`][i].ms) / 1000));
   const steadyOne = marginal('one');
+  const threadsShares = samples[`${MANY}-processes`].map((s, i) => s.ms / samples[`${MANY}-all`][i].ms);
   const steadyAll = marginal('all');
   const set = (n) => ({
     files: n,
@@ -135,8 +136,8 @@ export async function runLote(runs, log = console.log, root = DATA) {
     processes: {
       ms: ms(`${MANY}-processes`),
       speedup: median(samples[`${MANY}-one`].map((s, i) => s.ms / samples[`${MANY}-processes`][i].ms)),
-      threadsShare: median(samples[`${MANY}-processes`].map((s, i) => s.ms / samples[`${MANY}-all`][i].ms)),
-      threadsShares: samples[`${MANY}-processes`].map((s, i) => s.ms / samples[`${MANY}-all`][i].ms),
+      threadsShare: median(threadsShares),
+      threadsShares,
     },
     steady: {
       oneFilesPerSec: median(steadyOne),

@@ -8,7 +8,7 @@
 import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { deploy } from './http.mjs';
-import { DATA, ROOT, median, runNodeJson } from './lib.mjs';
+import { DATA, ROOT, median, medians, runNodeJson } from './lib.mjs';
 import { bareServer, clientSpan, jobTimes, post } from './span.mjs';
 
 const ONE = path.join(ROOT, 'bench/one.mjs');
@@ -79,7 +79,7 @@ export async function runXlsxSpan(data, runs, log = console.log) {
     rows: set.rows,
     divergencias: set.divergencias,
     rounds,
-    median: Object.fromEntries(Object.keys(rounds[0]).map((k) => [k, median(rounds.map((r) => r[k]))])),
+    median: medians(rounds),
     ratio: median(ratios),
     ratioMin: Math.min(...ratios),
     ratioMax: Math.max(...ratios),

@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
 import path from 'node:path';
 import { apiWithoutHeapTuning } from './before.mjs';
 import { API_KEY, deploy } from './http.mjs';
-import { DATA, median } from './lib.mjs';
+import { DATA, median, medians } from './lib.mjs';
 
 /**
  * The client's own encoding: a FormData holding the file as a file-backed Blob (fs.openAsBlob), so
@@ -200,13 +200,12 @@ export async function runSpan(data, runs, log = console.log, { before: beforeBui
     r.job = jobs.get(`span-${process.pid}-${i + 1}`) ?? NaN;
     if (before) r.beforeJob = beforeJobs.get(`span-${process.pid}-${i + 1}`) ?? NaN;
   });
-  const m = (key) => median(rounds.map((r) => r[key]));
   return {
     runs,
     bodyBytes: statSync(file).size,
     answerBytes,
     rounds,
-    median: Object.fromEntries(Object.keys(rounds[0]).map((k) => [k, m(k)])),
+    median: medians(rounds),
     ratio: median(rounds.map((r) => r.total / r.bareParse)),
     ratioBefore: before ? median(rounds.map((r) => r.beforeTotal / r.bareParse)) : null,
     ratioInMemory: median(rounds.map((r) => r.totalInMemory / r.bareParse)),

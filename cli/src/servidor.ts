@@ -242,6 +242,12 @@ async function send(servidor: ApiClient, lote: string, file: FileToSend): Promis
   }
 }
 
+/** Why an ended task has no result (the service's words, as a per-file read gets them), or null. */
+function failureOf(task: Tarefa): string | null {
+  if (task.estado === 'falhou') return task.erro?.erro ?? `HTTP ${task.erro?.status}`;
+  return task.estado === 'cancelada' ? 'Tarefa cancelada.' : null;
+}
+
 /** A file's answer from the service: its divergences, or why it has none. */
 type Answer = { readonly divergencias: Divergencia[] } | { readonly erro: string };
 
@@ -462,14 +468,7 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
       const at = task.referencia === null ? undefined : ranks.get(task.referencia);
       if (at === undefined || at <= rank) return null;
       rank = at;
-      byId.set(
-        task.id,
-        task.estado === 'falhou'
-          ? (task.erro?.erro ?? `HTTP ${task.erro?.status}`)
-          : task.estado === 'cancelada'
-            ? 'Tarefa cancelada.'
-            : null,
-      );
+      byId.set(task.id, failureOf(task));
     }
     const sent: SentId[] = [];
     for (const file of files) sent.push(await sentTasks.get(file.name)!.promise);
