@@ -25,6 +25,9 @@ const HOST = '127.0.0.1';
 const PASSWORD = 'senha-do-redis-0123456789abcdef';
 const SENTINEL_PASSWORD = 'senha-do-sentinel-0123456789abcdef';
 const GROUP = 'censo';
+// A Sentinel learns a master's replicas from the INFO it sends every 10 s, and the other Sentinels
+// from hello messages every 2 s: one missed INFO round on a loaded machine is 10 s more.
+const SENTINEL_DISCOVERY_MS = 45_000;
 
 interface Server {
   readonly port: number;
@@ -69,6 +72,16 @@ class RedisGroup {
         await this.#script('start-redis.sh', { REDIS_PASSWORD: PASSWORD, REDIS_REPLICA_OF: `${HOST} ${this.master.port}` }),
       );
     }
+    const answers = (server: Server, password: string) =>
+      this.ask(server.port, password, async (r) => (await r.ping()) === 'PONG').catch(() => false);
+    for (const server of [this.master, ...this.replicas]) {
+      await waitFor(() => answers(server, PASSWORD), { timeoutMs: 15_000, what: `redis on ${server.port}` });
+    }
+    // The Sentinels start once the replicas are linked, so that the master's answer to their first
+    // INFO already lists them: otherwise they learn of them only at the next INFO, 10 s later.
+    for (const replica of this.replicas) {
+      await waitFor(() => this.linked(replica), { timeoutMs: 15_000, what: `replica ${replica.port} linked` });
+    }
     for (let i = 0; i < 3; i++) {
       this.sentinels.push(
         await this.#script('start-sentinel.sh', {
@@ -84,14 +97,14 @@ class RedisGroup {
         }),
       );
     }
-    const answers = (server: Server, password: string) =>
-      this.ask(server.port, password, async (r) => (await r.ping()) === 'PONG').catch(() => false);
-    for (const server of [this.master, ...this.replicas]) {
-      await waitFor(() => answers(server, PASSWORD), { timeoutMs: 15_000, what: `redis on ${server.port}` });
-    }
     for (const server of this.sentinels) {
       await waitFor(() => answers(server, SENTINEL_PASSWORD), { timeoutMs: 15_000, what: `sentinel on ${server.port}` });
     }
+  }
+
+  /** Whether a replica's link to its master is up. */
+  async linked(replica: Server): Promise<boolean> {
+    return /master_link_status:up/.test(await this.ask(replica.port, PASSWORD, (r) => r.info('replication')).catch(() => ''));
   }
 
   async #script(script: 'start-redis.sh' | 'start-sentinel.sh', env: Record<string, string>): Promise<Server> {
@@ -147,6 +160,23 @@ class RedisGroup {
       r.call('SENTINEL', 'get-master-addr-by-name', GROUP),
     )) as string[];
     return Number(reply[1]);
+  }
+
+  /** What the first Sentinel last said of the group, for a failure message. */
+  lastSeen = 'nothing yet';
+
+  /** Whether the first Sentinel knows `replicaCount` replicas and the two other Sentinels. */
+  async sentinelsKnow(replicaCount: number): Promise<boolean> {
+    const fields = await this.masterFields(this.sentinels[0]!).catch(
+      (error: Error) => ({ error: error.message }) as Record<string, string>,
+    );
+    this.lastSeen = JSON.stringify({
+      error: fields.error,
+      'num-slaves': fields['num-slaves'],
+      'num-other-sentinels': fields['num-other-sentinels'],
+      flags: fields.flags,
+    });
+    return fields['num-slaves'] === String(replicaCount) && fields['num-other-sentinels'] === '2';
   }
 
   /** The fields of SENTINEL MASTER as an object. */
@@ -209,22 +239,15 @@ describe('deploy/vm/redis scripts, with passwords', () => {
   });
 
   it('the replicas follow the master with masterauth, and the Sentinels see them and each other', async () => {
-    for (const replica of group.replicas) {
-      await waitFor(async () => /master_link_status:up/.test(await group.ask(replica.port, PASSWORD, (r) => r.info('replication'))), {
-        timeoutMs: 15_000,
-        what: `replica ${replica.port} linked`,
-      });
-    }
-    await waitFor(
-      async () => {
-        const fields = await group.masterFields(group.sentinels[0]!);
-        return fields['num-slaves'] === '2' && fields['num-other-sentinels'] === '2';
-      },
-      { timeoutMs: 20_000, what: 'the sentinels to know both replicas and each other' },
-    );
+    for (const replica of group.replicas) expect(await group.linked(replica), `replica ${replica.port}`).toBe(true);
+    await waitFor(() => group.sentinelsKnow(2), {
+      timeoutMs: SENTINEL_DISCOVERY_MS,
+      what: 'the sentinels to know both replicas and each other',
+      seen: () => group.lastSeen,
+    });
     expect((await group.masterFields(group.sentinels[0]!)).flags).toBe('master');
     expect(await group.masterPort(group.sentinels[0]!)).toBe(group.master.port);
-  }, 60_000);
+  }, 90_000);
 
   it('the service, set up as .env.example says, writes through the Sentinels, and again after the master is lost', async () => {
     const config = loadConfig({
@@ -335,19 +358,13 @@ describe('deploy/vm/redis scripts, with TLS from an internal CA', () => {
 
   it('speaks TLS alone: a plain client gets no answer, the replica follows over TLS, the Sentinels see the group', async () => {
     await expect(group.ask(group.master.port, PASSWORD, (r) => r.ping(), { tls: undefined })).rejects.toThrow();
-    const replica = group.replicas[0]!;
-    await waitFor(async () => /master_link_status:up/.test(await group.ask(replica.port, PASSWORD, (r) => r.info('replication'))), {
-      timeoutMs: 15_000,
-      what: 'the replica linked over TLS',
+    expect(await group.linked(group.replicas[0]!)).toBe(true);
+    await waitFor(() => group.sentinelsKnow(1), {
+      timeoutMs: SENTINEL_DISCOVERY_MS,
+      what: 'the sentinels to know the replica and each other over TLS',
+      seen: () => group.lastSeen,
     });
-    await waitFor(
-      async () => {
-        const fields = await group.masterFields(group.sentinels[0]!);
-        return fields['num-slaves'] === '1' && fields['num-other-sentinels'] === '2';
-      },
-      { timeoutMs: 20_000, what: 'the sentinels to know the replica and each other over TLS' },
-    );
-  }, 60_000);
+  }, 90_000);
 
   it('a worker with rediss:// Sentinels is ready with NODE_EXTRA_CA_CERTS naming the CA, and not without it', async () => {
     const uploads = path.join(dir, 'uploads-tls');
