@@ -26,7 +26,8 @@ const PASSWORD = 'senha-do-redis-0123456789abcdef';
 const SENTINEL_PASSWORD = 'senha-do-sentinel-0123456789abcdef';
 const GROUP = 'censo';
 // A Sentinel learns a master's replicas from the INFO it sends every 10 s, and the other Sentinels
-// from hello messages every 2 s: one missed INFO round on a loaded machine is 10 s more.
+// from hello messages every 2 s. start() links the replicas first, so the first INFO lists them
+// (about 2 s here); this allows for that INFO missing them anyway on a loaded machine.
 const SENTINEL_DISCOVERY_MS = 45_000;
 
 interface Server {
