@@ -6,21 +6,14 @@ import { once } from 'node:events';
 import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { API_KEY } from '../helpers/http.js';
 import { startServiceProcess } from '../helpers/processes.js';
 import { waitFor } from '../helpers/wait-for.js';
 
-let dir = '';
-beforeAll(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'censo-heap-snapshot-'));
-});
-afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
-
 describe('a heap snapshot of the API, as docs/operacao.md says', () => {
   it('SIGTTIN writes a snapshot and the API goes on serving; SIGUSR2 closes it as SIGTERM does', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'censo-heap-snapshot-'));
     const snapshots = path.join(dir, 'diagnostico');
     await mkdir(snapshots);
     const api = startServiceProcess('services/api/dist/main.js', {
@@ -64,6 +57,7 @@ describe('a heap snapshot of the API, as docs/operacao.md says', () => {
         api.child.kill('SIGKILL');
         await killed;
       }
+      await rm(dir, { recursive: true, force: true });
     }
   }, 60_000);
 });
