@@ -377,6 +377,7 @@ async function runBig({ files, redisUrl, log }) {
     const rssBefore = memoryOf(d.api.pid).rss;
     const downloadRss = [];
     const downloadSampler = setInterval(() => downloadRss.push(memoryOf(d.api.pid).rss), 50);
+    const apiCpuBefore = cpuSecondsOf(d.api.pid);
     const t0 = performance.now();
     let res = await fetch(`${d.url}/api/lotes/${lote}/divergencias?format=csv`, { headers });
     // A batch some of whose tasks never got their end recorded is not whole (409): what there is.
@@ -394,6 +395,8 @@ async function runBig({ files, redisUrl, log }) {
       lines += newlines(chunk);
     }
     const downloadMs = performance.now() - t0;
+    // The API's CPU for the whole combined answer: the part of a burst's cost the results' form sets.
+    const downloadApiCpu = cpuSecondsOf(d.api.pid) - apiCpuBefore;
     clearInterval(downloadSampler);
     downloadRss.push(memoryOf(d.api.pid).rss);
     const digest = hash.digest('hex');
@@ -420,6 +423,7 @@ async function runBig({ files, redisUrl, log }) {
         parcial,
         bytes,
         ms: downloadMs,
+        apiCpuS: downloadApiCpu,
         lines,
         sha256: digest,
         // One line a divergence and a header in both: the same rows as the CLI wrote.

@@ -10,7 +10,9 @@ import { DIVERGENCIA_COLUMNS, JOB_OPTIONS, JOB_QUEUE, cellValues, csvLine, withC
 import { fixtureCases } from '../helpers/fixtures.js';
 import { useTestRedis } from '../helpers/redis.js';
 import { MODES, monitor, request, startHarness, waitForTarefa, type Answer, type Harness, type Mode } from '../helpers/tarefas.js';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { BATCH_LINES_FILE } from '../../services/api/dist/http/census-answers.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const utf8 = fixtureCases().find((c) => c.name === 'basico-utf8')!;
@@ -165,7 +167,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     for (const task of monitors(first)) expect((await monitor(server, task.id)).lote).toBe(lote);
   });
 
-  it("the batch's combined CSV is each task's result, row for row, for a small result (parsed whole) and one over 4 MB (read item by item)", async () => {
+  it("the batch's combined CSV is each task's result, row for row, for a small result (parsed whole) and one over 4 MB (read item by item); a task whose job stored no lines of it (a worker from before them) gives the same bytes", async () => {
     // 25,000 divergences: a stored result of about 5 MB, past the size parsed at once.
     const rows = Array.from({ length: 25_000 }, (_, i) => ({
       Registro: '30',
@@ -181,7 +183,8 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
         lote,
         interleaved([
           { referencia: '=pequena', name: 'pequena.json', content: json },
-          { referencia: 'grande', name: 'grande.json', content: JSON.stringify(rows) },
+          // Everything a CSV field must quote, in the leading fields the job writes itself.
+          { referencia: 'grande, "regional"\r\nnº 2', name: 'grande, ç.json', content: JSON.stringify(rows) },
         ]),
       ),
     );
@@ -197,13 +200,20 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       results
         .flatMap((divergencias, i) =>
           divergencias.map((d) =>
-            csvLine([sent[i]!.referencia as string, `${['pequena', 'grande'][i]}.json`, ...cellValues(d, DIVERGENCIA_COLUMNS)]),
+            csvLine([sent[i]!.referencia as string, ['pequena.json', 'grande, ç.json'][i]!, ...cellValues(d, DIVERGENCIA_COLUMNS)]),
           ),
         )
         .join('');
+    expect(sent[1]!.referencia).toBe('grande, "regional"\r\nnº 2');
     const combined = await request(server, 'GET', `/api/lotes/${lote}/divergencias?format=csv`);
     expect(combined.status).toBe(200);
     expect(combined.bytes.toString('utf8')).toBe(expected);
+    // Sent as each task's job stored its lines; without them, converted from the task's JSON.
+    const lines = (id: string) => path.join(server.uploadDir, `censo-${id}`, BATCH_LINES_FILE);
+    for (const task of sent) expect((await stat(lines(task.id))).size).toBeGreaterThan(0);
+    await rm(lines(sent[1]!.id));
+    const converted = await request(server, 'GET', `/api/lotes/${lote}/divergencias?format=csv`);
+    expect(converted.bytes.toString('utf8')).toBe(expected);
     // The task's own CSV comes from the same reading.
     const own = await request(server, 'GET', `/api/tarefas/${sent[1]!.id}/resultado?format=csv`);
     expect(own.bytes.toString('utf8')).toBe(

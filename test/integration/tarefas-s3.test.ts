@@ -1,8 +1,10 @@
 // Asynchronous intake's storage work on an S3 bucket (s3rver on loopback), in embedded and queue
-// mode: the upload's objects deleted when its job ends and the result kept, the result answered
-// from the bucket, and every object deleted by DELETE and by the retention sweep.
+// mode: the upload's objects deleted when its job ends and the result kept (a batch's task's lines
+// of the combined CSV too), the result answered from the bucket, and every object deleted by DELETE
+// and by the retention sweep.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIVERGENCIA_COLUMNS, cellValues, csvLine } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { formWith, type UploadFile } from '../helpers/http.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -79,6 +81,25 @@ describe.each(MODES)('%s mode on an S3 bucket', (mode: Mode) => {
     await waitFor(async () => JSON.stringify(await objects(id, `${prefix}short/`)) === '["resultado"]', { what: 'the result object' });
     await waitFor(async () => (await request(short, 'GET', `/api/tarefas/${id}`)).status === 404, { timeoutMs: 15_000, what: 'expiry' });
     await waitFor(async () => (await objects(id, `${prefix}short/`)).length === 0, { what: 'the bucket to be emptied' });
+  });
+
+  it("a batch's divergencias-rf task keeps its lines of the combined CSV beside its result: the combined CSV is sent from them, DELETE removes both", async () => {
+    const lote = (await request(server, 'POST', '/api/lotes')).json().id as string;
+    const id = (
+      await request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: await formWith([retorno], { referencia: 'escola, "1"' }) })
+    ).json().id as string;
+    expect((await waitForTarefa(server, id)).estado).toBe('concluida');
+    await waitFor(async () => JSON.stringify(await objects(id)) === '["resultado","resultado-lote.csv"]', { what: 'the result and its lines' });
+    const divergencias = (await request(server, 'GET', `/api/tarefas/${id}/resultado`)).json().divergencias as object[];
+    expect(divergencias.length).toBeGreaterThan(0);
+    expect((await request(server, 'POST', `/api/lotes/${lote}/fechar`)).status).toBe(200);
+    const combined = await request(server, 'GET', `/api/lotes/${lote}/divergencias?format=csv`);
+    expect(combined.bytes.toString('utf8')).toBe(
+      csvLine(['referencia', 'arquivo', ...DIVERGENCIA_COLUMNS]) +
+        divergencias.map((d) => csvLine(['escola, "1"', 'retorno.xlsx', ...cellValues(d, DIVERGENCIA_COLUMNS)])).join(''),
+    );
+    expect((await request(server, 'DELETE', `/api/tarefas/${id}`)).status).toBe(204);
+    expect(await objects(id)).toEqual([]);
   });
 
   it('DELETE of a batch removes the objects of every task, finished or not', async () => {

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runJob } from '@censo/shared';
+import { DIVERGENCIA_COLUMNS, cellValues, csvLine, runJob } from '@censo/shared';
 
 let dir: string;
 let n = 0;
@@ -45,6 +45,33 @@ describe('runJob', () => {
       '{"divergencias":[{"codigo_na_escola":"ALU1","linha":"2","campo":"CPF","enviado":"111","correto":"999","is_filiacao":false,"chave":"cpf"},' +
         '{"codigo_na_escola":"ALU2","linha":"3","campo":"Nome","enviado":"BIA","correto":"BEATRIZ","is_filiacao":false,"chave":"nome"}]}',
     );
+  });
+
+  it("a batch's task also writes each divergence as its line of the batch's combined CSV, its leading fields first", async () => {
+    const retorno = await file(
+      'r.json',
+      JSON.stringify([retornoRow('2', 'ALU1', 'CPF', '111 -- 999'), retornoRow('3', 'ALU2', 'Nome', '=BIA -- "BEATRIZ", B')]),
+    );
+    const resultPath = result();
+    const lines = path.join(dir, `${n++}-lines.csv`);
+    const leading = ['regional 1/escola, "A"', 'é.json'];
+    const r = await runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath, batchLines: { path: lines, leading } });
+    expect(r).toMatchObject({ ok: true, count: 2 });
+    const divergencias = JSON.parse(await readFile(resultPath, 'utf8')).divergencias as object[];
+    expect(await readFile(lines, 'utf8')).toBe(divergencias.map((d) => csvLine([...leading, ...cellValues(d, DIVERGENCIA_COLUMNS)])).join(''));
+    expect(await readFile(lines, 'utf8')).toBe(
+      '"regional 1/escola, ""A""",é.json,ALU1,2,CPF,111,999,false,cpf\r\n' +
+        '"regional 1/escola, ""A""",é.json,ALU2,3,Nome,\'=BIA,"""BEATRIZ"", B",false,nome\r\n',
+    );
+  });
+
+  it("a batch's task that fails leaves neither its result nor its lines", async () => {
+    const retorno = await file('r.json', '{"não é": "uma lista"}');
+    const resultPath = result();
+    const lines = path.join(dir, `${n++}-lines.csv`);
+    const r = await runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath, batchLines: { path: lines, leading: ['a'] } });
+    expect(r.ok).toBe(false);
+    expect([existsSync(resultPath), existsSync(lines)]).toEqual([false, false]);
   });
 
   it('writes an empty list when nothing diverges', async () => {

@@ -13,6 +13,7 @@ export * from './vocabulary.js';
 export * from './merge.js';
 export * from './item-stream.js';
 export * from './output/csv.js';
+export * from './output/batch-lines.js';
 export * from './output/json.js';
 export * from './output/table.js';
 export * from './output/planilha.js';

@@ -8,13 +8,14 @@ import { divergenciaBatches } from './divergencias.js';
 import { itemsOf } from './item-stream.js';
 import { CensoError } from './errors.js';
 import { matchPersons, pessoaBatches } from './merge.js';
+import { writingBatchLines } from './output/batch-lines.js';
 import { csvChunks } from './output/csv.js';
 import { jsonListChunks, writeChunks } from './output/json.js';
 import { DIVERGENCIAS_TABLE, PESSOAS_TABLE, tableRows, type TableShape } from './output/table.js';
 import { writeXlsx } from './output/xlsx.js';
 import { planilhaRows } from './output/planilha.js';
 import { readRetornoBatches } from './retorno/index.js';
-import type { JobData, JobResult, OutputFormat } from './types.js';
+import { outputsOf, type JobData, type JobResult, type OutputFormat } from './types.js';
 import type { Vocabulary } from './vocabulary.js';
 
 export interface RunJobOptions {
@@ -33,7 +34,8 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
     // Batches from the reader to the writer or the merge: one promise per divergence, none per row.
     const divergencias = itemsOf(divergenciaBatches(rows, vocabulary?.labels));
     if (data.kind === 'divergencias') {
-      return { ok: true, ...(await writeTable(data.resultPath, data.format ?? 'json', DIVERGENCIAS_TABLE, divergencias, signal)) };
+      const items = data.batchLines ? writingBatchLines(divergencias, data.batchLines, DIVERGENCIAS_TABLE.columns) : divergencias;
+      return { ok: true, ...(await writeTable(data.resultPath, data.format ?? 'json', DIVERGENCIAS_TABLE, items, signal)) };
     }
     // The merge finishes before the result file is created: a mismatch leaves nothing to clean.
     const matched = await matchPersons(divergencias, data.txt.path, { ...(signal ? { signal } : {}) });
@@ -56,7 +58,7 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
     });
     return { ok: true, count: matched.lines.size, bytes, corrigido: { pessoasCorrigidas, naoAplicadas } };
   } catch (err) {
-    await rm(data.resultPath, { force: true });
+    await Promise.all(outputsOf(data).map((path) => rm(path, { force: true })));
     const failure = jobFailure(err);
     if (failure) return failure;
     throw err;

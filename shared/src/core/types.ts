@@ -61,6 +61,8 @@ export type JobData =
       /** Absent means json: jobs enqueued by an older API during a rolling deploy still run. */
       readonly format?: OutputFormat;
       readonly resultPath: string;
+      /** A batch's task: its divergences also as lines of the batch's combined CSV (see BatchLines). */
+      readonly batchLines?: BatchLines;
     }
   | {
       readonly kind: 'retorno-rf';
@@ -77,7 +79,24 @@ export type JobData =
       readonly resultPath: string;
     };
 
+/**
+ * A batch's divergencias-rf task also writes its result in the form the batch's combined CSV
+ * (SPEC §7.3) sends it: one CSV line a divergence, `leading` (the task's `referencia` and
+ * `arquivo`) first, no header. The combined answer then sends these bytes as they are instead of
+ * parsing every task's JSON to write them again (issue 35). Optional both ways: a worker from
+ * before it ignores the field, and a task without the file is converted from its JSON as before.
+ */
+export interface BatchLines {
+  readonly path: string;
+  readonly leading: readonly string[];
+}
+
 export type JobKind = JobData['kind'];
+
+/** The files a job writes: its result, and a batch task's combined-CSV lines. */
+export function outputsOf(data: JobData): string[] {
+  return data.kind === 'divergencias' && data.batchLines ? [data.resultPath, data.batchLines.path] : [data.resultPath];
+}
 
 /**
  * What a job returns. Domain failures (a bad file, a txt that does not match) are results, not

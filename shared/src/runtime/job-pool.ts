@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import type * as PiscinaModule from 'piscina';
 import { OverloadedError, badInput } from '../core/errors.js';
 import type { LoteBatch, LoteFileOutcome } from '../core/lote.js';
-import type { JobData, JobResult } from '../core/types.js';
+import { outputsOf, type JobData, type JobResult } from '../core/types.js';
 import type { VocabularyAdditions } from '../core/vocabulary.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
@@ -114,10 +114,10 @@ export function createJobPool(options: JobPoolOptions): LotePool {
       try {
         return (await pool.run(data, signal ? { signal } : {})) as JobResult;
       } catch (err) {
-        if (signal?.aborted) await removeAbandonedResult(data.resultPath);
+        if (signal?.aborted) await removeAbandonedResults(outputsOf(data));
         else if (isOutOfMemory(err)) {
           // The thread is gone (piscina starts another); its partial result may remain.
-          await removeAbandonedResult(data.resultPath);
+          await removeAbandonedResults(outputsOf(data));
           return OUT_OF_MEMORY;
         }
         throw err;
@@ -131,7 +131,7 @@ export function createJobPool(options: JobPoolOptions): LotePool {
       try {
         return (await pool.run(batch, { name: 'runLoteBatchInThread' })) as LoteFileOutcome[];
       } catch (err) {
-        await removeAbandonedResult(batch.resultPath);
+        await removeAbandonedResults([batch.resultPath]);
         if (batch.files.length === 1 && isOutOfMemory(err)) return [{ ok: false, erro: OUT_OF_MEMORY.erro }];
         throw err;
       } finally {
@@ -154,7 +154,8 @@ function isOutOfMemory(err: unknown): boolean {
  * Termination is asynchronous: a write already handed to libuv may land after the first removal,
  * hence one more attempt a moment later.
  */
-async function removeAbandonedResult(path: string): Promise<void> {
-  await rm(path, { force: true }).catch(() => {});
-  setTimeout(() => void rm(path, { force: true }).catch(() => {}), 500).unref();
+async function removeAbandonedResults(paths: readonly string[]): Promise<void> {
+  const remove = () => Promise.all(paths.map((path) => rm(path, { force: true }).catch(() => {})));
+  await remove();
+  setTimeout(() => void remove(), 500).unref();
 }

@@ -78,17 +78,25 @@ export function filesOf(data: JobData): unknown[] {
   try {
     const files: unknown[] = [data.retorno.path, data.resultPath];
     if (data.kind !== 'divergencias') files.push(data.txt.path);
+    else if (data.batchLines !== undefined) files.push(data.batchLines.path);
+    if (data.kind === 'divergencias' && data.batchLines !== undefined && !validLeading(data.batchLines.leading)) {
+      throw new InvalidJobDataError('batchLines.leading must be a list of texts');
+    }
     return files;
-  } catch {
-    throw new InvalidJobDataError('a file is missing');
+  } catch (err) {
+    throw err instanceof InvalidJobDataError ? err : new InvalidJobDataError('a file is missing');
   }
+}
+
+function validLeading(leading: unknown): boolean {
+  return Array.isArray(leading) && leading.length <= 8 && leading.every((field) => typeof field === 'string');
 }
 
 /** The same job with each file reference replaced by `map(reference)`. */
 export function mapJobFiles(data: JobData, map: (ref: string) => string): JobData {
   const retorno = { ...data.retorno, path: map(data.retorno.path) };
   const resultPath = map(data.resultPath);
-  return data.kind === 'divergencias'
-    ? { ...data, retorno, resultPath }
-    : { ...data, retorno, txt: { path: map(data.txt.path) }, resultPath };
+  if (data.kind !== 'divergencias') return { ...data, retorno, txt: { path: map(data.txt.path) }, resultPath };
+  const batchLines = data.batchLines && { ...data.batchLines, path: map(data.batchLines.path) };
+  return { ...data, retorno, resultPath, ...(batchLines ? { batchLines } : {}) };
 }

@@ -20,7 +20,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { StorageUnavailableError } from '../core/errors.js';
-import type { JobData } from '../core/types.js';
+import { outputsOf, type JobData } from '../core/types.js';
 import type { StorageConfig } from '../runtime/config.js';
 import type { Logger } from '../runtime/logger.js';
 import { filesOf, InputsGoneError, InvalidJobDataError, mapJobFiles, type RequestArea, type Storage, type WriteCounter } from './port.js';
@@ -334,12 +334,17 @@ export function createS3Storage(
         await Promise.all(inputs.map(([from, to]) => download(from!, to!, signal)));
         const result = await work(local);
         if (!result.ok) return result;
-        await upload(data.resultPath, createReadStream(local.resultPath), signal).catch((err: unknown) => {
-          throw signal?.aborted ? signal.reason : storageError(err);
-        });
-        // The request may have ended while the job ran, and removed its objects before this one
-        // existed: remove it now rather than leave it to the lifecycle rule.
-        if (!(await exists(data.retorno.path))) await deleteKeys([data.resultPath]);
+        // The result last: a task is concluded by its result, so what it reads beside it is there.
+        const keys = outputsOf(data);
+        const files = outputsOf(local);
+        for (let i = keys.length - 1; i >= 0; i--) {
+          await upload(keys[i]!, createReadStream(files[i]!), signal).catch((err: unknown) => {
+            throw signal?.aborted ? signal.reason : storageError(err);
+          });
+        }
+        // The request may have ended while the job ran, and removed its objects before these
+        // existed: remove them now rather than leave them to the lifecycle rule.
+        if (!(await exists(data.retorno.path))) await deleteKeys(keys);
         return result;
       } finally {
         await rm(dir, { recursive: true, force: true });

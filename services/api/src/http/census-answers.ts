@@ -23,6 +23,10 @@ export const UPLOAD_ROUTES: readonly RouteSpec[] = [
 ];
 
 export const RESULT_FILE = 'resultado';
+/** A batch's divergencias-rf task's lines of the batch's combined CSV (BatchLines), beside its result. */
+export const BATCH_LINES_FILE = 'resultado-lote.csv';
+/** Every file a task's job may leave in its area. */
+export const TASK_OUTPUTS: readonly string[] = [RESULT_FILE, BATCH_LINES_FILE];
 
 export const FORMAT_ERROR = 'Parâmetro format deve ser json, csv ou xlsx.';
 

@@ -6,9 +6,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import { OverloadedError, type JobData, type RequestArea } from '@censo/shared';
 import { receiveFiles, receiveReturns } from '../http/uploads.js';
 import { annotateRequestLog } from '../plugins/request-log.js';
-import { jobData, requestedFormat, RESULT_FILE, type RouteSpec } from '../http/census-answers.js';
+import { BATCH_LINES_FILE, jobData, requestedFormat, RESULT_FILE, type RouteSpec } from '../http/census-answers.js';
 import { ConflictError, IdempotencyMismatchError, invalido, loteNaoEncontrado, mensagens, tarefaNaoEncontrada } from './errors.js';
 import { donoDe } from './dono.js';
+import { loteLeading } from './results.js';
 import { isFinal, isId, newId, tarefaMonitor, type ArquivoTarefa, type Formato, type TarefaAgora, type TarefaRecord } from './model.js';
 import type { IdempotencyReservation, IdempotencyState, TarefasService } from './service.js';
 
@@ -305,7 +306,14 @@ async function intakeReturns(
         txtName: null,
         entradas: [`retorno.${file.retorno.format}`],
       }),
-      data: jobData(route.kind, { retorno: file.retorno, txt: null }, 'json', file.area.ref(RESULT_FILE)),
+      data: {
+        kind: 'divergencias',
+        retorno: file.retorno,
+        format: 'json',
+        resultPath: file.area.ref(RESULT_FILE),
+        // Its lines of the batch's combined CSV, written by the job (results.ts sends them as they are).
+        batchLines: { path: file.area.ref(BATCH_LINES_FILE), leading: loteLeading(file.referencia, file.retornoName) },
+      },
     };
   });
   annotateRequestLog(request, {

@@ -7,6 +7,10 @@ import type { FastifyReply } from 'fastify';
 import {
   DIVERGENCIA_COLUMNS,
   DIVERGENCIAS_TABLE,
+  batchLine,
+  batchLinePrefix,
+  csvLine,
+  csvRowChunks,
   FALHAS_PLANILHA,
   LOTE_DIVERGENCIAS_PLANILHA,
   PESSOAS_TABLE,
@@ -22,7 +26,7 @@ import {
   type Storage,
 } from '@censo/shared';
 import { attachment } from '../http/content-disposition.js';
-import { CONTENT_TYPES, describeResult, LIST_NAMES, RESULT_FILE } from '../http/census-answers.js';
+import { BATCH_LINES_FILE, CONTENT_TYPES, describeResult, LIST_NAMES, RESULT_FILE } from '../http/census-answers.js';
 import { KIND_OF, type ContagemDivergencias, type LoteRecord, type TarefaRecord } from './model.js';
 import type { TarefasService } from './service.js';
 
@@ -122,6 +126,27 @@ export async function sendResultado(
   return reply.send(listBody(storedItems(stored, resultado.bytes), wanted, tableOf(record)));
 }
 
+/** The fields a batch's task's divergences lead with in the batch's answers: its `referencia` and `arquivo`. */
+export function loteLeading(referencia: string | null, arquivo: string): [string, string] {
+  return [referencia ?? '', arquivo];
+}
+
+/** The batch's concluded divergencias-rf tasks, in creation order (every task told to `onTarefa`). */
+async function* loteConcluidas(service: TarefasService, loteId: string, onTarefa?: (record: TarefaRecord) => void): AsyncGenerator<TarefaRecord> {
+  for await (const record of service.loteTarefas(loteId)) {
+    onTarefa?.(record);
+    if (record.rota === 'divergencias-rf' && record.estado === 'concluida') yield record;
+  }
+}
+
+/** A task's stored file, or null: a task deleted (or expired) meanwhile has none any more, and is skipped. */
+function storedFile(storage: Storage, record: TarefaRecord, name: string): Promise<Readable | null> {
+  return storage
+    .area(record.id)
+    .read(name)
+    .catch(() => null);
+}
+
 /** Every divergence of the batch's concluded divergencias-rf tasks, in creation order, each with `referencia` and `arquivo`. */
 export async function* loteDivergencias(
   service: TarefasService,
@@ -130,18 +155,31 @@ export async function* loteDivergencias(
   /** Told every task of the batch as it is read, in order (one pass for whoever also counts the tasks). */
   onTarefa?: (record: TarefaRecord) => void,
 ): AsyncGenerator<Record<string, unknown>> {
-  for await (const record of service.loteTarefas(loteId)) {
-    onTarefa?.(record);
-    if (record.rota !== 'divergencias-rf' || record.estado !== 'concluida') continue;
-    // A task deleted (or expired) meanwhile has no result any more: it is skipped.
-    const stored = await storage
-      .area(record.id)
-      .read(RESULT_FILE)
-      .catch(() => null);
-    if (stored === null) continue;
-    for await (const item of storedItems(stored, record.resultado?.bytes ?? Infinity)) {
-      yield { referencia: record.referencia ?? '', arquivo: record.arquivo, ...item };
+  for await (const record of loteConcluidas(service, loteId, onTarefa)) {
+    const result = await storedFile(storage, record, RESULT_FILE);
+    if (result === null) continue;
+    const [referencia, arquivo] = loteLeading(record.referencia, record.arquivo);
+    for await (const item of storedItems(result, record.resultado?.bytes ?? Infinity)) yield { referencia, arquivo, ...item };
+  }
+}
+
+/**
+ * The batch's combined CSV: its header, then each task's lines as its job stored them
+ * (BATCH_LINES_FILE), sent as they are. A task without them (its job ran on a worker from before
+ * them, during a rolling upgrade) has its JSON result written as the same lines.
+ */
+async function* loteCsvChunks(service: TarefasService, storage: Storage, loteId: string): AsyncGenerator<Buffer | string> {
+  yield csvLine(LOTE_DIVERGENCIAS_TABLE.columns);
+  for await (const record of loteConcluidas(service, loteId)) {
+    const lines = await storedFile(storage, record, BATCH_LINES_FILE);
+    if (lines !== null) {
+      yield* lines as AsyncIterable<Buffer>;
+      continue;
     }
+    const result = await storedFile(storage, record, RESULT_FILE);
+    if (result === null) continue;
+    const prefix = batchLinePrefix(loteLeading(record.referencia, record.arquivo));
+    yield* csvRowChunks(storedItems(result, record.resultado?.bytes ?? Infinity), (item) => batchLine(prefix, item, DIVERGENCIA_COLUMNS));
   }
 }
 
@@ -193,9 +231,10 @@ export function sendLoteDivergencias(
   loteId: string,
   format: OutputFormat,
 ): FastifyReply {
-  const items = loteDivergencias(service, storage, loteId);
   // A batch's export is a download in every format, json included: it gets a file name.
   reply.type(CONTENT_TYPES[format]).header('content-disposition', attachment(`${LIST_NAMES.divergencias}.${format}`));
+  if (format === 'csv') return reply.send(Readable.from(loteCsvChunks(service, storage, loteId)));
+  const items = loteDivergencias(service, storage, loteId);
   if (format === 'json') {
     return reply.send(
       Readable.from(
@@ -206,7 +245,6 @@ export function sendLoteDivergencias(
       ),
     );
   }
-  if (format === 'csv') return reply.send(listBody(items, format, LOTE_DIVERGENCIAS_TABLE));
   // A spreadsheet has room for both: the failed files on a sheet of their own.
   return reply.send(
     xlsxBookStream([

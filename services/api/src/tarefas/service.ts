@@ -25,7 +25,7 @@ import {
 } from './model.js';
 import { keys, type Guard, type TarefaStore, type Write } from './store.js';
 import { deliverWebhook, newMessageId } from './webhooks.js';
-import { RESULT_FILE } from '../http/census-answers.js';
+import { TASK_OUTPUTS } from '../http/census-answers.js';
 
 /** A task just committed may not be in the queue yet: a missing job is not a lost one this soon. */
 const SUBMIT_GRACE_MS = 30_000;
@@ -425,7 +425,7 @@ export class TarefasService {
     this.#deps.onEstado?.(won.rota, won.estado);
     // The upload is deleted as soon as its job ends (SPEC §7.1); a result only when there is one.
     const area = this.#deps.storage.area(id);
-    const drop = won.estado === 'concluida' ? won.entradas : [...won.entradas, RESULT_FILE];
+    const drop = won.estado === 'concluida' ? won.entradas : [...won.entradas, ...TASK_OUTPUTS];
     await area.discard(drop).catch((err: unknown) => this.#deps.log.warn({ err, tarefa: id }, 'could not remove a task upload'));
     await this.execution
       .forget(id)
@@ -484,7 +484,7 @@ export class TarefasService {
         .catch((err: unknown) => this.#deps.log.warn({ err, tarefa: record.id }, 'could not cancel a task job'));
     }
     const area = this.#deps.storage.area(record.id);
-    for (const name of [...record.entradas, RESULT_FILE]) area.ref(name);
+    for (const name of [...record.entradas, ...TASK_OUTPUTS]) area.ref(name);
     await area.remove().catch((err: unknown) => this.#deps.log.error({ err, tarefa: record.id }, 'could not remove task files'));
   }
 

@@ -21,14 +21,23 @@ export function csvLine(values: readonly (string | null)[]): string {
 }
 
 /** A header line and one line per row, batched into writes of about 64 KB. */
-export async function* csvChunks(columns: readonly string[], rows: AsyncIterable<readonly (string | null)[]>): AsyncGenerator<string> {
-  let batch = csvLine(columns);
-  for await (const row of rows) {
-    batch += csvLine(row);
+export function csvChunks(columns: readonly string[], rows: AsyncIterable<readonly (string | null)[]>): AsyncGenerator<string> {
+  return csvRowChunks(rows, csvLine, csvLine(columns));
+}
+
+/** `first`, then `line(item)` for each item, batched into writes of about 64 KB. */
+export async function* csvRowChunks<T>(
+  items: AsyncIterable<T> | Iterable<T>,
+  line: (item: T) => string,
+  first = '',
+): AsyncGenerator<string> {
+  let batch = first;
+  for await (const item of items) {
+    batch += line(item);
     if (batch.length >= 64 * 1024) {
       yield batch;
       batch = '';
     }
   }
-  yield batch;
+  if (batch.length > 0) yield batch;
 }
