@@ -63,11 +63,14 @@ async function zipEntries(handle: FileHandle, names: readonly string[], limit: n
 }
 
 async function isXlsxOutput(handle: FileHandle): Promise<boolean> {
-  const parts = await zipEntries(handle, ['xl/workbook.xml', 'xl/worksheets/sheet1.xml', 'xl/sharedStrings.xml'], 64 * 1024);
   // Its first sheet is `divergencias`, and its header is the batch's, inline (as written) or in
-  // the shared strings (after a spreadsheet program saved it again).
-  const firstSheet = /<(?:\w+:)?sheet\b[^>]*\bname="([^"]*)"/.exec(parts.get('xl/workbook.xml') ?? '');
+  // the shared strings (after a spreadsheet program saved it again). The small workbook part
+  // first: a school's return stops there, without inflating the start of its sheet and strings
+  // (1.1 ms a file, a fifth of `lote --servidor`'s own CPU on a state's burst).
+  const workbook = await zipEntries(handle, ['xl/workbook.xml'], 64 * 1024);
+  const firstSheet = /<(?:\w+:)?sheet\b[^>]*\bname="([^"]*)"/.exec(workbook.get('xl/workbook.xml') ?? '');
   if (firstSheet?.[1] !== 'divergencias') return false;
+  const parts = await zipEntries(handle, ['xl/worksheets/sheet1.xml', 'xl/sharedStrings.xml'], 64 * 1024);
   const cells = (parts.get('xl/worksheets/sheet1.xml') ?? '') + (parts.get('xl/sharedStrings.xml') ?? '');
   return WORKBOOK_HEADERS.some((header) => header.every((cell) => cells.includes(cell)));
 }
