@@ -6,13 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { DIVERGENCIA_COLUMNS, JOB_OPTIONS, JOB_QUEUE, cellValues, csvLine, withContract, type JobData } from '@censo/shared';
+import { BATCH_LINES_FILE, DIVERGENCIA_COLUMNS, JOB_OPTIONS, JOB_QUEUE, cellValues, csvLine, withContract, type JobData } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { useTestRedis } from '../helpers/redis.js';
 import { MODES, monitor, request, startHarness, waitForTarefa, type Answer, type Harness, type Mode } from '../helpers/tarefas.js';
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { BATCH_LINES_FILE } from '../../services/api/dist/http/census-answers.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const utf8 = fixtureCases().find((c) => c.name === 'basico-utf8')!;

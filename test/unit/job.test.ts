@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIVERGENCIA_COLUMNS, cellValues, csvLine, runJob } from '@censo/shared';
+import { BATCH_LINES_FILE, DIVERGENCIA_COLUMNS, cellValues, csvLine, runJob } from '@censo/shared';
 
 let dir: string;
 let n = 0;
@@ -52,10 +52,11 @@ describe('runJob', () => {
       'r.json',
       JSON.stringify([retornoRow('2', 'ALU1', 'CPF', '111 -- 999'), retornoRow('3', 'ALU2', 'Nome', '=BIA -- "BEATRIZ", B')]),
     );
-    const resultPath = result();
-    const lines = path.join(dir, `${n++}-lines.csv`);
+    // Beside the result, in the task's own folder.
+    const resultPath = path.join(await mkdtemp(path.join(dir, 'area-')), 'resultado');
+    const lines = path.join(path.dirname(resultPath), BATCH_LINES_FILE);
     const leading = ['regional 1/escola, "A"', 'é.json'];
-    const r = await runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath, batchLines: { path: lines, leading } });
+    const r = await runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath, batchLines: leading });
     expect(r).toMatchObject({ ok: true, count: 2 });
     const divergencias = JSON.parse(await readFile(resultPath, 'utf8')).divergencias as object[];
     expect(await readFile(lines, 'utf8')).toBe(divergencias.map((d) => csvLine([...leading, ...cellValues(d, DIVERGENCIA_COLUMNS)])).join(''));
@@ -67,9 +68,9 @@ describe('runJob', () => {
 
   it("a batch's task that fails leaves neither its result nor its lines", async () => {
     const retorno = await file('r.json', '{"não é": "uma lista"}');
-    const resultPath = result();
-    const lines = path.join(dir, `${n++}-lines.csv`);
-    const r = await runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath, batchLines: { path: lines, leading: ['a'] } });
+    const resultPath = path.join(await mkdtemp(path.join(dir, 'area-')), 'resultado');
+    const lines = path.join(path.dirname(resultPath), BATCH_LINES_FILE);
+    const r = await runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath, batchLines: ['a'] });
     expect(r.ok).toBe(false);
     expect([existsSync(resultPath), existsSync(lines)]).toEqual([false, false]);
   });

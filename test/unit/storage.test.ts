@@ -11,11 +11,13 @@ import { UnrecoverableError, type Job } from 'bullmq';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  BATCH_LINES_FILE,
   createFolderStorage,
   createStorage,
   InputsGoneError,
   InvalidJobDataError,
   loadConfig,
+  outputsOf,
   StorageUnavailableError,
   UPLOAD_GONE,
   type JobData,
@@ -63,14 +65,13 @@ describe('S3 storage: job data must name objects of one request under S3_PREFIX'
     expect(() => s3.checkJobData(job(files))).toThrow(InvalidJobDataError);
   });
 
-  it("a batch's task's lines of the combined CSV: beside its result, with texts to lead them", () => {
+  it("a batch's task's lines of the combined CSV: texts to lead them, written beside its result", () => {
     const divergencias = job({ retorno: key('retorno.json'), result: key('resultado') }, 'divergencias');
-    const lines = (ref: unknown, leading: unknown = ['ref', 'retorno.json']) => ({ ...divergencias, batchLines: { path: ref, leading } }) as JobData;
-    expect(() => s3.checkJobData(lines(key('resultado-lote.csv')))).not.toThrow();
-    expect(() => s3.checkJobData(lines(key('resultado-lote.csv', 'outro-pedido')))).toThrow(InvalidJobDataError);
-    expect(() => s3.checkJobData(lines('outro/resultado-lote.csv'))).toThrow(InvalidJobDataError);
-    expect(() => s3.checkJobData(lines(key('resultado-lote.csv'), 'ref'))).toThrow(InvalidJobDataError);
-    expect(() => s3.checkJobData(lines(key('resultado-lote.csv'), [1, 2]))).toThrow(InvalidJobDataError);
+    const lines = (leading: unknown) => ({ ...divergencias, batchLines: leading }) as JobData;
+    expect(() => s3.checkJobData(lines(['ref', 'retorno.json']))).not.toThrow();
+    expect(outputsOf(lines(['ref']))).toEqual([key('resultado'), key(BATCH_LINES_FILE)]);
+    expect(() => s3.checkJobData(lines('ref'))).toThrow(InvalidJobDataError);
+    expect(() => s3.checkJobData(lines([1, 2]))).toThrow(InvalidJobDataError);
   });
 
   it('refuses an unknown kind', () => {
@@ -90,15 +91,13 @@ describe('folder storage: job data must name files of one request folder under U
     ).not.toThrow();
   });
 
-  it("a batch's task's lines of the combined CSV: beside its result, with texts to lead them", () => {
+  it("a batch's task's lines of the combined CSV: texts to lead them, written beside its result", () => {
     const folder = createFolderStorage(root);
     const divergencias = job({ retorno: file('retorno.json'), result: file('resultado') }, 'divergencias');
-    const lines = (at: unknown, leading: unknown = ['ref', 'retorno.json']) => ({ ...divergencias, batchLines: { path: at, leading } }) as JobData;
-    expect(() => folder.checkJobData(lines(file('resultado-lote.csv')))).not.toThrow();
-    // Inside UPLOAD_DIR, but another request's folder: its result could be overwritten.
-    expect(() => folder.checkJobData(lines(path.join(root, 'outro-pedido', 'resultado')))).toThrow(InvalidJobDataError);
-    expect(() => folder.checkJobData(lines('/tmp/resultado-lote.csv'))).toThrow(InvalidJobDataError);
-    expect(() => folder.checkJobData(lines(file('resultado-lote.csv'), { 0: 'ref' }))).toThrow(InvalidJobDataError);
+    const lines = (leading: unknown) => ({ ...divergencias, batchLines: leading }) as JobData;
+    expect(() => folder.checkJobData(lines(['ref', 'retorno.json']))).not.toThrow();
+    expect(outputsOf(lines(['ref']))).toEqual([file('resultado'), file(BATCH_LINES_FILE)]);
+    expect(() => folder.checkJobData(lines({ 0: 'ref' }))).toThrow(InvalidJobDataError);
   });
 
   it.each([

@@ -8,14 +8,14 @@ import { divergenciaBatches } from './divergencias.js';
 import { itemsOf } from './item-stream.js';
 import { CensoError } from './errors.js';
 import { matchPersons, pessoaBatches } from './merge.js';
-import { writingBatchLines } from './output/batch-lines.js';
+import { BatchLinesFile } from './output/batch-lines.js';
 import { csvChunks } from './output/csv.js';
 import { jsonListChunks, writeChunks } from './output/json.js';
 import { DIVERGENCIAS_TABLE, PESSOAS_TABLE, tableRows, type TableShape } from './output/table.js';
 import { writeXlsx } from './output/xlsx.js';
 import { planilhaRows } from './output/planilha.js';
 import { readRetornoBatches } from './retorno/index.js';
-import { outputsOf, type JobData, type JobResult, type OutputFormat } from './types.js';
+import { batchLinesPath, outputsOf, type JobData, type JobResult, type OutputFormat } from './types.js';
 import type { Vocabulary } from './vocabulary.js';
 
 export interface RunJobOptions {
@@ -34,8 +34,18 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
     // Batches from the reader to the writer or the merge: one promise per divergence, none per row.
     const divergencias = itemsOf(divergenciaBatches(rows, vocabulary?.labels));
     if (data.kind === 'divergencias') {
-      const items = data.batchLines ? writingBatchLines(divergencias, data.batchLines, DIVERGENCIAS_TABLE.columns) : divergencias;
-      return { ok: true, ...(await writeTable(data.resultPath, data.format ?? 'json', DIVERGENCIAS_TABLE, items, signal)) };
+      if (!data.batchLines)
+        return { ok: true, ...(await writeTable(data.resultPath, data.format ?? 'json', DIVERGENCIAS_TABLE, divergencias, signal)) };
+      const lines = new BatchLinesFile(batchLinesPath(data.resultPath), data.batchLines, DIVERGENCIAS_TABLE.columns);
+      try {
+        const written = await writeTable(data.resultPath, data.format ?? 'json', DIVERGENCIAS_TABLE, divergencias, signal, (item) =>
+          lines.add(item),
+        );
+        lines.end();
+        return { ok: true, ...written };
+      } finally {
+        lines.close();
+      }
     }
     // The merge finishes before the result file is created: a mismatch leaves nothing to clean.
     const matched = await matchPersons(divergencias, data.txt.path, { ...(signal ? { signal } : {}) });
@@ -80,9 +90,19 @@ export async function writeTable(
   table: TableShape,
   items: AsyncIterable<object> | Iterable<object>,
   signal?: AbortSignal,
+  /** Told each item as it is written (a batch's task's lines of the combined CSV). */
+  seen?: (item: object) => void,
 ): Promise<{ count: number; bytes: number }> {
   let count = 0;
-  const counted = countedItems(items, () => count++);
+  const counted = countedItems(
+    items,
+    seen
+      ? (item) => {
+          count++;
+          seen(item);
+        }
+      : () => count++,
+  );
   let bytes: number;
   if (format === 'json') bytes = await writeChunks(path, jsonListChunks(table.key, counted), signal);
   else if (format === 'csv') bytes = await writeChunks(path, csvChunks(table.columns, tableRows(counted, table.columns)), signal);
@@ -94,11 +114,11 @@ export async function writeTable(
  * The same items, calling `seen` for each as it is taken: a sync source stays sync, and an async
  * one gets one `then` per item instead of an async generator's several promise hops.
  */
-function countedItems<T>(items: AsyncIterable<T> | Iterable<T>, seen: () => void): AsyncIterable<T> | Iterable<T> {
+function countedItems<T>(items: AsyncIterable<T> | Iterable<T>, seen: (item: T) => void): AsyncIterable<T> | Iterable<T> {
   if (Symbol.iterator in items) {
     return (function* () {
       for (const item of items) {
-        seen();
+        seen(item);
         yield item;
       }
     })();
@@ -109,7 +129,7 @@ function countedItems<T>(items: AsyncIterable<T> | Iterable<T>, seen: () => void
       return {
         next: () =>
           source.next().then((result) => {
-            if (!result.done) seen();
+            if (!result.done) seen(result.value);
             return result;
           }),
         return: async (value?: unknown) => (await source.return?.(value)) ?? { value: undefined, done: true },

@@ -61,8 +61,8 @@ export type JobData =
       /** Absent means json: jobs enqueued by an older API during a rolling deploy still run. */
       readonly format?: OutputFormat;
       readonly resultPath: string;
-      /** A batch's task: its divergences also as lines of the batch's combined CSV (see BatchLines). */
-      readonly batchLines?: BatchLines;
+      /** A batch's task: its divergences also as lines of the batch's combined CSV, these fields first (see BATCH_LINES_FILE). */
+      readonly batchLines?: readonly string[];
     }
   | {
       readonly kind: 'retorno-rf';
@@ -81,21 +81,25 @@ export type JobData =
 
 /**
  * A batch's divergencias-rf task also writes its result in the form the batch's combined CSV
- * (SPEC §7.3) sends it: one CSV line a divergence, `leading` (the task's `referencia` and
- * `arquivo`) first, no header. The combined answer then sends these bytes as they are instead of
- * parsing every task's JSON to write them again (issue 35). Optional both ways: a worker from
- * before it ignores the field, and a task without the file is converted from its JSON as before.
+ * (SPEC §7.3) sends it, in this file beside its result: one CSV line a divergence, the job's
+ * `batchLines` (the task's `referencia` and `arquivo`) first, no header. The combined answer then
+ * sends these bytes as they are instead of parsing every task's JSON to write them again (issue
+ * 35). Optional both ways: a worker from before it ignores the field, and a task without the file
+ * is converted from its JSON as before. Its place follows from the result's, so the job data
+ * (kept in Redis while the task waits) carries no second path.
  */
-export interface BatchLines {
-  readonly path: string;
-  readonly leading: readonly string[];
+export const BATCH_LINES_FILE = 'resultado-lote.csv';
+
+/** Where a job whose result is at `resultPath` (a path or an object key) writes its batch lines. */
+export function batchLinesPath(resultPath: string): string {
+  return resultPath.slice(0, resultPath.lastIndexOf('/') + 1) + BATCH_LINES_FILE;
 }
 
 export type JobKind = JobData['kind'];
 
 /** The files a job writes: its result, and a batch task's combined-CSV lines. */
 export function outputsOf(data: JobData): string[] {
-  return data.kind === 'divergencias' && data.batchLines ? [data.resultPath, data.batchLines.path] : [data.resultPath];
+  return data.kind === 'divergencias' && data.batchLines ? [data.resultPath, batchLinesPath(data.resultPath)] : [data.resultPath];
 }
 
 /**

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { StorageUnavailableError } from '../core/errors.js';
-import { outputsOf, type JobData } from '../core/types.js';
+import type { JobData } from '../core/types.js';
 import { filesOf, InvalidJobDataError, type RequestArea, type Storage, type WriteCounter } from './port.js';
 
 /** Errors of the file system that mean "cannot store uploads now", not "bad request". */
@@ -110,10 +110,6 @@ function folderOf(data: JobData, root: string): string {
   const folder = typeof data.resultPath === 'string' ? path.dirname(path.resolve(data.resultPath)) : '';
   const valid = paths.every((p) => typeof p === 'string' && isInside(root, path.resolve(p))) && folder !== root && isInside(root, folder);
   if (!valid) throw new InvalidJobDataError('paths must be inside UPLOAD_DIR');
-  // What the job writes goes beside its result, in its own request's folder.
-  if (outputsOf(data).some((output) => path.dirname(path.resolve(output)) !== folder)) {
-    throw new InvalidJobDataError("a job's outputs must be in one request folder");
-  }
   return folder;
 }
 

@@ -78,9 +78,9 @@ export function filesOf(data: JobData): unknown[] {
   try {
     const files: unknown[] = [data.retorno.path, data.resultPath];
     if (data.kind !== 'divergencias') files.push(data.txt.path);
-    else if (data.batchLines !== undefined) files.push(data.batchLines.path);
-    if (data.kind === 'divergencias' && data.batchLines !== undefined && !validLeading(data.batchLines.leading)) {
-      throw new InvalidJobDataError('batchLines.leading must be a list of texts');
+    // The batch lines go beside the result (batchLinesPath): only their leading fields are data.
+    if (data.kind === 'divergencias' && data.batchLines !== undefined && !validLeading(data.batchLines)) {
+      throw new InvalidJobDataError('batchLines must be a list of texts');
     }
     return files;
   } catch (err) {
@@ -96,7 +96,7 @@ function validLeading(leading: unknown): boolean {
 export function mapJobFiles(data: JobData, map: (ref: string) => string): JobData {
   const retorno = { ...data.retorno, path: map(data.retorno.path) };
   const resultPath = map(data.resultPath);
-  if (data.kind !== 'divergencias') return { ...data, retorno, txt: { path: map(data.txt.path) }, resultPath };
-  const batchLines = data.batchLines && { ...data.batchLines, path: map(data.batchLines.path) };
-  return { ...data, retorno, resultPath, ...(batchLines ? { batchLines } : {}) };
+  return data.kind === 'divergencias'
+    ? { ...data, retorno, resultPath }
+    : { ...data, retorno, txt: { path: map(data.txt.path) }, resultPath };
 }

@@ -2,7 +2,7 @@
 // by the synchronous routes and the asynchronous tasks (SPEC §7.1), whose result must be the same
 // answer: same type, same headers.
 import type { FastifyReply, onRequestHookHandler } from 'fastify';
-import { BadInputError, OUTPUT_FORMATS, type JobData, type JobResult, type OutputFormat } from '@censo/shared';
+import { BATCH_LINES_FILE, BadInputError, OUTPUT_FORMATS, type JobData, type JobResult, type OutputFormat } from '@censo/shared';
 import type { ReceivedFiles, UploadField } from './uploads.js';
 import { attachment, corrigidoFilename } from './content-disposition.js';
 import type { Rota } from '../tarefas/model.js';
@@ -23,9 +23,7 @@ export const UPLOAD_ROUTES: readonly RouteSpec[] = [
 ];
 
 export const RESULT_FILE = 'resultado';
-/** A batch's divergencias-rf task's lines of the batch's combined CSV (BatchLines), beside its result. */
-export const BATCH_LINES_FILE = 'resultado-lote.csv';
-/** Every file a task's job may leave in its area. */
+/** Every file a task's job may leave in its area (a batch's divergencias-rf task: its lines of the combined CSV too). */
 export const TASK_OUTPUTS: readonly string[] = [RESULT_FILE, BATCH_LINES_FILE];
 
 export const FORMAT_ERROR = 'Parâmetro format deve ser json, csv ou xlsx.';

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import { OverloadedError, type JobData, type RequestArea } from '@censo/shared';
 import { receiveFiles, receiveReturns } from '../http/uploads.js';
 import { annotateRequestLog } from '../plugins/request-log.js';
-import { BATCH_LINES_FILE, jobData, requestedFormat, RESULT_FILE, type RouteSpec } from '../http/census-answers.js';
+import { jobData, requestedFormat, RESULT_FILE, type RouteSpec } from '../http/census-answers.js';
 import { ConflictError, IdempotencyMismatchError, invalido, loteNaoEncontrado, mensagens, tarefaNaoEncontrada } from './errors.js';
 import { donoDe } from './dono.js';
 import { loteLeading } from './results.js';
@@ -312,7 +312,7 @@ async function intakeReturns(
         format: 'json',
         resultPath: file.area.ref(RESULT_FILE),
         // Its lines of the batch's combined CSV, written by the job (results.ts sends them as they are).
-        batchLines: { path: file.area.ref(BATCH_LINES_FILE), leading: loteLeading(file.referencia, file.retornoName) },
+        batchLines: loteLeading(file.referencia, file.retornoName),
       },
     };
   });

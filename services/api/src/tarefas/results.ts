@@ -5,6 +5,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import {
+  BATCH_LINES_FILE,
   DIVERGENCIA_COLUMNS,
   DIVERGENCIAS_TABLE,
   batchLine,
@@ -26,7 +27,7 @@ import {
   type Storage,
 } from '@censo/shared';
 import { attachment } from '../http/content-disposition.js';
-import { BATCH_LINES_FILE, CONTENT_TYPES, describeResult, LIST_NAMES, RESULT_FILE } from '../http/census-answers.js';
+import { CONTENT_TYPES, describeResult, LIST_NAMES, RESULT_FILE } from '../http/census-answers.js';
 import { KIND_OF, type ContagemDivergencias, type LoteRecord, type TarefaRecord } from './model.js';
 import type { TarefasService } from './service.js';
 
