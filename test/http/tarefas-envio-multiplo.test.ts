@@ -6,7 +6,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { BATCH_LINES_FILE, DIVERGENCIA_COLUMNS, JOB_OPTIONS, JOB_QUEUE, cellValues, csvLine, withContract, type JobData } from '@censo/shared';
+import {
+  BATCH_LINES_FILE,
+  DIVERGENCIA_COLUMNS,
+  JOB_OPTIONS,
+  JOB_QUEUE,
+  cellValues,
+  csvLine,
+  withContract,
+  type JobData,
+} from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { useTestRedis } from '../helpers/redis.js';
 import { MODES, monitor, request, startHarness, waitForTarefa, type Answer, type Harness, type Mode } from '../helpers/tarefas.js';

@@ -86,10 +86,14 @@ describe.each(MODES)('%s mode on an S3 bucket', (mode: Mode) => {
   it("a batch's divergencias-rf task keeps its lines of the combined CSV beside its result: the combined CSV is sent from them, DELETE removes both", async () => {
     const lote = (await request(server, 'POST', '/api/lotes')).json().id as string;
     const id = (
-      await request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: await formWith([retorno], { referencia: 'escola, "1"' }) })
+      await request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, {
+        body: await formWith([retorno], { referencia: 'escola, "1"' }),
+      })
     ).json().id as string;
     expect((await waitForTarefa(server, id)).estado).toBe('concluida');
-    await waitFor(async () => JSON.stringify(await objects(id)) === '["resultado","resultado-lote.csv"]', { what: 'the result and its lines' });
+    await waitFor(async () => JSON.stringify(await objects(id)) === '["resultado","resultado-lote.csv"]', {
+      what: 'the result and its lines',
+    });
     const divergencias = (await request(server, 'GET', `/api/tarefas/${id}/resultado`)).json().divergencias as object[];
     expect(divergencias.length).toBeGreaterThan(0);
     expect((await request(server, 'POST', `/api/lotes/${lote}/fechar`)).status).toBe(200);

@@ -59,7 +59,9 @@ describe('runJob', () => {
     const r = await runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath, batchLines: leading });
     expect(r).toMatchObject({ ok: true, count: 2 });
     const divergencias = JSON.parse(await readFile(resultPath, 'utf8')).divergencias as object[];
-    expect(await readFile(lines, 'utf8')).toBe(divergencias.map((d) => csvLine([...leading, ...cellValues(d, DIVERGENCIA_COLUMNS)])).join(''));
+    expect(await readFile(lines, 'utf8')).toBe(
+      divergencias.map((d) => csvLine([...leading, ...cellValues(d, DIVERGENCIA_COLUMNS)])).join(''),
+    );
     expect(await readFile(lines, 'utf8')).toBe(
       '"regional 1/escola, ""A""",é.json,ALU1,2,CPF,111,999,false,cpf\r\n' +
         '"regional 1/escola, ""A""",é.json,ALU2,3,Nome,\'=BIA,"""BEATRIZ"", B",false,nome\r\n',

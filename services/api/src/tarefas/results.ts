@@ -133,7 +133,11 @@ export function loteLeading(referencia: string | null, arquivo: string): [string
 }
 
 /** The batch's concluded divergencias-rf tasks, in creation order (every task told to `onTarefa`). */
-async function* loteConcluidas(service: TarefasService, loteId: string, onTarefa?: (record: TarefaRecord) => void): AsyncGenerator<TarefaRecord> {
+async function* loteConcluidas(
+  service: TarefasService,
+  loteId: string,
+  onTarefa?: (record: TarefaRecord) => void,
+): AsyncGenerator<TarefaRecord> {
   for await (const record of service.loteTarefas(loteId)) {
     onTarefa?.(record);
     if (record.rota === 'divergencias-rf' && record.estado === 'concluida') yield record;
