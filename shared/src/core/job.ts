@@ -34,17 +34,22 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
     // Batches from the reader to the writer or the merge: one promise per divergence, none per row.
     const divergencias = itemsOf(divergenciaBatches(rows, vocabulary?.labels));
     if (data.kind === 'divergencias') {
-      if (!data.batchLines)
-        return { ok: true, ...(await writeTable(data.resultPath, data.format ?? 'json', DIVERGENCIAS_TABLE, divergencias, signal)) };
-      const lines = new BatchLinesFile(batchLinesPath(data.resultPath), data.batchLines, DIVERGENCIAS_TABLE.columns);
+      const lines = data.batchLines
+        ? new BatchLinesFile(batchLinesPath(data.resultPath), data.batchLines, DIVERGENCIAS_TABLE.columns)
+        : undefined;
       try {
-        const written = await writeTable(data.resultPath, data.format ?? 'json', DIVERGENCIAS_TABLE, divergencias, signal, (item) =>
-          lines.add(item),
+        const written = await writeTable(
+          data.resultPath,
+          data.format ?? 'json',
+          DIVERGENCIAS_TABLE,
+          divergencias,
+          signal,
+          lines && ((item) => lines.add(item)),
         );
-        lines.end();
+        lines?.end();
         return { ok: true, ...written };
       } finally {
-        lines.close();
+        lines?.close();
       }
     }
     // The merge finishes before the result file is created: a mismatch leaves nothing to clean.
@@ -94,15 +99,10 @@ export async function writeTable(
   seen?: (item: object) => void,
 ): Promise<{ count: number; bytes: number }> {
   let count = 0;
-  const counted = countedItems(
-    items,
-    seen
-      ? (item) => {
-          count++;
-          seen(item);
-        }
-      : () => count++,
-  );
+  const counted = countedItems(items, (item) => {
+    count++;
+    seen?.(item);
+  });
   let bytes: number;
   if (format === 'json') bytes = await writeChunks(path, jsonListChunks(table.key, counted), signal);
   else if (format === 'csv') bytes = await writeChunks(path, csvChunks(table.columns, tableRows(counted, table.columns)), signal);
