@@ -337,8 +337,8 @@ export function createS3Storage(
         // The result last: a task is concluded by its result, so what it reads beside it is there.
         const keys = outputsOf(data);
         const files = outputsOf(local);
-        for (let i = keys.length - 1; i >= 0; i--) {
-          await upload(keys[i]!, createReadStream(files[i]!), signal).catch((err: unknown) => {
+        for (const [key, file] of keys.map((key, i) => [key, files[i]!] as const).reverse()) {
+          await upload(key, createReadStream(file), signal).catch((err: unknown) => {
             throw signal?.aborted ? signal.reason : storageError(err);
           });
         }
