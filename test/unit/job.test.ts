@@ -193,4 +193,20 @@ describe('runJob', () => {
     await expect(running).rejects.toMatchObject({ name: 'AbortError' });
     expect(existsSync(resultPath)).toBe(false);
   });
+
+  it("removes a batch's task's partial lines with its result when aborted mid-way", async () => {
+    const rows = Array.from({ length: 200_000 }, (_, i) => JSON.stringify(retornoRow('2', 'ALU1', 'CPF', `${i} -- 9`)));
+    const retorno = await file('r.json', `[${rows.join(',')}]`);
+    const resultPath = path.join(await mkdtemp(path.join(dir, 'area-')), 'resultado');
+    const lines = path.join(path.dirname(resultPath), BATCH_LINES_FILE);
+    const controller = new AbortController();
+    const running = runJob(
+      { kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath, batchLines: ['ref', 'r.json'] },
+      { signal: controller.signal },
+    );
+    while (!existsSync(lines) || (await stat(lines)).size === 0) await new Promise((r) => setTimeout(r, 5));
+    controller.abort();
+    await expect(running).rejects.toMatchObject({ name: 'AbortError' });
+    expect([existsSync(resultPath), existsSync(lines)]).toEqual([false, false]);
+  });
 });
