@@ -19,7 +19,7 @@ import {
 import { fixtureCases } from '../helpers/fixtures.js';
 import { useTestRedis } from '../helpers/redis.js';
 import { MODES, monitor, request, startHarness, waitForTarefa, type Answer, type Harness, type Mode } from '../helpers/tarefas.js';
-import { readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readdir, readFile, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
@@ -203,15 +203,12 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       results.push((await request(server, 'GET', `/api/tarefas/${task.id}/resultado`)).json().divergencias as object[]);
     expect(results[1]!.length).toBe(25_000);
     expect((await request(server, 'GET', `/api/tarefas/${sent[1]!.id}/resultado`)).bytes.length).toBeGreaterThan(4 * 1024 * 1024);
-    const expected =
-      csvLine(['referencia', 'arquivo', ...DIVERGENCIA_COLUMNS]) +
-      results
-        .flatMap((divergencias, i) =>
-          divergencias.map((d) =>
-            csvLine([sent[i]!.referencia as string, ['pequena.json', 'grande, ç.json'][i]!, ...cellValues(d, DIVERGENCIA_COLUMNS)]),
-          ),
-        )
-        .join('');
+    const header = csvLine(['referencia', 'arquivo', ...DIVERGENCIA_COLUMNS]);
+    const linesOf = (i: number) =>
+      results[i]!.map((d) =>
+        csvLine([sent[i]!.referencia as string, ['pequena.json', 'grande, ç.json'][i]!, ...cellValues(d, DIVERGENCIA_COLUMNS)]),
+      ).join('');
+    const expected = header + linesOf(0) + linesOf(1);
     expect(sent[1]!.referencia).toBe('grande, "regional"\r\nnº 2');
     const combined = await request(server, 'GET', `/api/lotes/${lote}/divergencias?format=csv`);
     expect(combined.status).toBe(200);
@@ -227,6 +224,22 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     expect(own.bytes.toString('utf8')).toBe(
       csvLine([...DIVERGENCIA_COLUMNS]) + results[1]!.map((d) => csvLine(cellValues(d, DIVERGENCIA_COLUMNS))).join(''),
     );
+    // A task whose files were deleted meanwhile (between the listing and the reading) is skipped...
+    await rm(path.join(server.uploadDir, `censo-${sent[0]!.id}`), { recursive: true });
+    const skipped = await request(server, 'GET', `/api/lotes/${lote}/divergencias?format=csv`);
+    expect(skipped.bytes.toString('utf8')).toBe(header + linesOf(1));
+    // ...but a result the storage cannot read (a link to itself: ELOOP) breaks the answer off:
+    // never a complete-looking answer without that task's divergences.
+    const result = path.join(server.uploadDir, `censo-${sent[1]!.id}`, 'resultado');
+    await rm(result);
+    await symlink(result, result);
+    // The CSV's header and the workbook's first entries are sent before the unreadable task is
+    // reached: the answer breaks off. The JSON has nothing to send before it: a plain 503.
+    const unreadable = (format: string) => request(server, 'GET', `/api/lotes/${lote}/divergencias?format=${format}`);
+    await expect(unreadable('csv')).rejects.toThrow('terminated');
+    await expect(unreadable('xlsx')).rejects.toThrow('terminated');
+    const inJson = await unreadable('json');
+    expect([inJson.status, inJson.json()]).toEqual([503, { erro: 'Armazenamento temporário indisponível.' }]);
   }, 120_000);
 
   it('more than 100 returns in one request is refused whole', async () => {

@@ -8,6 +8,7 @@ import {
   BATCH_LINES_FILE,
   DIVERGENCIA_COLUMNS,
   DIVERGENCIAS_TABLE,
+  FileNotStoredError,
   batchLine,
   batchLinePrefix,
   csvLine,
@@ -144,12 +145,18 @@ async function* loteConcluidas(
   }
 }
 
-/** A task's stored file, or null: a task deleted (or expired) meanwhile has none any more, and is skipped. */
+/**
+ * A task's stored file, or null when it has none: a task deleted (or expired) meanwhile, skipped.
+ * Any other failure rejects, and the answer breaks off rather than leave the task out unseen.
+ */
 function storedFile(storage: Storage, record: TarefaRecord, name: string): Promise<Readable | null> {
   return storage
     .area(record.id)
     .read(name)
-    .catch(() => null);
+    .catch((err: unknown) => {
+      if (err instanceof FileNotStoredError) return null;
+      throw err;
+    });
 }
 
 /** Every divergence of the batch's concluded divergencias-rf tasks, in creation order, each with `referencia` and `arquivo`. */
