@@ -198,7 +198,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     );
     await request(server, 'POST', `/api/lotes/${lote}/fechar`);
     for (const task of sent) expect((await waitForTarefa(server, task.id, undefined, 60_000)).estado).toBe('concluida');
-    const results = [];
+    const results: object[][] = [];
     for (const task of sent)
       results.push((await request(server, 'GET', `/api/tarefas/${task.id}/resultado`)).json().divergencias as object[]);
     expect(results[1]!.length).toBe(25_000);
