@@ -12,7 +12,8 @@
 // local run and no probe, every process's RSS and Redis's memory sampled, then the batch's combined
 // CSV downloaded while the API's RSS is sampled. `node bench/burst.mjs [--files N]` runs that case
 // alone (after `npm run build`; N defaults to 50,000) and prints its JSON; with `--compare` it runs
-// the whole section instead (local, before, now) on N files.
+// the whole section instead (local, before, now) on N files. `BENCH_CPU_PROF=<folder>` profiles
+// the API, the worker and the CLI (`node bench/profile-summary.mjs <folder>` reads them).
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, createReadStream, existsSync, linkSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -23,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { BURST_BEFORE_REV, treeAt } from './before.mjs';
 import { schoolReturn } from './cli.mjs';
 import { API_KEY, MULTIPART_TYPE, deploy, multipartBody } from './http.mjs';
-import { DATA, ROOT, cpuSecondsOf, memoryOf, percentile, sleep } from './lib.mjs';
+import { DATA, ROOT, cpuSecondsOf, memoryOf, percentile, profileArgs, sleep } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const CLI = path.join(ROOT, 'cli', 'dist', 'main.js');
@@ -121,7 +122,7 @@ const FILE_FAILURE = /^censo: "[^"]+": .*$/gm;
 function runNodeSampled(args, { timeoutMs, rssMs = 500, fileFailures = false }) {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [...profileArgs('cli'), ...args], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     let cpu = 0;
     const rss = [];

@@ -95,7 +95,9 @@ export async function deploy(
   { queue = workers > 0, sharedDist = null, apiMain = API_MAIN, workerMain = WORKER_MAIN } = {},
 ) {
   const port = await freePort();
-  const uploadDir = path.join(DATA, `uploads-${mode}`);
+  // BENCH_UPLOAD_ROOT: the deployments' UPLOAD_DIR somewhere else than .bench, to see what the
+  // storage's file system costs (notes.md, #35: this VM's journal-less ext4 against a journaled one).
+  const uploadDir = path.join(process.env.BENCH_UPLOAD_ROOT || DATA, `uploads-${mode}`);
   rmSync(uploadDir, { recursive: true, force: true });
   mkdirSync(uploadDir, { recursive: true });
   const prefix = `{censo-bench-${process.pid}-${mode}}`;

@@ -110,9 +110,21 @@ export function runNodeTimedCpu(args, { timeoutMs = 300_000, sampleMs = 100, env
   });
 }
 
+/**
+ * `BENCH_CPU_PROF=<folder>`: the API, the worker and the burst's CLI are started with `--cpu-prof`
+ * (one .cpuprofile per thread, in a folder of that one named for the process), to see where a figure's time
+ * goes. Off by default: the profiler costs CPU of its own.
+ */
+export function profileArgs(name) {
+  const dir = process.env.BENCH_CPU_PROF;
+  if (!dir) return [];
+  return ['--cpu-prof', `--cpu-prof-dir=${path.resolve(dir, name)}`];
+}
+
 /** A long-running child (API or worker); stdout/stderr go to a log file under .bench/logs. */
 export function startProcess(name, args, env) {
   const log = createWriteStream(path.join(DATA, 'logs', `${name}.log`));
+  args = [...profileArgs(name), ...args];
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout.pipe(log);
   child.stderr.pipe(log);
