@@ -24,8 +24,9 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRequire } from 'node:module';
+import { getPriority, setPriority } from 'node:os';
 import type * as CliProgress from 'cli-progress';
-import { csvLine, LOTE_COLUMNS, type Divergencia } from '@censo/shared/local';
+import { BATCH_NICENESS, csvLine, LOTE_COLUMNS, type Divergencia } from '@censo/shared/local';
 import { ApiClient, type ServerOptions } from './api-client.js';
 import { withoutSecondField } from './combined-csv.js';
 import { deferred } from './deferred.js';
@@ -289,8 +290,24 @@ async function openBatch(
   return { lote, resumed: response.headers.get('idempotent-replayed') === 'true' };
 }
 
+/**
+ * A folder sent to the service is batch work, as the service's own tasks are: it runs at the
+ * batch threads' niceness, so that on a machine it shares (with the service itself, or with the
+ * person's other programs) whatever is interactive gets the cores first. Linux applies it to this
+ * thread and the threads it starts later (undici's work is on this one); elsewhere, or where the
+ * command already runs nicer, nothing changes.
+ */
+function yieldCores(): void {
+  try {
+    setPriority(Math.max(getPriority(), BATCH_NICENESS));
+  } catch {
+    // not permitted here: the command runs at the priority it was given
+  }
+}
+
 /** Runs the folder on the server; the same summary as the local lote. */
 export async function loteServidor(options: LoteServidorOptions): Promise<LoteSummary> {
+  yieldCores();
   const servidor = ApiClient.from(options);
   const listing: FolderListing = await returnsToRead(options.folder, options.output);
   const ignored = [...listing.ignored];

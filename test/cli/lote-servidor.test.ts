@@ -8,7 +8,11 @@
 // files all failed, which must never look like a finished result.
 import { createHash } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -303,3 +307,35 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     }
   });
 });
+
+describe('priority', () => {
+  it('a folder sent to the service is batch work: the command runs at niceness 10 (Linux), or at its own if that is lower', async () => {
+    const { folder } = await schools();
+    // A server that takes the first request and never answers: the command waits, and is looked at meanwhile.
+    const server = http.createServer();
+    const first = once(server, 'request') as Promise<[http.IncomingMessage, http.ServerResponse]>;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    let child: ChildProcess | undefined;
+    try {
+      const running = run(['lote', folder, '--servidor', `http://127.0.0.1:${port}`], {
+        env: { CENSO_API_KEY: API_KEY },
+        started: (c) => (child = c),
+      });
+      const [, res] = await first;
+      expect(niceOf(child!.pid!)).toBe(Math.max(10, niceOf(process.pid)));
+      child!.kill('SIGKILL');
+      await running;
+      res.destroy();
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+/** The nice value of a process's main thread (field 19 of /proc/<pid>/stat). */
+function niceOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return Number(fields[16]);
+}
