@@ -12,7 +12,7 @@
 // local run and no probe, every process's RSS and Redis's memory sampled, then the batch's combined
 // CSV downloaded while the API's RSS is sampled. `node bench/burst.mjs [--files N]` runs that case
 // alone (after `npm run build`; N defaults to 50,000) and prints its JSON; with `--compare` it runs
-// the whole section instead (local, before, now) on N files. `BENCH_CPU_PROF=<folder>` profiles
+// the whole section instead (local, before, now) on N files, `--now-only` leaving out the before. `BENCH_CPU_PROF=<folder>` profiles
 // the API, the worker and the CLI (`node bench/profile-summary.mjs <folder>` reads them).
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -212,13 +212,12 @@ function safeJson(text) {
   }
 }
 
-/** The service's builds: the whole tree at BURST_BEFORE_REV, then the current one. */
-function builds() {
+/** The service's builds: the whole tree at BURST_BEFORE_REV (unless `nowOnly`), then the current one. */
+function builds(nowOnly) {
+  const now = { name: 'now', rev: null, apiMain: undefined, workerMain: undefined, cliMain: CLI };
+  if (nowOnly) return [now];
   const tree = treeAt(BURST_BEFORE_REV);
-  return [
-    { name: 'before', rev: BURST_BEFORE_REV, apiMain: tree.apiMain, workerMain: tree.workerMain, cliMain: tree.cliMain },
-    { name: 'now', rev: null, apiMain: undefined, workerMain: undefined, cliMain: CLI },
-  ];
+  return [{ name: 'before', rev: BURST_BEFORE_REV, apiMain: tree.apiMain, workerMain: tree.workerMain, cliMain: tree.cliMain }, now];
 }
 
 /** One build's burst: its own deployment, the idle probe, then the folder through its CLI. */
@@ -292,12 +291,12 @@ async function serviceBurst(build, { dir, count, quick, redisUrl, local, localDi
  * lote`, then through the service at BURST_BEFORE_REV, then through the current one; with
  * `serviceOnly`, the large case instead (runBig).
  */
-export async function runBurst({ quick, redisUrl, files, serviceOnly = false, log = console.log }) {
+export async function runBurst({ quick, redisUrl, files, serviceOnly = false, nowOnly = false, log = console.log }) {
   if (serviceOnly) return runBig({ files: files ?? BIG_FILES, redisUrl, log });
   const count = files ?? (quick ? 1000 : 5000);
   const { file: one, rowsPerFile } = await schoolReturn();
   const dir = burstFolder(one, count);
-  const service = builds();
+  const service = builds(nowOnly);
   const localOut = path.join(DATA, 'burst-local.csv');
 
   log(`  burst: local censo lote on ${count} files`);
@@ -318,7 +317,7 @@ export async function runBurst({ quick, redisUrl, files, serviceOnly = false, lo
     results[build.name] = memory;
   }
   // The current build also as its CLI sends a folder: several returns a request.
-  const grouped = await redisPerWaitingTask(redisUrl, one, service[1], CLI_GROUP_FILES);
+  const grouped = await redisPerWaitingTask(redisUrl, one, service.at(-1), CLI_GROUP_FILES);
   results.now.perTaskBytesGrouped = grouped.perTaskBytes;
   results.now.groupFiles = CLI_GROUP_FILES;
   log(`  burst: Redis ${(grouped.perTaskBytes / 1024).toFixed(2)} KiB per waiting task (now, ${CLI_GROUP_FILES} a request)`);
@@ -448,8 +447,10 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   };
   const files = arg('--files') === undefined ? undefined : Number(arg('--files'));
   const compare = process.argv.includes('--compare');
+  // With --compare: the current build alone against the local run (no tree at BURST_BEFORE_REV).
+  const nowOnly = process.argv.includes('--now-only');
   const redisUrl = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   mkdirSync(path.join(DATA, 'logs'), { recursive: true });
-  const result = await runBurst({ files, redisUrl, serviceOnly: !compare, log: (...a) => console.error(...a) });
+  const result = await runBurst({ files, redisUrl, serviceOnly: !compare, nowOnly, log: (...a) => console.error(...a) });
   console.log(JSON.stringify(result));
 }
