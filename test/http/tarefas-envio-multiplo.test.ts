@@ -224,22 +224,28 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     expect(own.bytes.toString('utf8')).toBe(
       csvLine([...DIVERGENCIA_COLUMNS]) + results[1]!.map((d) => csvLine(cellValues(d, DIVERGENCIA_COLUMNS))).join(''),
     );
-    // A task whose files were deleted meanwhile (between the listing and the reading) is skipped...
-    await rm(path.join(server.uploadDir, `censo-${sent[0]!.id}`), { recursive: true });
-    const skipped = await request(server, 'GET', `/api/lotes/${lote}/divergencias?format=csv`);
-    expect(skipped.bytes.toString('utf8')).toBe(header + linesOf(1));
-    // ...but a result the storage cannot read (a link to itself: ELOOP) breaks the answer off:
-    // never a complete-looking answer without that task's divergences.
-    const result = path.join(server.uploadDir, `censo-${sent[1]!.id}`, 'resultado');
-    await rm(result);
-    await symlink(result, result);
-    // The CSV's header and the workbook's first entries are sent before the unreadable task is
-    // reached: the answer breaks off. The JSON has nothing to send before it: a plain 503.
+    // A task deleted is left out of the batch's answers.
+    expect((await request(server, 'DELETE', `/api/tarefas/${sent[0]!.id}`)).status).toBe(204);
+    const without = await request(server, 'GET', `/api/lotes/${lote}/divergencias?format=csv`);
+    expect([without.status, without.bytes.toString('utf8')]).toEqual([200, header + linesOf(1)]);
+    // A task still recorded whose result the storage cannot read breaks the answer off: never a
+    // complete-looking answer without its divergences. The CSV's header and the workbook's first
+    // entries are sent before the task is reached; the JSON has nothing to send before it: a 503.
     const unreadable = (format: string) => request(server, 'GET', `/api/lotes/${lote}/divergencias?format=${format}`);
-    await expect(unreadable('csv')).rejects.toThrow('terminated');
-    await expect(unreadable('xlsx')).rejects.toThrow('terminated');
-    const inJson = await unreadable('json');
-    expect([inJson.status, inJson.json()]).toEqual([503, { erro: 'Armazenamento temporário indisponível.' }]);
+    const brokenOff = async () => {
+      await expect(unreadable('csv')).rejects.toThrow('terminated');
+      await expect(unreadable('xlsx')).rejects.toThrow('terminated');
+      const inJson = await unreadable('json');
+      expect([inJson.status, inJson.json()]).toEqual([503, { erro: 'Armazenamento temporário indisponível.' }]);
+    };
+    // A result that cannot be opened (a link to itself: ELOOP)...
+    const area = path.join(server.uploadDir, `censo-${sent[1]!.id}`);
+    await rm(path.join(area, 'resultado'));
+    await symlink(path.join(area, 'resultado'), path.join(area, 'resultado'));
+    await brokenOff();
+    // ...and one missing while its task is still recorded (a volume not mounted, another UPLOAD_DIR).
+    await rm(area, { recursive: true });
+    await brokenOff();
   }, 120_000);
 
   it('more than 100 returns in one request is refused whole', async () => {

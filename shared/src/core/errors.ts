@@ -79,11 +79,6 @@ export class JobTimeoutError extends fixedError('JOB_TIMEOUT') {}
 export class OverloadedError extends fixedError('OVERLOADED') {}
 /** 503: the upload folder cannot be written (disk full, permissions). */
 export class StorageUnavailableError extends fixedError('STORAGE_UNAVAILABLE') {}
-/**
- * 503 like any file that cannot be read, but told apart where a missing file is expected: a
- * batch's answer skips a task deleted meanwhile, and must not skip one the storage failed to read.
- */
-export class FileNotStoredError extends StorageUnavailableError {}
 /** 429: too many requests for one API key within a minute. */
 export class RateLimitedError extends fixedError('RATE_LIMITED') {}
 /** 503: `DATABASE_URL` is unset, so the query route cannot run (SPEC §3.3). */

@@ -5,7 +5,7 @@ import { access, mkdir, open, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { FileNotStoredError, StorageUnavailableError } from '../core/errors.js';
+import { StorageUnavailableError } from '../core/errors.js';
 import type { JobData } from '../core/types.js';
 import { filesOf, InvalidJobDataError, type RequestArea, type Storage, type WriteCounter } from './port.js';
 
@@ -78,10 +78,8 @@ function folderArea(root: string, id: string): RequestArea {
       // soon as it has the whole body (curl, `Connection: close`) closed first, and its complete
       // answer was logged and counted as 499 (test/http/request-log.test.ts).
       const handle = await open(file(name)).catch((err: unknown) => {
-        // Whatever else keeps a stored file from being read is the storage's failure, never the request's.
-        throw (err as NodeJS.ErrnoException).code === 'ENOENT'
-          ? new FileNotStoredError({ cause: err })
-          : new StorageUnavailableError({ cause: err });
+        // Whatever keeps a stored file from being read is the storage's failure, never the request's (an ELOOP was a 500).
+        throw new StorageUnavailableError({ cause: err });
       });
       const size = await handle.stat().then(
         (stats) => stats.size,

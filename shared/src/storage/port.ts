@@ -41,10 +41,7 @@ export interface RequestArea {
    * error; a storage failure rejects with StorageUnavailableError.
    */
   write(name: string, source: Readable, counter: WriteCounter, signal: AbortSignal): Promise<void>;
-  /**
-   * A file's content (the job's result); FileNotStoredError when the area has no such file,
-   * StorageUnavailableError when it cannot be read.
-   */
+  /** A file's content (the job's result); StorageUnavailableError if it cannot be read. */
   read(name: string): Promise<Readable>;
   /** Removes every file of the area. Rejects with what could not be removed (for the log). */
   remove(): Promise<void>;

@@ -19,7 +19,7 @@ import {
   type LifecycleRule,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { FileNotStoredError, StorageUnavailableError } from '../core/errors.js';
+import { StorageUnavailableError } from '../core/errors.js';
 import { outputsOf, type JobData } from '../core/types.js';
 import type { StorageConfig } from '../runtime/config.js';
 import type { Logger } from '../runtime/logger.js';
@@ -289,7 +289,7 @@ export function createS3Storage(
           const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key(name) }));
           return out.Body as Readable;
         } catch (err) {
-          throw isNotFound(err) ? new FileNotStoredError({ cause: err }) : storageError(err);
+          throw storageError(err);
         }
       },
       async remove() {

@@ -8,7 +8,6 @@ import {
   BATCH_LINES_FILE,
   DIVERGENCIA_COLUMNS,
   DIVERGENCIAS_TABLE,
-  FileNotStoredError,
   batchLine,
   batchLinePrefix,
   csvLine,
@@ -146,17 +145,18 @@ async function* loteConcluidas(
 }
 
 /**
- * A task's stored file, or null when it has none: a task deleted (or expired) meanwhile, skipped.
- * Any other failure rejects, and the answer breaks off rather than leave the task out unseen.
+ * A concluded task's result, or null when the task itself is gone (deleted or expired since the
+ * batch was listed), which the answer skips. A task still recorded whose result cannot be read is
+ * the storage's failure (a volume not mounted, an API replica given another UPLOAD_DIR, a bucket
+ * down): the answer breaks off instead of leaving the task out of a complete-looking answer.
  */
-function storedFile(storage: Storage, record: TarefaRecord, name: string): Promise<Readable | null> {
-  return storage
-    .area(record.id)
-    .read(name)
-    .catch((err: unknown) => {
-      if (err instanceof FileNotStoredError) return null;
-      throw err;
-    });
+async function storedResult(service: TarefasService, storage: Storage, record: TarefaRecord): Promise<Readable | null> {
+  try {
+    return await storage.area(record.id).read(RESULT_FILE);
+  } catch (err) {
+    if ((await service.tarefa(record.id)) === null) return null;
+    throw err;
+  }
 }
 
 /** Every divergence of the batch's concluded divergencias-rf tasks, in creation order, each with `referencia` and `arquivo`. */
@@ -168,7 +168,7 @@ export async function* loteDivergencias(
   onTarefa?: (record: TarefaRecord) => void,
 ): AsyncGenerator<Record<string, unknown>> {
   for await (const record of loteConcluidas(service, loteId, onTarefa)) {
-    const result = await storedFile(storage, record, RESULT_FILE);
+    const result = await storedResult(service, storage, record);
     if (result === null) continue;
     const [referencia, arquivo] = loteLeading(record.referencia, record.arquivo);
     for await (const item of storedItems(result, record.resultado?.bytes ?? Infinity)) yield { referencia, arquivo, ...item };
@@ -183,12 +183,16 @@ export async function* loteDivergencias(
 async function* loteCsvChunks(service: TarefasService, storage: Storage, loteId: string): AsyncGenerator<Buffer | string> {
   yield csvLine(LOTE_DIVERGENCIAS_TABLE.columns);
   for await (const record of loteConcluidas(service, loteId)) {
-    const lines = await storedFile(storage, record, BATCH_LINES_FILE);
+    // Without them (a worker from before them, or a file that cannot be read), converted from the result.
+    const lines = await storage
+      .area(record.id)
+      .read(BATCH_LINES_FILE)
+      .catch(() => null);
     if (lines !== null) {
       yield* lines as AsyncIterable<Buffer>;
       continue;
     }
-    const result = await storedFile(storage, record, RESULT_FILE);
+    const result = await storedResult(service, storage, record);
     if (result === null) continue;
     const prefix = batchLinePrefix(loteLeading(record.referencia, record.arquivo));
     yield* csvRowChunks(storedItems(result, record.resultado?.bytes ?? Infinity), (item) => batchLine(prefix, item, DIVERGENCIA_COLUMNS));
