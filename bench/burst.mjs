@@ -13,10 +13,11 @@
 // CSV downloaded while the API's RSS is sampled. `node bench/burst.mjs [--files N]` runs that case
 // alone (after `npm run build`; N defaults to 50,000) and prints its JSON; with `--compare` it runs
 // the whole section instead (local, before, now) on N files, `--now-only` leaving out the before. `BENCH_CPU_PROF=<folder>` profiles
-// the API, the worker and the CLI (`node bench/profile-summary.mjs <folder>` reads them).
+// the API, the worker and the CLI (`node bench/profile-summary.mjs <folder>` reads them). `--tiny`
+// measures the per-task bookkeeping alone (runTiny).
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, createReadStream, existsSync, linkSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, createReadStream, existsSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -327,6 +328,64 @@ export async function runBurst({ quick, redisUrl, files, serviceOnly = false, no
 }
 
 /**
+ * What one task costs the service apart from its return: `files` returns of one divergence each
+ * (a few hundred bytes, a job of almost nothing) through the current build as one batch, against
+ * the local `censo lote` on the same folder. The CPU a file is then the per-task bookkeeping: the
+ * CLI's part and request, the API's storage area, records and end, the BullMQ job and its events,
+ * the worker's hand-off, Redis. `node bench/burst.mjs --tiny [--files N]` (N defaults to 2,000).
+ */
+async function runTiny({ files, redisUrl, log }) {
+  const { Redis } = require('ioredis');
+  const dir = path.join(DATA, `tiny${files}`);
+  if (!existsSync(path.join(dir, 'regional-49', `escola-${files - 1}.json`))) {
+    rmSync(dir, { recursive: true, force: true });
+    const one = JSON.stringify([
+      {
+        Registro: '30',
+        Linha: '2',
+        'Código na Escola': 'ALU000001',
+        Campo: 'Data de nascimento',
+        Mensagem: 'O campo não está de acordo com a base da Receita Federal.',
+        Conteúdo: '14/03/2014 -- "15/03/2014"',
+      },
+    ]);
+    for (let i = 0; i < files; i++) {
+      const folder = path.join(dir, `regional-${i % 50}`);
+      mkdirSync(folder, { recursive: true });
+      writeFileSync(path.join(folder, `escola-${i}.json`), one);
+    }
+  }
+  log(`  burst: ${files} one-divergence returns, local censo lote`);
+  const local = await runNodeSampled([CLI, '--quiet', 'lote', dir, '-o', path.join(DATA, 'tiny-local.csv')], { timeoutMs: 300_000 });
+  const redis = new Redis(redisUrl);
+  const d = await deploy(`tiny-${files}`, 1, redisUrl);
+  try {
+    log(`  burst: the same through the service`);
+    const cpuBefore = [...d.processes.map((p) => cpuSecondsOf(p.pid)), await redisCpuSeconds(redis)];
+    const server = await runNodeSampled(
+      [CLI, '--quiet', 'lote', dir, '--servidor', d.url, '--chave', API_KEY, '-o', path.join(DATA, 'tiny-servidor.csv')],
+      {
+        timeoutMs: 900_000,
+      },
+    );
+    const [api, worker, redisCpu] = [...d.processes.map((p) => cpuSecondsOf(p.pid)), await redisCpuSeconds(redis)].map(
+      (after, i) => after - cpuBefore[i],
+    );
+    const perFile = (seconds) => (seconds * 1000) / files;
+    const cpu = { cli: perFile(server.cpu), api: perFile(api), worker: perFile(worker), redis: perFile(redisCpu) };
+    return {
+      mode: 'tiny',
+      files,
+      local: { ms: local.ms, cpuPerFileMs: perFile(local.cpu) },
+      service: { ms: server.ms, cpuPerFileMs: { ...cpu, total: cpu.cli + cpu.api + cpu.worker + cpu.redis } },
+    };
+  } finally {
+    redis.disconnect();
+    await d.stop();
+  }
+}
+
+/**
  * The large case: `files` returns as one batch through the current build alone. The API's, the
  * worker's and the CLI's RSS and Redis's `used_memory` are sampled every second during the run;
  * then the batch's combined CSV (`GET /api/lotes/{id}/divergencias?format=csv`) is read into a
@@ -447,10 +506,14 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   };
   const files = arg('--files') === undefined ? undefined : Number(arg('--files'));
   const compare = process.argv.includes('--compare');
+  const tiny = process.argv.includes('--tiny');
   // With --compare: the current build alone against the local run (no tree at BURST_BEFORE_REV).
   const nowOnly = process.argv.includes('--now-only');
   const redisUrl = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   mkdirSync(path.join(DATA, 'logs'), { recursive: true });
-  const result = await runBurst({ files, redisUrl, serviceOnly: !compare, nowOnly, log: (...a) => console.error(...a) });
+  const log = (...a) => console.error(...a);
+  const result = tiny
+    ? await runTiny({ files: files ?? 2000, redisUrl, log })
+    : await runBurst({ files, redisUrl, serviceOnly: !compare, nowOnly, log });
   console.log(JSON.stringify(result));
 }
