@@ -245,6 +245,17 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     }
   });
 
+  it('in xlsx too, the same bytes as the local lote (the workbook carries no time of its own)', async () => {
+    const { folder } = await schools(4);
+    const [localXlsx, sentXlsx] = [path.join(work, `local-${mode}.xlsx`), path.join(work, `servidor-${mode}.xlsx`)];
+    expect((await run(['lote', folder, '--format', 'xlsx', '-o', localXlsx])).code).toBe(0);
+    const sent = await run(['lote', folder, '--format', 'xlsx', '-o', sentXlsx, '--servidor', server.url], {
+      env: { CENSO_API_KEY: API_KEY },
+    });
+    expect(sent.code, sent.stderr).toBe(0);
+    expect(sha256(await readFile(sentXlsx))).toBe(sha256(await readFile(localXlsx)));
+  });
+
   it('a request whose answer was lost goes again under the same key: the service answers with the tasks it made, no file runs twice', async () => {
     const { folder, names } = await schools(60);
     let lost = false;

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import fc from 'fast-check';
 import yauzl from 'yauzl';
 import yazl from 'yazl';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { crc32 } from 'node:zlib';
 import { crc32InJs, zipArchive, type ZipPart } from '@censo/shared';
 
@@ -102,6 +102,24 @@ const partSpec = fc.record({
 const archive = fc.uniqueArray(partSpec, { maxLength: 6, selector: (p) => p.name });
 
 describe('zipArchive', () => {
+  it('writes the same parts as the same bytes at any time: every part dated 1980-01-01 00:00', async () => {
+    const specs: PartSpec[] = [
+      { name: 'xl/worksheets/sheet1.xml', chunks: [Buffer.from('<worksheet/>')], streamed: true },
+      { name: '[Content_Types].xml', chunks: [Buffer.from('<Types/>')], streamed: false },
+    ];
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(new Date(2026, 10, 26, 9, 15, 42));
+      const morning = await ours(specs);
+      vi.setSystemTime(new Date(2027, 2, 3, 18, 0, 8));
+      expect((await ours(specs)).equals(morning)).toBe(true);
+      // The first local header's DOS time and date (offsets 10 and 12): 00:00:00, 1980-01-01.
+      expect([morning.readUInt32LE(0), morning.readUInt16LE(10), morning.readUInt16LE(12)]).toEqual([0x04034b50, 0, (1 << 5) | 1]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('holds what yazl holds for the same parts, whole or streamed', async () => {
     await fc.assert(
       fc.asyncProperty(archive, async (specs) => {

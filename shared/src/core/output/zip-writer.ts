@@ -17,8 +17,15 @@ export interface ZipPart {
   readonly data: Buffer | AsyncIterable<Buffer>;
 }
 
+/**
+ * The parts' time unless told otherwise: the zip format's first day (1980-01-01 00:00), so that
+ * the same answer is the same bytes whenever it is written (the xlsx of `censo lote --servidor` as
+ * the local one's, a checksum, a cache). Spreadsheet programs do not show it.
+ */
+const FIXED_MTIME = new Date(1980, 0, 1);
+
 export interface ZipOptions {
-  /** The parts' modification time (default: now). */
+  /** The parts' modification time (default: FIXED_MTIME). */
   readonly mtime?: Date;
   /**
    * Sizes and offsets above this many bytes are written as ZIP64 (default: what 32 bits hold).
@@ -65,7 +72,7 @@ interface Written {
 
 /** The archive's bytes, part after part; each part's data is read when its turn comes. */
 export async function* zipArchive(parts: AsyncIterable<ZipPart> | Iterable<ZipPart>, options: ZipOptions = {}): AsyncGenerator<Buffer> {
-  const { time, date } = dosDateTime(options.mtime ?? new Date());
+  const { time, date } = dosDateTime(options.mtime ?? FIXED_MTIME);
   const limit = options.zip64Above ?? MAX_32 - 1;
   const written: Written[] = [];
   let offset = 0;
