@@ -12,9 +12,9 @@
 // local run and no probe, every process's RSS and Redis's memory sampled, then the batch's combined
 // CSV downloaded while the API's RSS is sampled. `node bench/burst.mjs [--files N]` runs that case
 // alone (after `npm run build`; N defaults to 50,000) and prints its JSON; with `--compare` it runs
-// the whole section instead (local, before, now) on N files, `--now-only` leaving out the before. `BENCH_CPU_PROF=<folder>` profiles
-// the API, the worker and the CLI (`node bench/profile-summary.mjs <folder>` reads them). `--tiny`
-// measures the per-task bookkeeping alone (runTiny).
+// the whole section instead (local, before, now) on N files, `--now-only` leaving out the before.
+// `--tiny` measures the per-task bookkeeping alone (runTiny). `BENCH_CPU_PROF=<folder>` profiles
+// the API, the worker and the CLI (`node bench/profile-summary.mjs <folder>` reads them).
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, createReadStream, existsSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -364,9 +364,7 @@ async function runTiny({ files, redisUrl, log }) {
     const cpuBefore = [...d.processes.map((p) => cpuSecondsOf(p.pid)), await redisCpuSeconds(redis)];
     const server = await runNodeSampled(
       [CLI, '--quiet', 'lote', dir, '--servidor', d.url, '--chave', API_KEY, '-o', path.join(DATA, 'tiny-servidor.csv')],
-      {
-        timeoutMs: 900_000,
-      },
+      { timeoutMs: 900_000 },
     );
     const [api, worker, redisCpu] = [...d.processes.map((p) => cpuSecondsOf(p.pid)), await redisCpuSeconds(redis)].map(
       (after, i) => after - cpuBefore[i],
