@@ -322,7 +322,8 @@ describe('priority', () => {
         env: { CENSO_API_KEY: API_KEY },
         started: (c) => (child = c),
       });
-      const [, res] = await first;
+      // The command's first request, or its end if it never makes one (then the test fails here, not at its timeout).
+      const [, res] = await Promise.race([first, running.then((r) => Promise.reject(new Error(`censo ended first: ${r.stderr}`)))]);
       expect(niceOf(child!.pid!)).toBe(Math.max(10, niceOf(process.pid)));
       child!.kill('SIGKILL');
       await running;

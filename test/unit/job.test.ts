@@ -204,7 +204,11 @@ describe('runJob', () => {
       { kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath, batchLines: ['ref', 'r.json'] },
       { signal: controller.signal },
     );
-    while (!existsSync(lines) || (await stat(lines)).size === 0) await new Promise((r) => setTimeout(r, 5));
+    // Bounded: the job's first lines reach the file within a few ms of its start.
+    for (let waited = 0; !existsSync(lines) || (await stat(lines)).size === 0; waited++) {
+      expect(waited, 'the job never wrote its first lines').toBeLessThan(2_000);
+      await new Promise((r) => setTimeout(r, 5));
+    }
     controller.abort();
     await expect(running).rejects.toMatchObject({ name: 'AbortError' });
     expect([existsSync(resultPath), existsSync(lines)]).toEqual([false, false]);
