@@ -228,7 +228,9 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     expect(lines[0]).toMatch(/^id +estado +criado_em +tarefas +concluidas +falhas +nome$/);
     expect(lines).toHaveLength(all.length + 2);
     expect(lines.find((line) => line.startsWith(id))).toMatch(new RegExp(`^${id} +concluido +\\S+ +2 +2 +0 +${path.basename(folder)}$`));
-    expect(lines[1]).toMatch(/ aberto +\S+ +0 +0 +0 +vazio 104$/);
+    // The same order as the JSON; its head is the newest batch (same-millisecond ties checked above).
+    expect(lines.slice(1, -1).map((line) => line.split(' ')[0])).toEqual(all.map((lote) => lote.id));
+    expect(lines[1]).toMatch(new RegExp(` aberto +\\S+ +0 +0 +0 +${all[0]!.nome}$`));
   });
 
   it('censo lotes --apagar deletes a batch and its data; an id it does not have: exit 1, "Lote não encontrado."', async () => {
