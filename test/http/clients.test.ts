@@ -8,12 +8,13 @@ import net from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import { isDeepStrictEqual, promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, startTestServer, type TestServer } from '../helpers/http.js';
 import { BOUNDARY, closing, openUpload, partHead, postHead } from '../helpers/raw-http.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
+import { parseMetrics, sampleValue } from '../helpers/metrics.js';
 import { buildXlsx } from '../helpers/xlsx-builders.js';
 
 const run = promisify(execFile);
@@ -166,6 +167,8 @@ const EARLY: readonly EarlyCase[] = [
     body: RATE_LIMITED,
     // Spends the minute's one request. In queue mode the counter lives in Redis and a check made
     // before that connection is up lets the request through (fail open), so spend until refused.
+    // Run again before each client's series: a window of 60 s can end during a loaded CI run's
+    // tests, and its next request then rightly gets through (a 400 for this body).
     prepare: async (server) => {
       const deadline = Date.now() + 10_000;
       const headers = { ...KEY, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` };
@@ -189,9 +192,10 @@ describe.each(['embedded', 'queue'] as Mode[])('%s mode', (mode) => {
   describe.each(EARLY)('$name', (early) => {
     let server: TestServer;
     let headers: Record<string, string>;
+    /** Before each series of tries: the case's precondition holds now, not only at the start. */
+    const ready = async () => early.prepare?.(server);
     beforeAll(async () => {
       server = await serverFor(mode, early.env);
-      await early.prepare?.(server);
       headers = { ...early.headers, 'content-type': early.contentType ?? `multipart/form-data; boundary=${BOUNDARY}` };
     });
     afterAll(async () => {
@@ -199,28 +203,45 @@ describe.each(['embedded', 'queue'] as Mode[])('%s mode', (mode) => {
     });
     const expected = () => ({ status: early.status, body: early.body });
     const pick = (a: Answer) => ({ status: a.status, body: a.body });
+    /** Requests the rate limiter let through unchecked so far (Redis too slow for it; /metrics). */
+    const unchecked = async () => {
+      if (!early.env.RATE_LIMIT_PER_MINUTE) return 0;
+      const response = await fetch(`${server.url}/metrics`, { headers: KEY });
+      return sampleValue(parseMetrics(await response.text()), 'censo_rate_limit_skipped_total') ?? 0;
+    };
+    /**
+     * One series of tries: every answer is the early one. The exception is a request the rate
+     * limiter let through because Redis did not answer it in time on a loaded machine (fail open,
+     * counted on /metrics): that one gets its file read, a 400, and is matched by the count.
+     */
+    const series = async (label: string, tries: () => Promise<Answer[]>) => {
+      await ready();
+      const before = await unchecked();
+      const others = (await tries()).map(pick).filter((answer) => !isDeepStrictEqual(answer, expected()));
+      const passed = (await unchecked()) - before;
+      expect(others, label).toEqual(Array.from({ length: passed }, () => expect.objectContaining({ status: 400 })));
+    };
+    const repeat = async (times: number, one: () => Promise<Answer>) => {
+      const answers: Answer[] = [];
+      for (let i = 0; i < times; i++) answers.push(await one());
+      return answers;
+    };
 
     it(`Node fetch, ${TRIES} tries, 2-byte and 12 MB bodies`, async () => {
-      for (const size of [2, 12 * MB]) {
-        for (let i = 0; i < TRIES; i++)
-          expect(pick(await fetchPost(server.url, headers, multipart(size))), `${size} bytes, try ${i}`).toEqual(expected());
-      }
+      for (const size of [2, 12 * MB])
+        await series(`${size} bytes`, () => repeat(TRIES, () => fetchPost(server.url, headers, multipart(size))));
     });
 
     it(`a raw socket that writes everything before reading, ${TRIES} tries`, async () => {
-      for (const size of [2, 12 * MB]) {
-        for (let i = 0; i < TRIES; i++)
-          expect(await rawPost(server.url, headers, multipart(size)), `${size} bytes, try ${i}`).toEqual(expected());
-      }
+      for (const size of [2, 12 * MB])
+        await series(`${size} bytes`, () => repeat(TRIES, () => rawPost(server.url, headers, multipart(size))));
     });
 
     it(`Python urllib, ${TRIES} tries each of 2 bytes and 12 MB`, async () => {
       const pyHeaders = Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'content-type'));
       // urllib sets its own multipart Content-Type; the not-multipart case sends another one.
       if (early.contentType) pyHeaders['content-type'] = early.contentType;
-      for (const size of [2, 12 * MB]) {
-        for (const answer of await urllibPosts(server.url, pyHeaders, size, TRIES)) expect(answer, `${size} bytes`).toEqual(expected());
-      }
+      for (const size of [2, 12 * MB]) await series(`${size} bytes`, () => urllibPosts(server.url, pyHeaders, size, TRIES));
     });
 
     // curl -F always sends multipart, so the not-multipart case is left to the other clients.
@@ -229,9 +250,10 @@ describe.each(['embedded', 'queue'] as Mode[])('%s mode', (mode) => {
         const file = path.join(work, `curl-${mode}-${early.status}.bin`);
         await writeFile(file, Buffer.alloc(12 * MB, 0x61));
         const curlHeaders = Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'content-type'));
-        for (const expectContinue of [true, false]) {
-          for (let i = 0; i < 5; i++) expect(await curlPost(server.url, curlHeaders, file, expectContinue)).toEqual(expected());
-        }
+        for (const expectContinue of [true, false])
+          await series(`Expect: 100-continue ${expectContinue}`, () =>
+            repeat(5, () => curlPost(server.url, curlHeaders, file, expectContinue)),
+          );
       });
   });
 

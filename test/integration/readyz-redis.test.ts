@@ -1,55 +1,15 @@
 // GET /readyz follows Redis (SPEC §6): 200 while it answers, 503 once it is gone, 200 again when
 // it is back, with no restart of the service. The shared local Redis cannot be stopped while other
 // test files use it, so this file runs a redis-server of its own on a free port and kills it.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import net from 'node:net';
+import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/http.js';
 import { parseMetrics, sampleValue } from '../helpers/metrics.js';
+import { freePort } from '../helpers/oidc.js';
+import { startRedisServer, stopRedisServer } from '../helpers/redis-server.js';
 
 const METRICS_TOKEN = 'readyz-metrics-token';
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** A throwaway redis-server: no persistence, killed by the test, restartable on the same port. */
-async function startRedisServer(port: number): Promise<ChildProcess> {
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const ready = new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', () => {
-      if (output.includes('Ready to accept connections')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${output}`)));
-  });
-  const timeout = sleep(10_000).then(() => {
-    throw new Error(`redis-server not ready: ${output}`);
-  });
-  await Promise.race([ready, timeout]);
-  return child;
-}
-
-async function stopRedisServer(child: ChildProcess | null): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGKILL');
-  await exited;
-}
 
 /** Bounded polling: the service notices a lost or returning Redis within a few seconds. */
 async function readyzUntil(server: { url: string }, status: number, timeoutMs = 20_000) {
