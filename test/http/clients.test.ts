@@ -165,8 +165,8 @@ const EARLY: readonly EarlyCase[] = [
     headers: KEY,
     status: 429,
     body: RATE_LIMITED,
-    // Spends the minute's one request. In queue mode the counter lives in Redis and a check made
-    // before that connection is up lets the request through (fail open), so spend until refused.
+    // Spends the minute's one request. In queue mode the counter lives in Redis and a check it
+    // does not answer in time lets the request through (fail open, counted), so spend until refused.
     // Run again before each client's series: a window of 60 s can end during a loaded CI run's
     // tests, and its next request then rightly gets through (a 400 for this body).
     prepare: async (server) => {

@@ -16,7 +16,7 @@ import rateLimit, {
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter } from 'prom-client';
-import { RateLimitedError, createRedisClient, type Config, type Logger, type RedisClient } from '@censo/shared';
+import { RateLimitedError, createRedisClient, settlesWithin, type Config, type Logger, type RedisClient } from '@censo/shared';
 import { headerToken } from '../http/auth.js';
 
 export function rateLimitKey(request: FastifyRequest): string {
@@ -29,6 +29,9 @@ export type RateLimitOptions = Pick<Config, 'rateLimitPerMinute' | 'redis' | 'qu
 
 /** How long the limiter waits for Redis before letting a request through unchecked. */
 const REDIS_CHECK_TIMEOUT_MS = 500;
+const CONNECT_TIMEOUT_MS = 1_000;
+/** How long the start waits for the limiter's connection (a few tries of it). */
+const STARTUP_WAIT_MS = 2_000;
 
 type RedisStoreClass = new (
   continueExceeding: boolean,
@@ -76,12 +79,17 @@ async function rateLimitPerKey(app: FastifyInstance, { config, logger }: RateLim
   if (config.redis) {
     // A slow or absent Redis must not hold requests: fail the check fast and let it pass.
     const redis = createRedisClient(config.redis, 'fail-fast', {
-      connectTimeout: 1_000,
+      connectTimeout: CONNECT_TIMEOUT_MS,
       commandTimeout: REDIS_CHECK_TIMEOUT_MS,
       maxRetriesPerRequest: 0,
     });
     redis.on('error', () => undefined); // the queue's own connections already report outages
     app.addHook('onClose', async () => void redis.disconnect());
+    // Connected before the routes answer: a check made while the connection is still opening
+    // would pass unchecked (no offline queue), and every restart would count some. Failed tries
+    // (a ready check past the command timeout) reconnect on their own; the wait is bounded, so a
+    // Redis that is down holds the start only that long.
+    if (redis.status !== 'ready') await settlesWithin(new Promise((resolve) => redis.once('ready', resolve)), STARTUP_WAIT_MS);
     const skippedTotal = new Counter({
       name: 'censo_rate_limit_skipped_total',
       help: 'Requests let through without a rate-limit check because Redis did not answer the limiter in time.',
