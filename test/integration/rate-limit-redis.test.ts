@@ -86,9 +86,9 @@ describe('a Redis too slow for the limiter', () => {
     expect(await post(server, '/api/divergencias-rf', await retorno())).toMatchObject({ status: 429, body: RATE_LIMITED });
     expect(await skipped()).toBe(0);
 
-    // Every write waits 2 s: the limiter's count (a Lua script that writes) gives up at 500 ms;
+    // Every write waits 1.5 s: the limiter's count (a Lua script that writes) gives up at 500 ms;
     // the job's own commands wait for the pause to end, so the answer is the real one.
-    expect(await redis.call('CLIENT', 'PAUSE', '2000', 'WRITE')).toBe('OK');
+    expect(await redis.call('CLIENT', 'PAUSE', '1500', 'WRITE')).toBe('OK');
     const unchecked = await post(server, '/api/divergencias-rf', await retorno());
     expect(unchecked).toMatchObject({ status: 200, body: basico.expectedDivergencias });
     expect(await skipped()).toBe(1);
