@@ -3,7 +3,8 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadConfig, type Config } from '@censo/shared';
+import type { Writable } from 'node:stream';
+import { createLogger, loadConfig, type Config } from '@censo/shared';
 import { startServer, type RunningServer } from '@censo/api';
 
 export const API_KEY = 'test-key';
@@ -14,8 +15,11 @@ export interface TestServer extends RunningServer {
   dispose(): Promise<void>;
 }
 
-/** Starts the whole service (embedded unless env says otherwise) on 127.0.0.1, port 0. */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+/**
+ * Starts the whole service (embedded unless env says otherwise) on 127.0.0.1, port 0; `log`
+ * receives its log lines (LOG_LEVEL in env; silent by default).
+ */
+export async function startTestServer(env: Record<string, string> = {}, log?: Writable): Promise<TestServer> {
   const uploadDir = await mkdtemp(path.join(os.tmpdir(), 'censo-test-uploads-'));
   const config = loadConfig({
     API_KEY,
@@ -28,7 +32,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     ACCESS_LOG: '/dev/null',
     ...env,
   });
-  const server = await startServer(config, 'all');
+  const server = await startServer(config, 'all', log && createLogger(config, { service: 'censo-api', role: 'all' }, log));
   return {
     ...server,
     config,

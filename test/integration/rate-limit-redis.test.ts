@@ -3,6 +3,7 @@
 // request through unchecked (a slow counter must not hold the service), and /metrics counts each
 // such request in censo_rate_limit_skipped_total, so an operator can see the limit was not applied.
 import type { ChildProcess } from 'node:child_process';
+import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
@@ -55,6 +56,14 @@ describe('a Redis too slow for the limiter', () => {
   let redisProcess: ChildProcess | null = null;
   let redis: Redis;
   let server: TestServer;
+  const lines: Array<{ level: number; msg: string }> = [];
+  const log = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(JSON.parse(line) as { level: number; msg: string });
+      done();
+    },
+  });
+  const limiterLines = () => lines.filter((line) => line.msg.startsWith('rate limit ')).map((line) => `${line.level} ${line.msg}`);
 
   beforeAll(async () => {
     const port = await freePort();
@@ -64,7 +73,7 @@ describe('a Redis too slow for the limiter', () => {
     // The service starts while Redis holds every command (the connections' ready checks too) for
     // 800 ms: the limiter's connection must be ready before the first request is let in.
     expect(await redis.call('CLIENT', 'PAUSE', '800', 'ALL')).toBe('OK');
-    server = await startTestServer({ REDIS_URL: `redis://127.0.0.1:${port}`, RATE_LIMIT_PER_MINUTE: '1' });
+    server = await startTestServer({ REDIS_URL: `redis://127.0.0.1:${port}`, RATE_LIMIT_PER_MINUTE: '1', LOG_LEVEL: 'info' }, log);
   });
 
   afterAll(async () => {
@@ -92,9 +101,15 @@ describe('a Redis too slow for the limiter', () => {
     const unchecked = await post(server, '/api/divergencias-rf', await retorno());
     expect(unchecked).toMatchObject({ status: 200, body: basico.expectedDivergencias });
     expect(await skipped()).toBe(1);
+    expect(limiterLines()).toEqual(['40 rate limit not applied: Redis did not answer the limiter, requests pass unchecked']);
 
     expect(await redis.call('CLIENT', 'UNPAUSE')).toBe('OK');
     expect(await post(server, '/api/divergencias-rf', await retorno())).toMatchObject({ status: 429, body: RATE_LIMITED });
     expect(await skipped()).toBe(1);
+    // One line when the checks start failing, one when they work again.
+    expect(limiterLines()).toEqual([
+      '40 rate limit not applied: Redis did not answer the limiter, requests pass unchecked',
+      '30 rate limit applied again: the limiter reaches Redis',
+    ]);
   });
 });
