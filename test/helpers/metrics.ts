@@ -27,3 +27,11 @@ export function sampleValue(samples: readonly Sample[], name: string, labels: Re
   if (found.length > 1) throw new Error(`${found.length} samples of ${name} match ${JSON.stringify(labels)}`);
   return found[0]?.value;
 }
+
+/** `GET <url>/metrics` with these headers, parsed; throws unless the answer is 200. */
+export async function scrapeMetrics(url: string, headers: Record<string, string>): Promise<Sample[]> {
+  const response = await fetch(`${url}/metrics`, { headers });
+  const text = await response.text();
+  if (response.status !== 200) throw new Error(`GET /metrics answered ${response.status}: ${text}`);
+  return parseMetrics(text);
+}

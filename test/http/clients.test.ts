@@ -14,7 +14,7 @@ import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, startTestServer, type TestServer } from '../helpers/http.js';
 import { BOUNDARY, closing, openUpload, partHead, postHead } from '../helpers/raw-http.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
-import { parseMetrics, sampleValue } from '../helpers/metrics.js';
+import { sampleValue, scrapeMetrics } from '../helpers/metrics.js';
 import { buildXlsx } from '../helpers/xlsx-builders.js';
 
 const run = promisify(execFile);
@@ -206,8 +206,7 @@ describe.each(['embedded', 'queue'] as Mode[])('%s mode', (mode) => {
     /** Requests the rate limiter let through unchecked so far (Redis too slow for it; /metrics). */
     const unchecked = async () => {
       if (!early.env.RATE_LIMIT_PER_MINUTE) return 0;
-      const response = await fetch(`${server.url}/metrics`, { headers: KEY });
-      return sampleValue(parseMetrics(await response.text()), 'censo_rate_limit_skipped_total') ?? 0;
+      return sampleValue(await scrapeMetrics(server.url, KEY), 'censo_rate_limit_skipped_total') ?? 0;
     };
     /**
      * One series of tries: every answer is the early one. The exception is a request the rate

@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/http.js';
-import { parseMetrics, sampleValue } from '../helpers/metrics.js';
+import { sampleValue, scrapeMetrics } from '../helpers/metrics.js';
 import { freePort } from '../helpers/oidc.js';
 import { startRedisServer, stopRedisServer } from '../helpers/redis-server.js';
 
@@ -23,11 +23,7 @@ async function readyzUntil(server: { url: string }, status: number, timeoutMs = 
   }
 }
 
-async function scrape(server: { url: string }) {
-  const response = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
-  expect(response.status).toBe(200);
-  return parseMetrics(await response.text());
-}
+const scrape = (server: { url: string }) => scrapeMetrics(server.url, { authorization: `Bearer ${METRICS_TOKEN}` });
 
 let port: number;
 let redis: ChildProcess | null = null;
