@@ -6,14 +6,14 @@
 // `nobody` may not reach the repository at all (a clone in /root, or in a `mktemp -d` folder), so
 // its runs use a copy of the CLI made where anyone can read it: the same package `npm run
 // pack:cli` ships (compiled CLI, the core's compiled files, the packages they load), made once per
-// test file and removed after it.
+// test file and removed at its end.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmod, lchown, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll } from 'vitest';
 import { stageCli } from '../../cli/scripts/pack.mjs';
+import { atFileEnd } from '../helpers/file-end.js';
 
 export const CLI = fileURLToPath(new URL('../../cli/bin/censo.js', import.meta.url));
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -41,19 +41,22 @@ export interface RunOptions {
 
 let copy: Promise<{ readonly folder: string; readonly cli: string }> | undefined;
 
-/** The CLI where `nobody` can read it, made at its first use in this file. */
+/** The CLI where `nobody` can read it, made at its first use in a test file and removed at the file's end. */
 function readableCli(): Promise<{ readonly folder: string; readonly cli: string }> {
-  copy ??= (async () => {
-    const folder = await mkdtemp(path.join(os.tmpdir(), 'censo-cli-copia-'));
-    await chmod(folder, 0o755);
-    return { folder, cli: path.join(await stageCli(folder), 'bin', 'censo.js') };
-  })();
+  if (!copy) {
+    const made = (async () => {
+      const folder = await mkdtemp(path.join(os.tmpdir(), 'censo-cli-copia-'));
+      await chmod(folder, 0o755);
+      return { folder, cli: path.join(await stageCli(folder), 'bin', 'censo.js') };
+    })();
+    copy = made;
+    atFileEnd(async () => {
+      copy = undefined;
+      await rm((await made).folder, { recursive: true, force: true });
+    });
+  }
   return copy;
 }
-
-afterAll(async () => {
-  if (copy) await rm((await copy).folder, { recursive: true, force: true });
-});
 
 export async function censo(args: readonly string[], options: RunOptions = {}): Promise<Run> {
   const unprivileged = Boolean(options.unprivileged && RUNS_AS_ROOT);

@@ -7,16 +7,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { afterAll } from 'vitest';
 import yazl from 'yazl';
 import { readRetorno, type RetornoRow } from '@censo/shared';
+import { atFileEnd } from './file-end.js';
 
-// A folder per test file (vitest runs two files at a time), removed when the file's tests end:
-// the files that use these builders write thousands of returns, ~80 MB a run.
+// A folder per test process (vitest runs two at a time), emptied when each file's tests end: the
+// files that use these builders write thousands of returns, ~80 MB a run.
 const DIR = join(tmpdir(), 'censo-retorno-tests', randomUUID());
-afterAll(() => rm(DIR, { recursive: true, force: true }));
+const removeDir = () => rm(DIR, { recursive: true, force: true });
 
 export async function tempPath(ext: string): Promise<string> {
+  atFileEnd(removeDir);
   await mkdir(DIR, { recursive: true });
   return join(DIR, `${randomUUID()}.${ext}`);
 }
