@@ -22,6 +22,13 @@ const SHARED = path.join(ROOT, 'shared');
 /** Modules of the core that the CLI loads: its entry, and the job thread the pool loads by URL. */
 const SHARED_ENTRIES = ['dist/local.js', 'dist/runtime/job-thread.js'];
 
+/**
+ * Files and folders of a package that nothing loads at run time: type declarations, source maps,
+ * documents, tests and examples. Left out of the package (a fifth of its files), they are a fifth
+ * less for every `npm install -g` and `npx` of it to unpack. The packages' LICENSE files stay.
+ */
+const NOT_LOADED = /^(?:.+\.(?:d\.[cm]?ts|map|md|markdown)|test|tests|__tests__|examples?|\.github)$/i;
+
 const BARE_IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|\)\(\s*)['"]([^'"]+)['"]/g;
 
 const readJson = async (file) => JSON.parse(await readFile(file, 'utf8'));
@@ -139,8 +146,11 @@ export async function stageCli(folder) {
     const dir = path.join(ROOT, relative);
     await cp(dir, path.join(target, relative), {
       recursive: true,
-      // Its own nested node_modules holds only what is copied above by itself, when needed.
-      filter: (source) => !path.relative(dir, source).split(path.sep).includes('node_modules'),
+      filter: (source) => {
+        const parts = path.relative(dir, source).split(path.sep);
+        // Its own nested node_modules holds only what is copied above by itself, when needed.
+        return !parts.includes('node_modules') && !parts.some((part) => NOT_LOADED.test(part));
+      },
     });
   }
   // The packages at the top of node_modules: npm bundles them with what is nested inside them.

@@ -64,6 +64,12 @@ it(
       const tgz = stdout.trim();
       expect(path.dirname(tgz)).toBe(packs);
       expect(path.basename(tgz)).toMatch(/^censo-cli-\d+\.\d+\.\d+\.tgz$/);
+      // Nothing that no one loads (declarations, source maps, documents, tests), and every bundled
+      // package's licence kept: exceljs's, whose package holds both, stands for them.
+      const entries = (await runFile('tar', ['-tzf', tgz], { maxBuffer: 16 * 1024 * 1024 })).stdout.split('\n').filter(Boolean);
+      expect(entries.filter((entry) => /\.(d\.[cm]?ts|map|md)$|\/(test|tests|examples?)\//i.test(entry))).toEqual([]);
+      expect(entries).toContain('package/node_modules/exceljs/LICENSE');
+      expect(entries).toContain('package/node_modules/exceljs/package.json');
       await cp(basico.retorno.xlsx, path.join(elsewhere, 'retorno.xlsx'));
       const installed = path.join(packs, 'prefixo');
       // A mount namespace of this command alone hides the repository under an empty tmpfs: the
