@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, loadConfig, type JobData } from '@censo/shared';
 import { createBullmqRunner } from '@censo/api';
 import { fixtureCases } from '../helpers/fixtures.js';
+import { freePort } from '../helpers/oidc.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 
@@ -93,5 +94,33 @@ describe('worker health server', () => {
     expect(text).toMatch(/censo_worker_jobs_total\{kind="divergencias",outcome="ok",role="worker"\} 1/);
     expect(text).toContain('censo_worker_job_duration_seconds_bucket');
     expect(await worker.stop()).toBe(0);
+  });
+});
+
+describe('a worker whose Sentinels are all out of reach', () => {
+  // BullMQ's orderly close waits for a connection end that never comes while Redis cannot be
+  // reached (taskforcesh/bullmq#4656): such a worker waited out its drain and hand-back (~27 s)
+  // with no job to drain, and was killed first by an orchestrator's shorter grace period.
+  it('stops on SIGTERM without a drain: exit 0, "worker closed", nothing written but its JSON log', async () => {
+    const proc = startWorkerProcess({
+      REDIS_SENTINELS: `redis://127.0.0.1:${await freePort()}`,
+      REDIS_SENTINEL_NAME: 'censo',
+      UPLOAD_DIR: uploadDir,
+      LOG_LEVEL: 'info',
+    });
+    workers.push(proc);
+    let stderr = '';
+    proc.child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    await proc.line('worker started');
+    await proc.line('redis error'); // it is trying, and failing
+    // Well short of the 20 s drain it used to wait out: a worker that drains is killed here.
+    const kill = setTimeout(() => proc.child.kill('SIGKILL'), 10_000);
+    const code = await proc.stop();
+    clearTimeout(kill);
+    expect(code).toBe(0);
+    const messages = proc.lines.map((line) => line.msg);
+    expect(messages).toContain('worker closed');
+    expect(messages).not.toContain('drain time over: handing active jobs back to the queue');
+    expect(stderr).toBe('');
   });
 });

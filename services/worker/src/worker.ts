@@ -28,7 +28,7 @@ import {
 import type { Logger } from 'pino';
 import type { Metric } from 'prom-client';
 import { createFailoverMetrics } from './failover-metrics.js';
-import { HAND_BACK_PAUSE_MS, createProcessor } from './processor.js';
+import { HAND_BACK_PAUSE_MS, createProcessor, type JobProcessor } from './processor.js';
 
 export interface StartWorkerOptions {
   /** Runs the jobs instead of a new worker-thread pool (tests). Closed with the worker. */
@@ -97,15 +97,32 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   // of the lock's duration after the job started): that lock is gone with the job, and renewing
   // it would log an error.
   const handBackPauseMs = Math.min(HAND_BACK_PAUSE_MS, config.workerLockDurationMs / 8);
+  /** Jobs whose processor runs now, on both queues: with none, a closing worker has nothing to drain. */
+  let running = 0;
+  const counted =
+    (processor: JobProcessor): JobProcessor =>
+    // Three declared parameters, as the processor's own: BullMQ passes the signal by arity.
+    async (job, token, signal) => {
+      running++;
+      try {
+        return await processor(job, token, signal);
+      } finally {
+        running--;
+      }
+    };
   const consume = (queue: string, jobs: JobExecutor) => {
-    const worker = new Worker<QueuedJobData, JobResult>(queue, createProcessor(jobs, { storage, log, contractVersion, handBackPauseMs }), {
-      connection,
-      prefix: config.queuePrefix,
-      concurrency,
-      lockDuration: config.workerLockDurationMs,
-      stalledInterval: config.workerStalledIntervalMs,
-      maxStalledCount: MAX_STALLED_COUNT,
-    });
+    const worker = new Worker<QueuedJobData, JobResult>(
+      queue,
+      counted(createProcessor(jobs, { storage, log, contractVersion, handBackPauseMs })),
+      {
+        connection,
+        prefix: config.queuePrefix,
+        concurrency,
+        lockDuration: config.workerLockDurationMs,
+        stalledInterval: config.workerStalledIntervalMs,
+        maxStalledCount: MAX_STALLED_COUNT,
+      },
+    );
     worker.on('error', (err) => onError(`worker ${queue}`, err));
     worker.on('failed', (job, err) => {
       const bindings = { jobId: job?.id, kind: job?.name, attempts: job?.attemptsMade, queue };
@@ -149,8 +166,15 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
         // worker.close() has no timeout of its own, and a second close(true) would only return
         // the same pending promise; so past the drain time, abort the active jobs, and the
         // processor hands each one back to the queue (moveToWait) for another worker.
+        //
+        // BullMQ's orderly close waits for its blocking connection to end, which a client that
+        // cannot reach Redis (every Sentinel down, say) never does (taskforcesh/bullmq#4656): such
+        // a worker used to wait out the drain and the hand-back, ~27 s, with no job to drain. With
+        // no job running and Redis out of reach it closes at once; a job the worker holds keeps
+        // its drain (Redis may come back in time to record it).
         const both = [sync.worker, tasks.worker];
-        const closed = Promise.all(both.map((one) => one.close().catch((err: unknown) => log.error({ err }, 'worker close failed'))));
+        const force = running === 0 && connection.status !== 'ready';
+        const closed = Promise.all(both.map((one) => one.close(force).catch((err: unknown) => log.error({ err }, 'worker close failed'))));
         if (!(await settlesWithin(closed, drainMs))) {
           log.warn({ drainMs }, 'drain time over: handing active jobs back to the queue');
           for (const one of both) one.cancelAllJobs(ABORT_SHUTDOWN);
@@ -158,9 +182,12 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
             log.error('worker did not close in time; its jobs are retried once their locks expire');
           }
         }
+        // The cancel events' own connections: an orderly close of one that cannot reach Redis
+        // waits its 2 s out while its client, its error listener gone, writes raw stack traces.
+        const eventsWaitMs = connection.status === 'ready' ? undefined : 0;
         await Promise.allSettled([
-          closeQueueEvents(sync.cancels),
-          closeQueueEvents(tasks.cancels),
+          closeQueueEvents(sync.cancels, eventsWaitMs),
+          closeQueueEvents(tasks.cancels, eventsWaitMs),
           executor.close?.(),
           taskExecutor === executor ? undefined : taskExecutor.close?.(),
         ]);
