@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectAccessible, screenshotsDir } from '../helpers/browser.js';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { startTestServer, type TestServer } from '../helpers/http.js';
-import { OP_HOST, freePort, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
+import { OP_HOST, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
+import { freePort } from '../helpers/ports.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 let SHOTS: string;

@@ -10,7 +10,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
@@ -20,6 +19,7 @@ import { startServiceProcess } from '../helpers/processes.js';
 import { uniqueQueuePrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { ROOT, requireTool, runTool } from './recipes.js';
+import { freePort } from '../helpers/ports.js';
 
 const HOST = '127.0.0.1';
 const PASSWORD = 'senha-do-redis-0123456789abcdef';
@@ -40,18 +40,6 @@ interface Tls {
   readonly cert: string;
   readonly key: string;
   readonly ca: string;
-}
-
-/** A port nobody listens on now (the kernel's pick), for a server started right after. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, HOST, () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** One group: a master, `replicaCount` replicas, three Sentinels; stop() kills them all. */

@@ -4,7 +4,7 @@
 // tokens, PKCE required, RP-initiated logout, and one client registered for the service under test.
 import { generateKeyPairSync } from 'node:crypto';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import Provider from 'oidc-provider';
 
 export const OP_HOST = '127.0.0.2';
@@ -22,15 +22,6 @@ export interface TestAccount {
 export interface TestProvider {
   readonly issuer: string;
   close(): Promise<void>;
-}
-
-/** A loopback port free now, for a service whose PUBLIC_URL must be known before it starts. */
-export async function freePort(host = '127.0.0.1'): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /**

@@ -21,10 +21,16 @@ export async function startRedisServer(port: number): Promise<ChildProcess> {
     });
     child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${output}`)));
   });
-  const timeout = sleep(10_000).then(() => {
+  const gaveUp = new AbortController();
+  const timeout = sleep(10_000, undefined, { signal: gaveUp.signal }).then(() => {
     throw new Error(`redis-server not ready: ${output}`);
   });
-  await Promise.race([ready, timeout]);
+  try {
+    await Promise.race([ready, timeout]);
+  } finally {
+    gaveUp.abort(); // the timer must not hold the test process for 10 s once the race is settled
+    timeout.catch(() => undefined);
+  }
   return child;
 }
 

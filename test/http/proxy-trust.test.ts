@@ -9,7 +9,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessLineOf, type AccessLine } from '../helpers/access-log.js';
 import { API_KEY, startTestServer, type TestServer } from '../helpers/http.js';
-import { freePort, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
+import { signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
+import { freePort } from '../helpers/ports.js';
 import { TestBrowser, signInUntilCallback } from '../helpers/oidc-browser.js';
 
 const ACCOUNTS = { ana: { name: 'Ana Lima', email: 'ana@seduc.example', groups: ['censo-retorno', 'censo-consulta'] } };

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@censo/shared';
 import { startServer, type RunningServer } from '@censo/api';
 import { startTestServer, type TestServer } from '../helpers/http.js';
-import { freePort, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
+import { signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
+import { freePort } from '../helpers/ports.js';
 import { TestBrowser, signIn, signInUntilCallback } from '../helpers/oidc-browser.js';
 import { deleteKeys, keysMatching, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 

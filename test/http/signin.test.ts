@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessLineOf, type AccessLine } from '../helpers/access-log.js';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { formWith, startTestServer, type TestServer } from '../helpers/http.js';
-import { CLIENT_ID, freePort, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
+import { CLIENT_ID, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
+import { freePort } from '../helpers/ports.js';
 import { TestBrowser, signIn, signInUntilCallback, type Visit } from '../helpers/oidc-browser.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
 

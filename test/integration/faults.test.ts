@@ -24,6 +24,7 @@ import { API_KEY, expectEmptyDir, formWith, post, startTestServer } from '../hel
 import { createAuditsTable, createTestSchema, startTestPostgres } from '../helpers/postgres.js';
 import { startRedisProxy } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { freePort } from '../helpers/ports.js';
 
 const [basico] = fixtureCases();
 if (!basico) throw new Error('no fixtures');
@@ -34,14 +35,6 @@ afterAll(async () => {
 });
 
 const retorno = () => formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }]);
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A redis-server of this test's own (no persistence), so it can be killed and restarted. */
 async function privateRedis(port: number): Promise<ChildProcess> {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, post, startTestServer, type TestServer } from '../helpers/http.js';
 import { sampleValue, scrapeMetrics } from '../helpers/metrics.js';
-import { freePort } from '../helpers/oidc.js';
+import { freePort } from '../helpers/ports.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 import { startRedisServer, stopRedisServer } from '../helpers/redis-server.js';
 

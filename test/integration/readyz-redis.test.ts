@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/http.js';
 import { sampleValue, scrapeMetrics } from '../helpers/metrics.js';
-import { freePort } from '../helpers/oidc.js';
+import { freePort } from '../helpers/ports.js';
 import { startRedisServer, stopRedisServer } from '../helpers/redis-server.js';
 
 const METRICS_TOKEN = 'readyz-metrics-token';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, loadConfig, type JobData } from '@censo/shared';
 import { createBullmqRunner } from '@censo/api';
 import { fixtureCases } from '../helpers/fixtures.js';
-import { freePort } from '../helpers/oidc.js';
+import { freePort } from '../helpers/ports.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 
