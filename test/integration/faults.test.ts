@@ -4,12 +4,10 @@
 // Covered elsewhere, not repeated here: a worker killed mid-job (retried on another worker) in
 // test/integration/queue.test.ts; a statement timeout and an unreachable database at start in
 // test/integration/query.test.ts.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { closeSync, constants, createWriteStream, openSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { once } from 'node:events';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,6 +23,7 @@ import { createAuditsTable, createTestSchema, startTestPostgres } from '../helpe
 import { startRedisProxy } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { freePort } from '../helpers/ports.js';
+import { startRedisServer, stopRedisServer } from '../helpers/redis-server.js';
 
 const [basico] = fixtureCases();
 if (!basico) throw new Error('no fixtures');
@@ -36,33 +35,11 @@ afterAll(async () => {
 
 const retorno = () => formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }]);
 
-/** A redis-server of this test's own (no persistence), so it can be killed and restarted. */
-async function privateRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
-  for (let i = 0; i < 100; i++) {
-    const up = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1', () => (s.destroy(), resolve(true)));
-      s.once('error', () => resolve(false));
-    });
-    if (up) return child;
-    await sleep(50);
-  }
-  throw new Error('redis-server did not start');
-}
-
-async function kill(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGKILL');
-  await once(child, 'exit');
-}
-
 describe('Redis restarted while requests wait for their jobs', () => {
   it('those requests get 503/504; later ones succeed without restarting the API or the worker', async () => {
     const port = await freePort();
-    let redis = await privateRedis(port);
-    cleanups.push(() => kill(redis));
+    let redis = await startRedisServer(port);
+    cleanups.push(() => stopRedisServer(redis));
     const uploadDir = await mkdtemp(path.join(os.tmpdir(), 'censo-faults-redis-'));
     cleanups.push(() => rm(uploadDir, { recursive: true, force: true }));
     const env = {
@@ -113,7 +90,7 @@ describe('Redis restarted while requests wait for their jobs', () => {
     cleanups.push(() => queue.close());
     await waitFor(async () => (await queue.getJobCounts('waiting')).waiting === 3, { what: 'three waiting jobs' });
 
-    await kill(redis);
+    await stopRedisServer(redis);
     const answers = await Promise.all(waiting);
     for (const res of answers) {
       expect([503, 504]).toContain(res.status);
@@ -123,7 +100,7 @@ describe('Redis restarted while requests wait for their jobs', () => {
     }
 
     // Redis comes back (empty: no persistence). Free the worker from its stale job.
-    redis = await privateRedis(port);
+    redis = await startRedisServer(port);
     closeSync(openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK));
     const out = createWriteStream(fifo);
     // The stale job may be dropped (and its reader gone) while this is written: EPIPE is fine.
