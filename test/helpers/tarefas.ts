@@ -84,7 +84,7 @@ export function areaOf(ref: string): string {
   return path.posix.basename(path.posix.dirname(ref.replaceAll('\\', '/'))).replace(/^censo-/, '');
 }
 
-function gated(pool: JobPool, gate: Gate): JobPool {
+export function gated(pool: JobPool, gate: Gate): JobPool {
   return {
     async run(data: JobData, signal?: AbortSignal): Promise<JobResult> {
       await gate.pass(data, signal);
@@ -116,6 +116,8 @@ export interface HarnessOptions {
   readonly intervals?: { reconcileMs?: number; sweepMs?: number; webhooksMs?: number };
   /** Another API on the same queue prefix and storage (queue mode): no worker of its own. */
   readonly sameAs?: Harness;
+  /** Queue mode without a worker: the test starts its own (other versions, stops mid-job). */
+  readonly noWorker?: boolean;
   /** A folder of the test's own (removed with the harness). */
   readonly uploadDir?: string;
   /** Keeps every log line (LOG_LEVEL from env, else info). */
@@ -138,6 +140,8 @@ export async function startHarness(mode: Mode, options: HarnessOptions): Promise
     // Its own lines would fill the test output; the suites that read it set a file of their own.
     ACCESS_LOG: '/dev/null',
     ...(mode === 'queue' ? { REDIS_URL: options.redisUrl, QUEUE_PREFIX: queuePrefix } : {}),
+    // The suites run as production's default (a job per task); TEST_TAREFAS_POR_JOB runs them with group jobs.
+    ...(process.env.TEST_TAREFAS_POR_JOB ? { TAREFAS_POR_JOB: process.env.TEST_TAREFAS_POR_JOB } : {}),
     ...options.env,
   });
   const lines = options.logLines;
@@ -152,7 +156,7 @@ export async function startHarness(mode: Mode, options: HarnessOptions): Promise
   if (mode === 'embedded') runner = createInProcessRunner(gated(pool, gate), storage);
   else {
     runner = createBullmqRunner(config, logger);
-    if (!options.sameAs) {
+    if (!options.sameAs && !options.noWorker) {
       worker = await startWorker(config, logger, { executor: gated(pool, gate), storage, drainMs: 1_000 });
       await worker.waitUntilReady();
     }

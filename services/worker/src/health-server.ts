@@ -17,6 +17,7 @@ import {
   httpMessages,
   withTimeout,
   type Config,
+  type GroupSummary,
   type JobResult,
   type Logger,
 } from '@censo/shared';
@@ -49,7 +50,10 @@ function createWorkerMetrics(running: RunningWorker) {
     jobs.observe(kind, outcome, processedOn ? ((finishedOn ?? Date.now()) - processedOn) / 1000 : undefined);
   // Both queues' jobs: the synchronous requests' and the tasks'.
   for (const worker of [running.worker, running.tasks]) {
-    worker.on('completed', (job, result: JobResult) => observe(job.name, result.ok ? 'ok' : 'rejected', job.processedOn, job.finishedOn));
+    // A group job (several tasks) is ok once it ran them: each task's own outcome is in its result.
+    worker.on('completed', (job, result: JobResult | GroupSummary) =>
+      observe(job.name, 'tarefas' in result || result.ok ? 'ok' : 'rejected', job.processedOn, job.finishedOn),
+    );
     worker.on('failed', (job, err) => {
       const cancelled = err.message === ABORT_CANCELLED || err.message === UPLOAD_GONE;
       observe(job?.name ?? 'unknown', cancelled ? 'cancelled' : 'error', job?.processedOn, job?.finishedOn);

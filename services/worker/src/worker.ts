@@ -22,6 +22,7 @@ import {
   closeRedisClient,
   createRedisClient,
   type Config,
+  type GroupSummary,
   type JobResult,
   type QueuedJobData,
 } from '@censo/shared';
@@ -49,9 +50,9 @@ export interface StartWorkerOptions {
 
 export interface RunningWorker {
   /** The synchronous requests' jobs (JOB_QUEUE). */
-  readonly worker: Worker<QueuedJobData, JobResult>;
+  readonly worker: Worker<QueuedJobData, JobResult | GroupSummary>;
   /** The asynchronous tasks' jobs (TASK_QUEUE), on threads of their own at a lower priority. */
-  readonly tasks: Worker<QueuedJobData, JobResult>;
+  readonly tasks: Worker<QueuedJobData, JobResult | GroupSummary>;
   /** Where its jobs' files are (readiness checks the bucket). */
   readonly storage: Storage;
   /**
@@ -111,18 +112,17 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
       }
     };
   const consume = (queue: string, jobs: JobExecutor) => {
-    const worker = new Worker<QueuedJobData, JobResult>(
-      queue,
-      counted(createProcessor(jobs, { storage, log, contractVersion, handBackPauseMs })),
-      {
-        connection,
-        prefix: config.queuePrefix,
-        concurrency,
-        lockDuration: config.workerLockDurationMs,
-        stalledInterval: config.workerStalledIntervalMs,
-        maxStalledCount: MAX_STALLED_COUNT,
-      },
-    );
+    // Only the tasks' queue carries group jobs; their tasks' states go through the same connection.
+    const groups = queue === TASK_QUEUE ? { redis: connection, prefix: config.queuePrefix, queue } : undefined;
+    const processor = createProcessor(jobs, { storage, log, contractVersion, handBackPauseMs, ...(groups ? { groups } : {}) });
+    const worker = new Worker<QueuedJobData, JobResult | GroupSummary>(queue, counted(processor), {
+      connection,
+      prefix: config.queuePrefix,
+      concurrency,
+      lockDuration: config.workerLockDurationMs,
+      stalledInterval: config.workerStalledIntervalMs,
+      maxStalledCount: MAX_STALLED_COUNT,
+    });
     worker.on('error', (err) => onError(`worker ${queue}`, err));
     worker.on('failed', (job, err) => {
       const bindings = { jobId: job?.id, kind: job?.name, attempts: job?.attemptsMade, queue };
@@ -139,7 +139,9 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
     const cancels = new QueueEvents(queue, { connection, prefix: config.queuePrefix });
     cancels.on('error', (err) => onError(`cancel events ${queue}`, err));
     cancels.on<CancelListener>(CANCEL_EVENT, ({ jobId }: { jobId?: string }) => {
-      if (jobId && worker.cancelJob(jobId, ABORT_CANCELLED)) log.info({ jobId, queue }, 'job cancelled');
+      if (!jobId) return;
+      if (worker.cancelJob(jobId, ABORT_CANCELLED)) log.info({ jobId, queue }, 'job cancelled');
+      else if (processor.cancelTask(jobId)) log.info({ tarefa: jobId, queue }, 'group task cancelled');
     });
     return { worker, cancels };
   };

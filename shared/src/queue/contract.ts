@@ -2,6 +2,7 @@
 // and the custom events they exchange. Imported by both, so they cannot drift apart.
 import type { JobsOptions } from 'bullmq';
 import type { JobData } from '../core/types.js';
+import { GROUP_CONTRACT_VERSION, GROUP_JOB, type GroupJobData } from './task-groups.js';
 
 /**
  * One queue with named jobs (`job.name` = JobData `kind`) rather than one queue per kind: both
@@ -63,19 +64,32 @@ export const ABORT_SHUTDOWN = 'shutdown: the worker is closing';
 export const UPLOAD_GONE = 'upload folder is gone (the request already ended)';
 
 /**
- * The version of this contract (job data, names, results and events), carried in every job's
- * data as `contract`. Processes of version N and N+1 share one queue during a rolling upgrade
- * (SPEC §9): a worker takes the versions it knows, 1 up to its own, and gives any newer job back
- * to the queue for a newer worker, never failing it. Raise it whenever a change would make an
- * older worker misread a job (a new kind, a new field it must not ignore).
+ * The version of this contract (job data, names, results and events) a worker knows. Processes of
+ * version N and N+1 share one queue during a rolling upgrade (SPEC §9): a worker takes the
+ * versions it knows, 1 up to its own, and gives any newer job back to the queue for a newer
+ * worker, never failing it. Raise it whenever a change would make an older worker misread a job
+ * (a new kind, a new field it must not ignore).
+ *
+ * 2: group jobs (task-groups.ts), several asynchronous tasks in one job.
  */
-export const JOB_CONTRACT_VERSION = 1;
+export const JOB_CONTRACT_VERSION = GROUP_CONTRACT_VERSION;
 
-/** A job's data as it is queued: the job and the contract version of the API that sent it. */
-export type QueuedJobData = JobData & { readonly contract?: number };
+/** Any job's data: one job of the core, or a group of tasks' jobs. */
+export type AnyJobData = JobData | GroupJobData;
 
-export function withContract(data: JobData, version: number = JOB_CONTRACT_VERSION): QueuedJobData {
+/** A job's data as it is queued: the job and the contract version it needs. */
+export type QueuedJobData = AnyJobData & { readonly contract?: number };
+
+/**
+ * The job with the oldest contract version that can run it: a job of the core needs 1, so a
+ * worker of any version takes it; only a group needs 2. `version` overrides it (tests play N+1).
+ */
+export function withContract<T extends AnyJobData>(data: T, version: number = contractFor(data)): T & { readonly contract: number } {
   return { ...data, contract: version };
+}
+
+function contractFor(data: AnyJobData): number {
+  return data.kind === GROUP_JOB ? GROUP_CONTRACT_VERSION : 1;
 }
 
 /**
@@ -87,9 +101,9 @@ export function contractOf(data: QueuedJobData): number | null {
   return Number.isSafeInteger(version) && (version as number) >= 1 ? (version as number) : null;
 }
 
-/** The job itself, as the core runs it (anything that is not an object is left for the checks). */
-export function jobOf(queued: QueuedJobData): JobData {
+/** The job itself, as the worker runs it (anything that is not an object is left for the checks). */
+export function jobOf(queued: QueuedJobData): AnyJobData {
   if (typeof queued !== 'object' || queued === null || !('contract' in queued)) return queued;
   const { contract: _contract, ...job } = queued;
-  return job as JobData;
+  return job as AnyJobData;
 }

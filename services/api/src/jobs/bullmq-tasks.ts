@@ -5,13 +5,28 @@
 // (`legacy`) while a rolling upgrade is under way, and run by the same workers.
 //
 // A task's job keeps its outcome in Redis until the task's record has taken it (`forget`), so an
-// API that was down, or missed the `completed` event, still reads it from the job later.
-import { Job, type Queue, type QueueEvents, type QueueEventsProducer } from 'bullmq';
+// API that was down, or missed the `completed` event, still reads it from the job later. A task
+// carried by a group job (TAREFAS_POR_JOB) keeps it in its field of the group's hash instead
+// (task-groups.ts); the group's job goes once its last task is forgotten.
+import { Job, type Queue, type QueueEvents, type QueueEventsListener, type QueueEventsProducer } from 'bullmq';
 import {
   ABORT_CANCELLED,
   CANCEL_EVENT,
   EVENTS_MAX_LEN,
+  GROUP_ID_PREFIX,
+  GROUP_JOB,
   JOB_OPTIONS,
+  TASK_ENDED_EVENT,
+  TASK_QUEUE,
+  WAITING_ITEM,
+  droppedOf,
+  groupKeys,
+  groupScripts,
+  parseItem,
+  type GroupItemState,
+  type GroupJobData,
+  type GroupSummary,
+  type RedisClient,
   QueueUnavailableError,
   UPLOAD_GONE,
   withContract,
@@ -20,7 +35,9 @@ import {
   type JobResult,
   type Logger,
 } from '@censo/shared';
-import type { JobObservation, TaskExecution } from '../tarefas/execution.js';
+import type { JobObservation, QueuedTask, TaskExecution, TaskRef } from '../tarefas/execution.js';
+
+type TaskEndedListener = QueueEventsListener & { [TASK_ENDED_EVENT]: (args: { tarefas?: string }, id: string) => void };
 
 /** The priority an API from before TASK_QUEUE gave tasks on the synchronous queue (legacy jobs are told by it). */
 export const LEGACY_TASK_PRIORITY = 10;
@@ -32,6 +49,13 @@ const TASK_JOB_OPTIONS = {
   removeOnComplete: { age: KEEP_FINISHED_S },
   removeOnFail: { age: KEEP_FINISHED_S },
 } as const;
+
+/**
+ * A group job's tasks keep their results in the group's hash, so the job itself is not needed once
+ * it completes; one that failed for good stays, to tell its unfinished tasks so (then the hash goes
+ * with its last task).
+ */
+const GROUP_JOB_OPTIONS = { ...JOB_OPTIONS, removeOnComplete: true, removeOnFail: { age: KEEP_FINISHED_S } } as const;
 
 const COMMAND_TIMEOUT_MS = 3_000;
 
@@ -48,6 +72,11 @@ export interface BullmqTaskDeps extends TaskQueue {
   readonly log: Logger;
   /** Whether Redis can take a command now (else 503 at once). */
   readonly connected: () => Promise<boolean>;
+  /** The queue's connection (the groups' hashes live beside the queue) and its prefix. */
+  readonly redis: RedisClient;
+  readonly prefix: string;
+  /** TAREFAS_POR_JOB. */
+  readonly groupSize: number;
 }
 
 /**
@@ -66,16 +95,44 @@ function bounded(connected: () => Promise<boolean>) {
   };
 }
 
-export function createBullmqTaskExecution({ queue, cancels, events, legacy, log, connected }: BullmqTaskDeps): TaskExecution {
+export function createBullmqTaskExecution({
+  queue,
+  cancels,
+  events,
+  legacy,
+  log,
+  connected,
+  redis: client,
+  prefix,
+  groupSize,
+}: BullmqTaskDeps): TaskExecution {
   const redis = bounded(connected);
+  const scripts = groupScripts(client);
+  const keys = groupKeys(prefix, TASK_QUEUE);
   const listeners: ((id: string) => void)[] = [];
-  const notify = ({ jobId }: { jobId: string }) => {
-    for (const listener of listeners) listener(jobId);
+  const notify = (id: string) => {
+    for (const listener of listeners) listener(id);
+  };
+  // A group's tasks were each told as they ended (TASK_ENDED_EVENT); one that failed for good
+  // (its attempts spent) ends its unfinished tasks, so each of them is told then.
+  const onCompleted = ({ jobId }: { jobId: string }) => {
+    if (!jobId.startsWith(GROUP_ID_PREFIX)) notify(jobId);
+  };
+  const onFailed = ({ jobId }: { jobId: string }) => {
+    if (!jobId.startsWith(GROUP_ID_PREFIX)) return notify(jobId);
+    client.hkeys(keys.group(jobId)).then(
+      (ids) => ids.forEach(notify),
+      () => undefined, // the reconciler finds them later
+    );
+  };
+  const onTaskEnded = ({ tarefas }: { tarefas?: string }) => {
+    if (tarefas) tarefas.split(',').forEach((id) => notify(id));
   };
   for (const source of [events, legacy.events]) {
-    source.on('completed', notify);
-    source.on('failed', notify);
+    source.on('completed', onCompleted);
+    source.on('failed', onFailed);
   }
+  events.on<TaskEndedListener>(TASK_ENDED_EVENT, onTaskEnded);
   const own: TaskQueue = { queue, cancels, events };
 
   /** Tasks whose jobs were found on the legacy queue (a rolling upgrade's few), so `forget` removes them there. */
@@ -91,46 +148,156 @@ export function createBullmqTaskExecution({ queue, cancels, events, legacy, log,
     return { at: legacy, state: old };
   }
 
+  /** Grouped tasks' states (one group's): their fields first (a finished one needs nothing else), then the group job's state. */
+  async function inspectGroup(grupo: string, ids: readonly string[]): Promise<JobObservation[]> {
+    const read = async (): Promise<(GroupItemState | null)[]> =>
+      (await client.hmget(keys.group(grupo), ...ids)).map((raw) => (raw === null ? null : parseItem(raw)));
+    let items = await read();
+    const unfinished = items.some((item) => item?.state === 'waiting' || item?.state === 'started');
+    const state = unfinished ? await queue.getJobState(grupo) : null;
+    // The group may have ended between the two reads: the worker records every end before its
+    // job completes, so the fields read again after an ended (or removed) job are its last word.
+    if (state === 'completed' || state === 'failed' || state === 'unknown') items = await read();
+    return items.map((item): JobObservation => {
+      if (item === null) return { state: 'missing' };
+      if (item.state === 'done') return { state: 'done', startedAt: item.startedAt, finishedAt: item.finishedAt, result: item.result };
+      if (item.state === 'stopped') {
+        return {
+          state: 'failed',
+          startedAt: item.startedAt,
+          finishedAt: item.finishedAt,
+          why: item.why === 'erro' ? 'error' : 'cancelled',
+        };
+      }
+      if (state === 'active') return item.state === 'started' ? { state: 'active', startedAt: item.startedAt } : { state: 'waiting' };
+      if (state === 'unknown') return { state: 'missing' };
+      if (state === 'failed' || state === 'completed') {
+        // Its group ended without it: attempts spent on a failure (a completed group ends every task it has).
+        return { state: 'failed', startedAt: item.state === 'started' ? item.startedAt : null, finishedAt: Date.now(), why: 'error' };
+      }
+      return { state: 'waiting' }; // waiting, delayed for a retry, or given back
+    });
+  }
+
+  /** A task of its own: the state first, then the job. */
+  async function inspectOne(id: string): Promise<JobObservation> {
+    // A job read first could have finished in between, and would then show a finished state with
+    // its result not yet in the copy read.
+    const found = await locate(id);
+    if (found === null) return { state: 'missing' };
+    const { at, state } = found;
+    if (state !== 'completed' && state !== 'failed' && state !== 'active') return { state: 'waiting' }; // waiting, prioritized, delayed
+    const job = await Job.fromId<JobData, JobResult>(at.queue, id);
+    if (!job) return { state: 'missing' };
+    const startedAt = job.processedOn ?? null;
+    if (state === 'active') return { state: 'active', startedAt: startedAt ?? Date.now() };
+    const finishedAt = job.finishedOn ?? Date.now();
+    if (state === 'completed') return { state: 'done', startedAt, finishedAt, result: job.returnvalue };
+    const cancelled = job.failedReason === ABORT_CANCELLED || job.failedReason === UPLOAD_GONE;
+    return { state: 'failed', startedAt, finishedAt, why: cancelled ? 'cancelled' : 'error' };
+  }
+
+  /** The tasks by group (one look or one drop per group); tasks of their own under null. */
+  function byGroup(tasks: readonly TaskRef[]): Map<string | null, number[]> {
+    const out = new Map<string | null, number[]>();
+    tasks.forEach(({ grupo }, i) => {
+      const key = grupo || null;
+      out.set(key, [...(out.get(key) ?? []), i]);
+    });
+    return out;
+  }
+
+  /**
+   * Takes a grouped task out of its group (cancelled, deleted, or its end recorded). One that
+   * still runs (its end recorded as a timeout, or cancelled) is stopped by the worker that holds
+   * its group. The group's job goes with its last task; a running group is locked by its worker
+   * (remove answers 0), completes by itself and goes then.
+   */
+  async function dropGrouped(grupo: string, ids: readonly string[]): Promise<void> {
+    const dropped = droppedOf(await scripts.censoDropItems(keys.group(grupo), keys.waiting, ...ids));
+    for (const [i, was] of dropped.was.entries()) {
+      if (was === 'started') await cancels.publishEvent({ eventName: CANCEL_EVENT, jobId: ids[i]! }, EVENTS_MAX_LEN);
+    }
+    if (dropped.empty) await queue.remove(grupo);
+  }
+
+  /** Queues one group job for `tasks` (the same `grupo`): their fields first, so the worker finds them all. */
+  async function submitGroup(grupo: string, tasks: readonly QueuedTask[]): Promise<void> {
+    const fields: string[] = [];
+    for (const { id } of tasks) fields.push(id, WAITING_ITEM);
+    const replies = await client
+      .multi()
+      .hset(keys.group(grupo), ...fields)
+      .pexpire(keys.group(grupo), KEEP_FINISHED_S * 1_000)
+      .incrby(keys.waiting, tasks.length)
+      .exec();
+    // A command refused inside the transaction (Redis out of memory, say) is a reply, not a rejection.
+    const refused = replies?.find(([err]) => err !== null)?.[0];
+    if (!replies || refused) throw refused ?? new Error('the group was not recorded');
+    const data: GroupJobData = { kind: GROUP_JOB, tarefas: tasks.map(({ id, data }) => ({ id, data })) };
+    // The same queue, typed for the core's jobs its synchronous side reads back.
+    const groupQueue = queue as unknown as Queue<GroupJobData, GroupSummary>;
+    await groupQueue.add(GROUP_JOB, withContract(data), { ...GROUP_JOB_OPTIONS, jobId: grupo });
+  }
+
   return {
     mode: 'bullmq',
+    groupSize,
 
     async submit(jobs) {
+      const single = jobs.filter((job) => !job.grupo);
+      const groups = new Map<string, QueuedTask[]>();
+      for (const job of jobs) if (job.grupo) groups.set(job.grupo, [...(groups.get(job.grupo) ?? []), job]);
       try {
-        // addBulk: one MULTI for the request's jobs, all of them or none.
-        await redis(() =>
-          queue.addBulk(
-            jobs.map(({ id, data }) => ({ name: data.kind, data: withContract(data), opts: { ...TASK_JOB_OPTIONS, jobId: id } })),
-          ),
-        );
+        await redis(async () => {
+          // addBulk: one MULTI for the request's jobs of their own, all of them or none.
+          if (single.length > 0) {
+            await queue.addBulk(
+              single.map(({ id, data }) => ({ name: data.kind, data: withContract(data), opts: { ...TASK_JOB_OPTIONS, jobId: id } })),
+            );
+          }
+          for (const [grupo, tasks] of groups) await submitGroup(grupo, tasks);
+        });
       } catch (err) {
         log.warn({ err, tarefas: jobs.map((job) => job.id) }, 'could not enqueue task');
         // They may still land after the timeout: none must run for a task that does not exist.
-        for (const { id } of jobs) void queue.remove(id).catch(() => undefined);
+        for (const { id } of single) void queue.remove(id).catch(() => undefined);
+        for (const [grupo, tasks] of groups) {
+          void queue.remove(grupo).catch(() => undefined);
+          void dropGrouped(
+            grupo,
+            tasks.map(({ id }) => id),
+          ).catch(() => undefined);
+        }
         throw new QueueUnavailableError({ cause: err });
       }
     },
 
-    async inspect(id): Promise<JobObservation> {
+    async inspect({ id, grupo }): Promise<JobObservation> {
+      return redis(async () => (grupo ? (await inspectGroup(grupo, [id]))[0]! : inspectOne(id)));
+    },
+
+    async inspectAll(tasks): Promise<JobObservation[]> {
       return redis(async () => {
-        // The state first, then the job: a job read first could have finished in between, and
-        // would then show a finished state with its result not yet in the copy read.
-        const found = await locate(id);
-        if (found === null) return { state: 'missing' };
-        const { at, state } = found;
-        if (state !== 'completed' && state !== 'failed' && state !== 'active') return { state: 'waiting' }; // waiting, prioritized, delayed
-        const job = await Job.fromId<JobData, JobResult>(at.queue, id);
-        if (!job) return { state: 'missing' };
-        const startedAt = job.processedOn ?? null;
-        if (state === 'active') return { state: 'active', startedAt: startedAt ?? Date.now() };
-        const finishedAt = job.finishedOn ?? Date.now();
-        if (state === 'completed') return { state: 'done', startedAt, finishedAt, result: job.returnvalue };
-        const cancelled = job.failedReason === ABORT_CANCELLED || job.failedReason === UPLOAD_GONE;
-        return { state: 'failed', startedAt, finishedAt, why: cancelled ? 'cancelled' : 'error' };
+        const out: JobObservation[] = new Array(tasks.length);
+        await Promise.all(
+          [...byGroup(tasks)].map(async ([grupo, at]) => {
+            const seen = grupo
+              ? await inspectGroup(
+                  grupo,
+                  at.map((i) => tasks[i]!.id),
+                )
+              : await Promise.all(at.map((i) => inspectOne(tasks[i]!.id)));
+            at.forEach((i, k) => (out[i] = seen[k]!));
+          }),
+        );
+        return out;
       });
     },
 
-    async cancel(id) {
+    async cancel({ id, grupo }) {
       await redis(async () => {
+        if (grupo) return dropGrouped(grupo, [id]);
         // A waiting job is removed; a running one is locked by its worker, which stops it on this event.
         const at = (await locate(id))?.at ?? own;
         if ((await at.queue.remove(id)) === 1) return;
@@ -138,24 +305,55 @@ export function createBullmqTaskExecution({ queue, cancels, events, legacy, log,
       });
     },
 
-    async forget(id) {
-      // Its end was read from the job just before (inspect), which told where the job is.
-      await redis(() => (onLegacy.has(id) ? legacy.queue : queue).remove(id));
-      onLegacy.delete(id);
+    async forget(tasks) {
+      await redis(() =>
+        Promise.all(
+          [...byGroup(tasks)].map(async ([grupo, at]) => {
+            const ids = at.map((i) => tasks[i]!.id);
+            if (grupo) return dropGrouped(grupo, ids);
+            // Each end was read from its job just before (inspect), which told where the job is.
+            await Promise.all(
+              ids.map(async (id) => {
+                await (onLegacy.has(id) ? legacy.queue : queue).remove(id);
+                onLegacy.delete(id);
+              }),
+            );
+          }),
+        ),
+      );
     },
 
     async waiting() {
       return redis(async () => {
-        const [mine, old] = await Promise.all([queue.getWaitingCount(), legacy.queue.getPrioritizedCount()]);
-        return mine + old;
+        const [mine, old, grouped] = await Promise.all([
+          queue.getWaitingCount(),
+          legacy.queue.getPrioritizedCount(),
+          client.get(keys.waiting),
+        ]);
+        // Grouped tasks are counted from their fields; a waiting group's job is then counted once
+        // more, as a task: one too many per group, never too few.
+        return mine + old + Math.max(0, Number(grouped ?? 0));
       });
     },
 
     async running() {
       const [mine, old] = await redis(() => Promise.all([queue.getActive(), legacy.queue.getActive()]));
       const out = new Map<string, number>();
-      for (const job of mine) if (job.id) out.set(job.id, job.processedOn ?? Date.now());
+      const groups: string[] = [];
+      for (const job of mine) {
+        if (!job.id) continue;
+        if (job.name === GROUP_JOB) groups.push(job.id);
+        else out.set(job.id, job.processedOn ?? Date.now());
+      }
       for (const job of old) if (job.id && job.opts.priority === LEGACY_TASK_PRIORITY) out.set(job.id, job.processedOn ?? Date.now());
+      // A running group's running task: the one whose field says started.
+      for (const grupo of groups) {
+        const fields = await redis(() => client.hgetall(keys.group(grupo)));
+        for (const [id, raw] of Object.entries(fields)) {
+          const item = parseItem(raw);
+          if (item.state === 'started') out.set(id, item.startedAt);
+        }
+      }
       return out;
     },
 
@@ -165,9 +363,10 @@ export function createBullmqTaskExecution({ queue, cancels, events, legacy, log,
 
     async close() {
       for (const source of [events, legacy.events]) {
-        source.off('completed', notify);
-        source.off('failed', notify);
+        source.off('completed', onCompleted);
+        source.off('failed', onFailed);
       }
+      events.off<TaskEndedListener>(TASK_ENDED_EVENT, onTaskEnded);
     },
   };
 }

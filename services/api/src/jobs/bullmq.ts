@@ -162,7 +162,15 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
   const own = open(TASK_QUEUE);
 
   let closed = false;
-  const tasks = createBullmqTaskExecution({ ...own, legacy: sync, log, connected });
+  const tasks = createBullmqTaskExecution({
+    ...own,
+    legacy: sync,
+    log,
+    connected,
+    redis: producer,
+    prefix,
+    groupSize: config.tarefasPorJob,
+  });
 
   return {
     mode: 'bullmq',

@@ -5,9 +5,14 @@
 import { JobTimeoutError, type JobData, type JobResult } from '@censo/shared';
 import type { JobRunner } from '../jobs/runner.js';
 
-/** A task's job to queue. */
-export interface QueuedTask {
+/** A task as its executor knows it: its id, and the group job that carries it, if one does. */
+export interface TaskRef {
   readonly id: string;
+  readonly grupo?: string | null;
+}
+
+/** A task's job to queue (its group's, with the others of the same `grupo`). */
+export interface QueuedTask extends TaskRef {
   readonly data: JobData;
 }
 
@@ -27,13 +32,17 @@ export type JobObservation =
 
 export interface TaskExecution {
   readonly mode: 'in-process' | 'bullmq';
+  /** Most tasks one job may carry (TAREFAS_POR_JOB): 1 means a job per task, and no task has a `grupo`. */
+  readonly groupSize: number;
   /** Queues the jobs of these tasks, all or none (QueueUnavailableError when it cannot): one round trip for a request's tasks. */
   submit(jobs: readonly QueuedTask[]): Promise<void>;
-  inspect(id: string): Promise<JobObservation>;
+  inspect(task: TaskRef): Promise<JobObservation>;
+  /** The same for several tasks, in their order (a group's in one look). */
+  inspectAll(tasks: readonly TaskRef[]): Promise<JobObservation[]>;
   /** Removes a waiting job, stops a running one; nothing for a finished or unknown one. */
-  cancel(id: string): Promise<void>;
-  /** The job's end has been recorded: its trace in the executor can go. */
-  forget(id: string): Promise<void>;
+  cancel(task: TaskRef): Promise<void>;
+  /** Their jobs' ends have been recorded: their traces in the executor can go. */
+  forget(tasks: readonly TaskRef[]): Promise<void>;
   /** Tasks' jobs waiting to run (MAX_QUEUED_TAREFAS, metrics). */
   waiting(): Promise<number>;
   /** Ids of the tasks whose jobs run now (a batch's `processando`), with when each started. */
@@ -97,6 +106,8 @@ export function createEmbeddedExecution(runner: JobRunner, options: { concurrenc
 
   return {
     mode: 'in-process',
+    // One thread's FIFO in this process: nothing to share between tasks.
+    groupSize: 1,
     async submit(submitted) {
       for (const { id, data } of submitted) {
         jobs.set(id, { data, observation: { state: 'waiting' }, controller: null, forgotten: false });
@@ -104,10 +115,13 @@ export function createEmbeddedExecution(runner: JobRunner, options: { concurrenc
       }
       pump();
     },
-    async inspect(id) {
+    async inspect({ id }) {
       return jobs.get(id)?.observation ?? { state: 'missing' };
     },
-    async cancel(id) {
+    async inspectAll(tasks) {
+      return tasks.map(({ id }) => jobs.get(id)?.observation ?? { state: 'missing' });
+    },
+    async cancel({ id }) {
       const job = jobs.get(id);
       if (!job) return;
       if (job.observation.state === 'waiting') {
@@ -121,11 +135,13 @@ export function createEmbeddedExecution(runner: JobRunner, options: { concurrenc
         jobs.delete(id);
       }
     },
-    async forget(id) {
-      const job = jobs.get(id);
-      if (!job) return;
-      if (job.observation.state === 'active') job.forgotten = true;
-      else if (job.observation.state !== 'waiting') jobs.delete(id);
+    async forget(tasks) {
+      for (const { id } of tasks) {
+        const job = jobs.get(id);
+        if (!job) continue;
+        if (job.observation.state === 'active') job.forgotten = true;
+        else if (job.observation.state !== 'waiting') jobs.delete(id);
+      }
     },
     async waiting() {
       return queue.length;

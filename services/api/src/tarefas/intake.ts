@@ -3,7 +3,7 @@
 // of a wait. The upload stays in the storage for the task's job; the answer is 202 with the monitor.
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import { OverloadedError, type JobData, type RequestArea } from '@censo/shared';
+import { GROUP_ID_PREFIX, OverloadedError, type JobData, type RequestArea } from '@censo/shared';
 import { receiveFiles, receiveReturns } from '../http/uploads.js';
 import { annotateRequestLog } from '../plugins/request-log.js';
 import { jobData, requestedFormat, RESULT_FILE, type RouteSpec } from '../http/census-answers.js';
@@ -398,11 +398,12 @@ async function createAndQueue(
   app: FastifyInstance,
   request: FastifyRequest,
   reply: FastifyReply,
-  tasks: readonly NewTask[],
+  sent: readonly NewTask[],
   digest: string,
 ): Promise<TarefaRecord[]> {
   const { service } = app.tarefas;
   const admission = request.tarefaAdmission!;
+  const tasks = grouped(sent, service.execution.groupSize);
   const created = await service.createTarefas(
     tasks.map((task) => task.record),
     admission.reservation ? { reservation: admission.reservation, digest } : null,
@@ -416,7 +417,7 @@ async function createAndQueue(
   admission.reservation = null;
   request.tarefasKept = true;
   try {
-    await service.execution.submit(tasks.map((task) => ({ id: task.record.id, data: task.data })));
+    await service.execution.submit(tasks.map((task) => ({ id: task.record.id, grupo: task.record.grupo ?? null, data: task.data })));
   } catch (err) {
     for (const record of created.records) await service.deleteTarefa(record.id);
     throw err;
@@ -425,6 +426,25 @@ async function createAndQueue(
     admission.release();
   }
   return created.records;
+}
+
+/**
+ * A request's tasks, `size` at a time carried by one group job (TAREFAS_POR_JOB): each record
+ * names its group, so any API finds its task's state there. A group of one is a job of its own.
+ */
+function grouped(tasks: readonly NewTask[], size: number): readonly NewTask[] {
+  if (size <= 1 || tasks.length <= 1) return tasks;
+  const out: NewTask[] = [];
+  for (let at = 0; at < tasks.length; at += size) {
+    const chunk = tasks.slice(at, at + size);
+    if (chunk.length === 1) {
+      out.push(chunk[0]!);
+      continue;
+    }
+    const grupo = `${GROUP_ID_PREFIX}${newId()}`;
+    for (const task of chunk) out.push({ ...task, record: { ...task.record, grupo } });
+  }
+  return out;
 }
 
 /** The same request again under its Idempotency-Key: its tasks as they are now; another request: 422. */

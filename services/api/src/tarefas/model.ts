@@ -84,6 +84,8 @@ export interface TarefaRecord {
   readonly entradas: readonly string[];
   /** Its Idempotency-Key record, forgotten with the task. */
   readonly idem: string | null;
+  /** The group job that carries it with other tasks of its request (TAREFAS_POR_JOB); absent: a job of its own. */
+  readonly grupo?: string;
 }
 
 /** How many of a batch's `divergencias-rf` tasks ended each way (the `Lote-Tarefas-*` headers). */

@@ -304,7 +304,7 @@ export class TarefasService {
     const record = await this.tarefa(id, dono);
     if (record === null) return null;
     if (isFinal(record.estado)) return { record, estado: record.estado, iniciadaEm: record.iniciadaEm };
-    const observation = await this.execution.inspect(id);
+    const observation = await this.execution.inspect(record);
     if (observation.state === 'waiting') return { record, estado: 'aguardando', iniciadaEm: null };
     if (observation.state === 'active') return { record, estado: 'processando', iniciadaEm: observation.startedAt };
     if (observation.state === 'missing' && this.now() - record.criadaEm < SUBMIT_GRACE_MS) {
@@ -345,6 +345,8 @@ export class TarefasService {
 
   async #recordEnds(): Promise<void> {
     this.#recordingEnds = true;
+    // The executor tells a group's ends together, one after the other in one tick: one commit for them all.
+    await Promise.resolve();
     try {
       while (this.#ends.length > 0) {
         const taken = this.#ends.splice(0, MAX_ENDS_PER_COMMIT);
@@ -375,11 +377,9 @@ export class TarefasService {
         if (!isFinal(record.estado)) open.push({ raw, record });
       }
       // Read once per task, even across retries: a job's end does not change.
-      await Promise.all(
-        open
-          .filter(({ record }) => !observations.has(record.id))
-          .map(async ({ record }) => observations.set(record.id, await this.execution.inspect(record.id))),
-      );
+      const unread = open.filter(({ record }) => !observations.has(record.id)).map(({ record }) => record);
+      const read = await this.execution.inspectAll(unread);
+      unread.forEach((record, i) => observations.set(record.id, read[i]!));
       const now = this.now();
       const guards: Guard[] = [];
       const writes: Write[] = [];
@@ -416,10 +416,14 @@ export class TarefasService {
       });
       return (await this.store.commit(guards, writes)) ? done : RETRY;
     });
+    if (won.length === 0) return;
     await Promise.all(won.map((finished) => this.#afterEnd(finished)));
+    await this.execution
+      .forget(won)
+      .catch((err: unknown) => this.#deps.log.debug({ err, tarefas: won.map(({ id }) => id) }, 'could not drop finished task jobs'));
   }
 
-  /** What follows a task's recorded end: its upload (and a failed one's result) and its job's trace go. */
+  /** What follows a task's recorded end: its upload (and a failed one's result) go; its job's trace then goes with the others'. */
   async #afterEnd(won: TarefaRecord): Promise<void> {
     const id = won.id;
     this.#deps.onEstado?.(won.rota, won.estado);
@@ -427,9 +431,6 @@ export class TarefasService {
     const area = this.#deps.storage.area(id);
     const drop = won.estado === 'concluida' ? won.entradas : [...won.entradas, ...TASK_OUTPUTS];
     await area.discard(drop).catch((err: unknown) => this.#deps.log.warn({ err, tarefa: id }, 'could not remove a task upload'));
-    await this.execution
-      .forget(id)
-      .catch((err: unknown) => this.#deps.log.debug({ err, tarefa: id }, 'could not drop a finished task job'));
   }
 
   /** DELETE (SPEC §7.1): record, job, upload and result, now. False when there is no such task (of `dono`'s, if given). */
@@ -480,7 +481,7 @@ export class TarefasService {
   async #removeTaskData(record: TarefaRecord): Promise<void> {
     if (!isFinal(record.estado)) {
       await this.execution
-        .cancel(record.id)
+        .cancel(record)
         .catch((err: unknown) => this.#deps.log.warn({ err, tarefa: record.id }, 'could not cancel a task job'));
     }
     const area = this.#deps.storage.area(record.id);
@@ -792,7 +793,7 @@ export class TarefasService {
       const record = await this.tarefa(id);
       if (record === null || isFinal(record.estado)) continue;
       await this.finish(id, { state: 'failed', why: 'timeout', startedAt, finishedAt: now });
-      await this.execution.cancel(id).catch(() => undefined);
+      await this.execution.cancel(record).catch(() => undefined);
     }
     const page = await this.store.range(keys.pendentes, { after: this.#reconcileAfter, limit: 100 });
     this.#reconcileAfter = page.length < 100 ? -Infinity : page[page.length - 1]!.score;
