@@ -162,7 +162,7 @@ function thirds(xs) {
  */
 async function redisPerWaitingTask(redisUrl, file, build, perRequest = 1) {
   const { Redis } = require('ioredis');
-  const d = await deploy(`burst-mem-${build.name}-${perRequest}`, 0, redisUrl, {}, { queue: true, apiMain: build.apiMain });
+  const d = await deploy(`burst-mem-${build.name}-${perRequest}`, 0, redisUrl, build.env ?? {}, { queue: true, apiMain: build.apiMain });
   const redis = new Redis(redisUrl);
   try {
     const content = readFileSync(file);
@@ -213,19 +213,30 @@ function safeJson(text) {
   }
 }
 
-/** The service's builds: the whole tree at BURST_BEFORE_REV (unless `nowOnly`), then the current one. */
+/**
+ * The service's builds: the whole tree at BURST_BEFORE_REV (unless `nowOnly`), then the current
+ * one as deployed by default (a queue job per task), then the current one with group jobs
+ * (TAREFAS_POR_JOB at the CLI's request size: one job per request).
+ */
 function builds(nowOnly) {
   const now = { name: 'now', rev: null, apiMain: undefined, workerMain: undefined, cliMain: CLI };
-  if (nowOnly) return [now];
+  const grupos = { ...now, name: 'grupos', env: { TAREFAS_POR_JOB: String(CLI_GROUP_FILES) } };
+  // BENCH_GROUPS_FIRST: the group jobs' run before the default one (this VM's journal-less disk
+  // makes each run pay for the files the previous one deleted in its last minute).
+  if (nowOnly) return process.env.BENCH_GROUPS_FIRST ? [grupos, now] : [now, grupos];
   const tree = treeAt(BURST_BEFORE_REV);
-  return [{ name: 'before', rev: BURST_BEFORE_REV, apiMain: tree.apiMain, workerMain: tree.workerMain, cliMain: tree.cliMain }, now];
+  return [
+    { name: 'before', rev: BURST_BEFORE_REV, apiMain: tree.apiMain, workerMain: tree.workerMain, cliMain: tree.cliMain },
+    now,
+    grupos,
+  ];
 }
 
 /** One build's burst: its own deployment, the idle probe, then the folder through its CLI. */
 async function serviceBurst(build, { dir, count, quick, redisUrl, local, localDigest, log }) {
   const { Redis } = require('ioredis');
   const redis = new Redis(redisUrl);
-  const d = await deploy(`burst-${build.name}`, 1, redisUrl, {}, { apiMain: build.apiMain, workerMain: build.workerMain });
+  const d = await deploy(`burst-${build.name}`, 1, redisUrl, build.env ?? {}, { apiMain: build.apiMain, workerMain: build.workerMain });
   const out = path.join(DATA, `burst-servidor-${build.name}.csv`);
   try {
     const probeUrl = `${d.url}/api/divergencias-rf`;
@@ -313,18 +324,31 @@ export async function runBurst({ quick, redisUrl, files, serviceOnly = false, no
 
   const results = {};
   for (const build of service) {
-    const memory = await redisPerWaitingTask(redisUrl, one, build);
-    log(`  burst: Redis ${(memory.perTaskBytes / 1024).toFixed(2)} KiB per waiting task (${build.rev ?? 'now'})`);
-    results[build.name] = memory;
+    results[build.name] = { groupFiles: CLI_GROUP_FILES };
+    // Group jobs only carry requests of several returns: one a request is the default build's figure.
+    if (build.name !== 'grupos') {
+      const memory = await redisPerWaitingTask(redisUrl, one, build);
+      log(`  burst: Redis ${(memory.perTaskBytes / 1024).toFixed(2)} KiB per waiting task (${build.rev ?? build.name})`);
+      Object.assign(results[build.name], memory);
+    }
+    // The current build also as its CLI sends a folder: several returns a request.
+    if (build.rev === null) {
+      const grouped = await redisPerWaitingTask(redisUrl, one, build, CLI_GROUP_FILES);
+      results[build.name].perTaskBytesGrouped = grouped.perTaskBytes;
+      log(`  burst: Redis ${(grouped.perTaskBytes / 1024).toFixed(2)} KiB per waiting task (${build.name}, ${CLI_GROUP_FILES} a request)`);
+    }
   }
-  // The current build also as its CLI sends a folder: several returns a request.
-  const grouped = await redisPerWaitingTask(redisUrl, one, service.at(-1), CLI_GROUP_FILES);
-  results.now.perTaskBytesGrouped = grouped.perTaskBytes;
-  results.now.groupFiles = CLI_GROUP_FILES;
-  log(`  burst: Redis ${(grouped.perTaskBytes / 1024).toFixed(2)} KiB per waiting task (now, ${CLI_GROUP_FILES} a request)`);
   for (const build of service)
     Object.assign(results[build.name], await serviceBurst(build, { dir, count, quick, redisUrl, local, localDigest, log }));
-  return { files: count, rowsPerFile, beforeRev: BURST_BEFORE_REV, local, before: results.before, now: results.now };
+  return {
+    files: count,
+    rowsPerFile,
+    beforeRev: BURST_BEFORE_REV,
+    local,
+    before: results.before,
+    now: results.now,
+    grupos: results.grupos,
+  };
 }
 
 /**
@@ -358,28 +382,34 @@ async function runTiny({ files, redisUrl, log }) {
   log(`  burst: ${files} one-divergence returns, local censo lote`);
   const local = await runNodeSampled([CLI, '--quiet', 'lote', dir, '-o', path.join(DATA, 'tiny-local.csv')], { timeoutMs: 300_000 });
   const redis = new Redis(redisUrl);
-  const d = await deploy(`tiny-${files}`, 1, redisUrl);
+  const perFile = (seconds) => (seconds * 1000) / files;
+  // The default deployment (a queue job per task), then one job per request of the CLI's.
+  const through = async (name, env) => {
+    const d = await deploy(`tiny-${files}-${name}`, 1, redisUrl, env);
+    try {
+      log(`  burst: the same through the service (${name})`);
+      const cpuBefore = [...d.processes.map((p) => cpuSecondsOf(p.pid)), await redisCpuSeconds(redis)];
+      const server = await runNodeSampled(
+        [CLI, '--quiet', 'lote', dir, '--servidor', d.url, '--chave', API_KEY, '-o', path.join(DATA, 'tiny-servidor.csv')],
+        { timeoutMs: 900_000 },
+      );
+      const [api, worker, redisCpu] = [...d.processes.map((p) => cpuSecondsOf(p.pid)), await redisCpuSeconds(redis)].map(
+        (after, i) => after - cpuBefore[i],
+      );
+      const cpu = { cli: perFile(server.cpu), api: perFile(api), worker: perFile(worker), redis: perFile(redisCpu) };
+      return { ms: server.ms, cpuPerFileMs: { ...cpu, total: cpu.cli + cpu.api + cpu.worker + cpu.redis } };
+    } finally {
+      await d.stop();
+    }
+  };
   try {
-    log(`  burst: the same through the service`);
-    const cpuBefore = [...d.processes.map((p) => cpuSecondsOf(p.pid)), await redisCpuSeconds(redis)];
-    const server = await runNodeSampled(
-      [CLI, '--quiet', 'lote', dir, '--servidor', d.url, '--chave', API_KEY, '-o', path.join(DATA, 'tiny-servidor.csv')],
-      { timeoutMs: 900_000 },
-    );
-    const [api, worker, redisCpu] = [...d.processes.map((p) => cpuSecondsOf(p.pid)), await redisCpuSeconds(redis)].map(
-      (after, i) => after - cpuBefore[i],
-    );
-    const perFile = (seconds) => (seconds * 1000) / files;
-    const cpu = { cli: perFile(server.cpu), api: perFile(api), worker: perFile(worker), redis: perFile(redisCpu) };
-    return {
-      mode: 'tiny',
-      files,
-      local: { ms: local.ms, cpuPerFileMs: perFile(local.cpu) },
-      service: { ms: server.ms, cpuPerFileMs: { ...cpu, total: cpu.cli + cpu.api + cpu.worker + cpu.redis } },
-    };
+    const runs = { service: () => through('tarefa', {}), grupos: () => through('grupos', { TAREFAS_POR_JOB: String(CLI_GROUP_FILES) }) };
+    const order = process.env.BENCH_GROUPS_FIRST ? ['grupos', 'service'] : ['service', 'grupos'];
+    const measured = {};
+    for (const name of order) measured[name] = await runs[name]();
+    return { mode: 'tiny', files, local: { ms: local.ms, cpuPerFileMs: perFile(local.cpu) }, order, ...measured };
   } finally {
     redis.disconnect();
-    await d.stop();
   }
 }
 
@@ -396,7 +426,9 @@ async function runBig({ files, redisUrl, log }) {
   const dir = burstFolder(one, files);
   const out = path.join(DATA, `burst${files}-servidor.csv`);
   const redis = new Redis(redisUrl);
-  const d = await deploy(`burst-${files}`, 1, redisUrl);
+  // BENCH_TAREFAS_POR_JOB: the large case with group jobs (default: the deployment's default, a job per task).
+  const groupEnv = process.env.BENCH_TAREFAS_POR_JOB ? { TAREFAS_POR_JOB: process.env.BENCH_TAREFAS_POR_JOB } : {};
+  const d = await deploy(`burst-${files}`, 1, redisUrl, groupEnv);
   try {
     const redisBefore = await redisUsedMemory(redis);
     const memory = d.processes.map(() => []);
