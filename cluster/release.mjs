@@ -1,5 +1,5 @@
 // The "next version" a rolling upgrade installs (SPEC §9): a copy of this build whose only change
-// is the next job contract version, laid out as a release is (package.json files and dist/, the
+// is the next job contract version (its jobs of the core need it), laid out as a release is (package.json files and dist/, the
 // API's page and queries), in a folder of the run. Its node_modules holds links to this tree's
 // packages, except the workspaces, which point at the copy: so the upgraded processes run the
 // copy's code on the same dependencies, and their jobs carry version N+1.
@@ -9,6 +9,8 @@ import { ROOT } from './procs.mjs';
 
 const CONTRACT = 'shared/dist/queue/contract.js';
 const VERSION = /export const JOB_CONTRACT_VERSION = (\d+);/;
+/** The version a job of the core carries: the next release changes that job, so its jobs need the new version. */
+const CORE_VERSION = /export const CORE_JOB_CONTRACT_VERSION = (\d+);/;
 /** What a start needs of each workspace (the CLI is not started by the suite). */
 const PARTS = {
   shared: ['package.json', 'dist'],
@@ -32,8 +34,13 @@ export async function prepareNextRelease(dir) {
   }
   const from = await currentContractVersion();
   const contract = path.join(dir, CONTRACT);
-  await writeFile(contract, (await readFile(contract, 'utf8')).replace(VERSION, `export const JOB_CONTRACT_VERSION = ${from + 1};`));
-  if ((await currentContractVersion(dir)) !== from + 1) throw new Error('could not raise the contract version of the next release');
+  const next = (await readFile(contract, 'utf8'))
+    .replace(VERSION, `export const JOB_CONTRACT_VERSION = ${from + 1};`)
+    .replace(CORE_VERSION, `export const CORE_JOB_CONTRACT_VERSION = ${from + 1};`);
+  await writeFile(contract, next);
+  if ((await currentContractVersion(dir)) !== from + 1 || CORE_VERSION.exec(next)?.[1] !== String(from + 1)) {
+    throw new Error('could not raise the contract version of the next release');
+  }
 
   const modules = path.join(dir, 'node_modules');
   await mkdir(path.join(modules, '@censo'), { recursive: true });

@@ -6,6 +6,7 @@
 // LOTE_MAX_HOURS and MAX_QUEUED_TAREFAS with uploads that arrive together.
 import { createHash, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, type UploadFile } from '../helpers/http.js';
@@ -258,7 +259,11 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     it('GET /api/lotes pages through the caller’s own batches, newest first, with an opaque cursor', async () => {
       const browser = await person(server, 'caio');
       const made: string[] = [];
-      for (let i = 0; i < 5; i++) made.push((await createLote(browser, { nome: `página ${i}` })).json().id as string);
+      for (let i = 0; i < 5; i++) {
+        made.push((await createLote(browser, { nome: `página ${i}` })).json().id as string);
+        // "Newest" is the creation millisecond: two batches of the same one have no order between them.
+        await sleep(2);
+      }
       const seen: string[] = [];
       let cursor: string | null = null;
       for (let pages = 0; pages < 10; pages++) {

@@ -70,9 +70,17 @@ export const UPLOAD_GONE = 'upload folder is gone (the request already ended)';
  * worker, never failing it. Raise it whenever a change would make an older worker misread a job
  * (a new kind, a new field it must not ignore).
  *
- * 2: group jobs (task-groups.ts), several asynchronous tasks in one job.
+ * 2: group jobs (task-groups.ts, GROUP_CONTRACT_VERSION), several asynchronous tasks in one job.
+ * (A literal: the fault suite's next release, cluster/release.mjs, raises it in the build.)
  */
-export const JOB_CONTRACT_VERSION = GROUP_CONTRACT_VERSION;
+export const JOB_CONTRACT_VERSION = 2;
+
+/**
+ * The version a job of the core (one file's divergencias-rf, retorno-rf, censo-corrigido) needs:
+ * a release that changes that job's data raises it with JOB_CONTRACT_VERSION, so that older
+ * workers give its jobs back (cluster/release.mjs does so for the fault suite's upgrade).
+ */
+export const CORE_JOB_CONTRACT_VERSION = 1;
 
 /** Any job's data: one job of the core, or a group of tasks' jobs. */
 export type AnyJobData = JobData | GroupJobData;
@@ -89,7 +97,7 @@ export function withContract<T extends AnyJobData>(data: T, version: number = co
 }
 
 function contractFor(data: AnyJobData): number {
-  return data.kind === GROUP_JOB ? GROUP_CONTRACT_VERSION : 1;
+  return data.kind === GROUP_JOB ? GROUP_CONTRACT_VERSION : CORE_JOB_CONTRACT_VERSION;
 }
 
 /**
