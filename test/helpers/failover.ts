@@ -162,6 +162,8 @@ export async function startHaDeployment<T extends { readonly env: Record<string,
       UPLOAD_DIR: uploadDir,
       // Every Redis client of the API: the rate limiter's and the dashboard's too.
       RATE_LIMIT_PER_MINUTE: '1000000',
+      // A batch's returns in group jobs, whose scripts must hold to the queue's one slot (Cluster).
+      TAREFAS_POR_JOB: '3',
       BULL_BOARD_TOKEN: BOARD_TOKEN,
     });
     await waitUntilReady([services.apiUrl, services.workerUrl]);
