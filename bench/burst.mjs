@@ -426,9 +426,9 @@ async function runBig({ files, redisUrl, log }) {
   const dir = burstFolder(one, files);
   const out = path.join(DATA, `burst${files}-servidor.csv`);
   const redis = new Redis(redisUrl);
-  // BENCH_TAREFAS_POR_JOB: the large case with group jobs (default: the deployment's default, a job per task).
-  const groupEnv = process.env.BENCH_TAREFAS_POR_JOB ? { TAREFAS_POR_JOB: process.env.BENCH_TAREFAS_POR_JOB } : {};
-  const d = await deploy(`burst-${files}`, 1, redisUrl, groupEnv);
+  // With group jobs at the CLI's request size, as a state's bursts are meant to run; BENCH_TAREFAS_POR_JOB=1 for a job per task.
+  const tarefasPorJob = Number(process.env.BENCH_TAREFAS_POR_JOB ?? CLI_GROUP_FILES);
+  const d = await deploy(`burst-${files}`, 1, redisUrl, { TAREFAS_POR_JOB: String(tarefasPorJob) });
   try {
     const redisBefore = await redisUsedMemory(redis);
     const memory = d.processes.map(() => []);
@@ -492,6 +492,7 @@ async function runBig({ files, redisUrl, log }) {
     return {
       mode: 'service-only',
       files,
+      tarefasPorJob,
       rowsPerFile,
       server: { ms: server.ms, cpu: server.cpu },
       filesPerSec: files / (server.ms / 1000),

@@ -475,7 +475,7 @@ if (burst) {
       '',
       `**${fmt(g.files)} files in one batch**`,
       '',
-      `The current build alone (no local run, no probe, no earlier build): ${fmt(g.files)} hard links in 50 folders through \`censo lote --servidor\` to one API and one worker process in ${fmt(g.server.ms / 1000)} s (${fmt(g.filesPerSec, 1)} files/s, ${fmt(g.cpuPerFileMs, 1)} CPU ms per file over CLI, API, worker and Redis). RSS of the three processes and Redis's \`used_memory\` sampled every second (${fmt(g.api.samples)} samples); then the batch's combined CSV (\`GET /api/lotes/{id}/divergencias?format=csv\`, the batch found as the bench key's newest by \`GET /api/lotes?limit=1\`) read to its end into a hash while the API's RSS is sampled every 50 ms.`,
+      `The current build alone (${g.tarefasPorJob > 1 ? `group jobs, \`TAREFAS_POR_JOB=${g.tarefasPorJob}\`` : 'a queue job per task'}; no local run, no probe, no earlier build): ${fmt(g.files)} hard links in 50 folders through \`censo lote --servidor\` to one API and one worker process in ${fmt(g.server.ms / 1000)} s (${fmt(g.filesPerSec, 1)} files/s, ${fmt(g.cpuPerFileMs, 1)} CPU ms per file over CLI, API, worker and Redis). RSS of the three processes and Redis's \`used_memory\` sampled every second (${fmt(g.api.samples)} samples); then the batch's combined CSV (\`GET /api/lotes/{id}/divergencias?format=csv\`, the batch found as the bench key's newest by \`GET /api/lotes?limit=1\`) read to its end into a hash while the API's RSS is sampled every 50 ms.`,
       '',
       table(
         ['during the batch', 'first third MiB', 'last third MiB', 'last / first', 'peak MiB'],

@@ -278,6 +278,7 @@ export function createBullmqTaskExecution({
     },
 
     async inspectAll(tasks): Promise<JobObservation[]> {
+      if (tasks.length === 0) return [];
       return redis(async () => {
         const out: JobObservation[] = new Array(tasks.length);
         await Promise.all(
