@@ -6,7 +6,6 @@ import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +26,7 @@ import {
 import { createBullmqRunner } from '@censo/api';
 import { startWorker, type RunningWorker } from '@censo/worker';
 import { fixtureCases } from '../helpers/fixtures.js';
+import { logLines } from '../helpers/log-lines.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -67,13 +67,7 @@ afterAll(async () => {
 
 /** A worker that knows contracts up to `version`, and the lines it logs. */
 async function startVersioned(version: number): Promise<{ worker: RunningWorker; lines: Array<Record<string, unknown>> }> {
-  const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
+  const { lines, sink } = logLines();
   const log = pino({ level: 'info' }, sink);
   const worker = await startWorker(config, log, { contractVersion: version, drainMs: 2_000 });
   workers.push(worker);

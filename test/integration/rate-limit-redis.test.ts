@@ -3,10 +3,10 @@
 // request through unchecked (a slow counter must not hold the service), and /metrics counts each
 // such request in censo_rate_limit_skipped_total, so an operator can see the limit was not applied.
 import type { ChildProcess } from 'node:child_process';
-import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
+import { logLines } from '../helpers/log-lines.js';
 import { API_KEY, formWith, post, startTestServer, type TestServer } from '../helpers/http.js';
 import { sampleValue, scrapeMetrics } from '../helpers/metrics.js';
 import { freePort } from '../helpers/ports.js';
@@ -56,13 +56,7 @@ describe('a Redis too slow for the limiter', () => {
   let redisProcess: ChildProcess | null = null;
   let redis: Redis;
   let server: TestServer;
-  const lines: Array<{ level: number; msg: string }> = [];
-  const log = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(JSON.parse(line) as { level: number; msg: string });
-      done();
-    },
-  });
+  const { lines, sink: log } = logLines<{ level: number; msg: string }>();
   const limiterLines = () => lines.filter((line) => line.msg.startsWith('rate limit ')).map((line) => `${line.level} ${line.msg}`);
 
   beforeAll(async () => {

@@ -4,13 +4,14 @@
 // The real API, workers and job pool; the gate holds a task "running" so each state is reached
 // without depending on this machine's speed.
 import { readFile } from 'node:fs/promises';
-import { Writable } from 'node:stream';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ERRORS, GROUP_JOB, TASK_QUEUE, createJobPool, finishedItem, httpMessages, type JobPool } from '@censo/shared';
+import { ERRORS, GROUP_JOB, TASK_QUEUE, createJobPool, finishedItem, httpMessages, type JobExecutor, type JobPool } from '@censo/shared';
 import { startWorker, type RunningWorker } from '@censo/worker';
 import { fixtureCases } from '../helpers/fixtures.js';
+import { logLines } from '../helpers/log-lines.js';
 import { keysMatching, useTestRedis } from '../helpers/redis.js';
 import { Gate, areaOf, gated, monitor, request, startHarness, waitForTarefa, type Answer, type Harness } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -44,22 +45,19 @@ async function harness(env: Record<string, string>, options: { noWorker?: boolea
   return server;
 }
 
-/** A worker of the test's own on `server`'s queue, with the job pool behind `gate`, and its log lines. */
-async function worker(server: Harness, gate: Gate, contractVersion?: number) {
-  const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
+/**
+ * A worker of the test's own on `server`'s queue, with the job pool behind `gate` (or `around` the
+ * pool, when given), and its log lines.
+ */
+async function worker(server: Harness, gate: Gate, options: { contractVersion?: number; around?: (pool: JobPool) => JobExecutor } = {}) {
+  const { lines, sink } = logLines();
   const pool = createJobPool({ threads: 1, maxQueue: 16 });
   pools.push(pool);
   const running = await startWorker({ ...server.config, workerConcurrency: 1 }, pino({ level: 'info' }, sink), {
-    executor: gated(pool, gate),
+    executor: options.around ? options.around(pool) : gated(pool, gate),
     storage: server.storage,
     drainMs: 300,
-    ...(contractVersion === undefined ? {} : { contractVersion }),
+    ...(options.contractVersion === undefined ? {} : { contractVersion: options.contractVersion }),
   });
   workers.push(running);
   await running.waitUntilReady();
@@ -84,7 +82,6 @@ const groupHashes = (server: Harness) => keysMatching(redis, `${server.config.qu
 const loteCounts = async (server: Harness, lote: string) => (await request(server, 'GET', `/api/lotes/${lote}`)).json().tarefas;
 
 async function queuedJobs(server: Harness) {
-  const { Queue } = await import('bullmq');
   const queue = new Queue(TASK_QUEUE, { connection: redis, prefix: server.config.queuePrefix });
   try {
     return (await queue.getJobs(['waiting', 'active', 'delayed', 'prioritized'])).map((job) => ({
@@ -187,7 +184,7 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     const server = await harness({}, { noWorker: true });
     const lote = await createLote(server);
     const ids = idsOf(await send(server, lote, 3));
-    const older = await worker(server, server.gate, 1);
+    const older = await worker(server, server.gate, { contractVersion: 1 });
     await waitFor(() => older.lines.some((line) => line.msg === 'job of a newer contract left for a newer worker'), {
       timeoutMs: 10_000,
       what: 'the older worker to give the group back',
@@ -245,21 +242,16 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     const server = await harness({}, { noWorker: true });
     const lote = await createLote(server);
     const ids = idsOf(await send(server, lote, 3));
-    const pool = createJobPool({ threads: 1, maxQueue: 16 });
-    pools.push(pool);
     const tries: string[] = [];
-    const running = await startWorker({ ...server.config, workerConcurrency: 1 }, pino({ level: 'silent' }), {
-      executor: {
+    await worker(server, server.gate, {
+      around: (pool) => ({
         async run(data, signal) {
           tries.push(areaOf(data.resultPath));
           if (areaOf(data.resultPath) === ids[1]) throw new Error('falha simulada');
           return pool.run(data, signal);
         },
-      },
-      storage: server.storage,
-      drainMs: 300,
+      }),
     });
-    workers.push(running);
     for (const id of [ids[0]!, ids[2]!]) expect((await waitForTarefa(server, id)).estado).toBe('concluida');
     expect(await monitor(server, ids[1]!)).toMatchObject({ estado: 'falhou', erro: { status: 500, erro: httpMessages.internal } });
     // Three attempts of the group (JOB_ATTEMPTS), each from the failing task on; the first task ran once.
