@@ -75,6 +75,16 @@ export function createProcessor(
   /** The tasks of group jobs running here now, by task id. */
   const runningTasks = new Map<string, AbortController>();
 
+  /** A job whose signal aborted: back to the queue on shutdown (no attempt spent), else over for good (cancelled). */
+  async function stopped(job: ProcessorJob, token: string | undefined, signal: AbortSignal): Promise<never> {
+    if (signal.reason === ABORT_SHUTDOWN && token) {
+      await job.moveToWait(token);
+      throw new WaitingError();
+    }
+    // Cancelled by the API: nobody waits for this job any more.
+    throw new UnrecoverableError(String(signal.reason ?? 'aborted'));
+  }
+
   /**
    * Runs one core job: its result, or a thrown error. `UnrecoverableError` when it must not run
    * again (bad data, inputs gone, cancelled); `WaitingError` once handed back on shutdown.
@@ -103,15 +113,7 @@ export function createProcessor(
       );
       return result;
     } catch (err) {
-      if (signal?.aborted) {
-        if (signal.reason === ABORT_SHUTDOWN && token) {
-          // Give the job back to the queue for another worker, without spending an attempt.
-          await job.moveToWait(token);
-          throw new WaitingError();
-        }
-        // Cancelled by the API: nobody waits for this job any more.
-        throw new UnrecoverableError(String(signal.reason ?? 'aborted'));
-      }
+      if (signal?.aborted) return stopped(job, token, signal);
       if (err instanceof InputsGoneError || !(await inputsExist(storage, data))) throw new UnrecoverableError(UPLOAD_GONE);
       // The request waits synchronously: a storage outage is its 503 now, not a retry later.
       if (err instanceof StorageUnavailableError) {
@@ -182,11 +184,7 @@ export function createProcessor(
         if (signal?.aborted) {
           // Between two tasks: the finished ones stay finished, the rest goes back as a shutdown does.
           await step('', 0, true);
-          if (signal.reason === ABORT_SHUTDOWN && token) {
-            await job.moveToWait(token);
-            throw new WaitingError();
-          }
-          throw new UnrecoverableError(String(signal.reason ?? 'aborted'));
+          return stopped(job, token, signal);
         }
         const startedAt = Date.now();
         if (!(await step(id, startedAt, false))) continue;

@@ -202,7 +202,9 @@ export function createBullmqTaskExecution({
     const out = new Map<string | null, number[]>();
     tasks.forEach(({ grupo }, i) => {
       const key = grupo || null;
-      out.set(key, [...(out.get(key) ?? []), i]);
+      const at = out.get(key);
+      if (at) at.push(i);
+      else out.set(key, [i]);
     });
     return out;
   }
@@ -245,9 +247,13 @@ export function createBullmqTaskExecution({
     groupSize,
 
     async submit(jobs) {
-      const single = jobs.filter((job) => !job.grupo);
+      const single: QueuedTask[] = [];
       const groups = new Map<string, QueuedTask[]>();
-      for (const job of jobs) if (job.grupo) groups.set(job.grupo, [...(groups.get(job.grupo) ?? []), job]);
+      for (const [grupo, at] of byGroup(jobs)) {
+        const tasks = at.map((i) => jobs[i]!);
+        if (grupo) groups.set(grupo, tasks);
+        else single.push(...tasks);
+      }
       try {
         await redis(async () => {
           // addBulk: one MULTI for the request's jobs of their own, all of them or none.
