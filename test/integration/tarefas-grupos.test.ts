@@ -39,7 +39,10 @@ afterEach(async () => {
   for (const pool of pools.splice(0)) await pool.close();
 });
 
-async function harness(env: Record<string, string>, options: { noWorker?: boolean } = {}): Promise<Harness> {
+async function harness(
+  env: Record<string, string>,
+  options: { noWorker?: boolean; intervals?: { reconcileMs?: number } } = {},
+): Promise<Harness> {
   const server = await startHarness('queue', { redisUrl: redisServer.url, env: { TAREFAS_POR_JOB: '3', ...env }, ...options });
   harnesses.push(server);
   return server;
@@ -79,7 +82,8 @@ async function send(server: Harness, lote: string, count: number): Promise<Answe
 
 const idsOf = (answer: Answer) => (answer.json().tarefas as Array<{ id: string }>).map((t) => t.id);
 const groupHashes = (server: Harness) => keysMatching(redis, `${server.config.queuePrefix}:${TASK_QUEUE}:grupo:*`);
-const loteCounts = async (server: Harness, lote: string) => (await request(server, 'GET', `/api/lotes/${lote}`)).json().tarefas;
+const loteCounts = async (server: Harness, lote: string) =>
+  (await request(server, 'GET', `/api/lotes/${lote}`)).json().tarefas as Record<string, number>;
 
 async function queuedJobs(server: Harness) {
   const queue = new Queue(TASK_QUEUE, { connection: redis, prefix: server.config.queuePrefix });
@@ -257,6 +261,27 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     // Three attempts of the group (JOB_ATTEMPTS), each from the failing task on; the first task ran once.
     expect(tries).toEqual([ids[0], ids[1], ids[1], ids[1], ids[2]]);
     expect(await loteCounts(server, lote)).toMatchObject({ total: 3, concluida: 2, falhou: 1 });
+  });
+
+  it('a group job that fails for good (its data refused by the worker): each of its tasks falhou 500 at once, told by the failure', async () => {
+    // No reconcile pass within the test, and no look at a task until the batch counts them: their ends come from the failure's event.
+    const server = await harness({}, { noWorker: true, intervals: { reconcileMs: 600_000 } });
+    const lote = await createLote(server);
+    const ids = idsOf(await send(server, lote, 2));
+    // Job data comes from Redis: a group whose task list is not one fails without running any.
+    const queue = new Queue(TASK_QUEUE, { connection: redis, prefix: server.config.queuePrefix });
+    try {
+      const [group] = await queue.getJobs(['waiting']);
+      await group!.updateData({ ...(group!.data as object), tarefas: 'nenhuma' });
+    } finally {
+      await queue.close();
+    }
+    const { lines } = await worker(server, server.gate);
+    await waitFor(async () => (await loteCounts(server, lote)).falhou === 2, { timeoutMs: 10_000, what: 'the batch to count both ends' });
+    for (const id of ids)
+      expect(await monitor(server, id)).toMatchObject({ estado: 'falhou', erro: { status: 500, erro: httpMessages.internal } });
+    expect(server.gate.seen).toEqual([]);
+    expect(lines.find((line) => line.msg === 'job failed')).toMatchObject({ kind: GROUP_JOB });
   });
 
   it("grouped tasks count one by one under MAX_QUEUED_TAREFAS, not as their group's one job", async () => {
