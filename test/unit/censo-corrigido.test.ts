@@ -78,28 +78,28 @@ describe('hand-written cases, byte for byte', () => {
       bytes.equals(
         latin1(
           `${SCHOOL}\n` +
-            '30|12345678|ALU1|123456789099|52998224726|MARIA DA CONCEI\u00c7\u00c3O|14/03/2014|1|ANA|JOSE|2|3\n' +
+            '30|12345678|ALU1|123456789099|52998224725|MARIA DA CONCEI\u00c7\u00c3O|14/03/2014|1|ANA|JOSE|2|3\n' +
             '30|12345678|ALU2|||JOAO DAVILA DA SILVA|02/07/2013|1|MARIA||2\n' +
             '99|\n',
         ),
       ),
     ).toBe(true);
-    expect(result).toMatchObject({ ok: true, count: 2, corrigido: { pessoasCorrigidas: 2, naoAplicadas: 0 } });
+    expect(result).toMatchObject({ ok: true, count: 2, corrigido: { pessoasCorrigidas: 2, naoAplicadas: 1 } });
   });
 
   it('keeps every line end as it was (CRLF, CR, LF mixed) and a missing final newline', async () => {
-    const txt = latin1(`${SCHOOL}\r\n${P1}\r${P2}\n${P3}`);
+    const txt = latin1(`${SCHOOL}\r\n${P1}\r${P2}\n${P3}\r\n99|`);
     const { bytes } = await corrigir(txt, [
-      { linha: '2', codigo: 'ALU1', campo: 'CPF', conteudo: '52998224725 -- 52998224726' },
+      { linha: '2', codigo: 'ALU1', campo: 'Identificação única (Inep)', conteudo: '123456789012 -- 123456789099' },
       { linha: '4', codigo: 'ALU3', campo: 'Nome', conteudo: 'PEDRO LIMA -- PEDRO DE LIMA' },
     ]);
     expect(
       bytes.equals(
         latin1(
           `${SCHOOL}\r\n` +
-            '30|12345678|ALU1|123456789012|52998224726|MARIA DA CONCEI\u00c7\u00c3O|14/03/2014|1|ANA|JOSE|2|3\r' +
+            '30|12345678|ALU1|123456789099|52998224725|MARIA DA CONCEI\u00c7\u00c3O|14/03/2014|1|ANA|JOSE|2|3\r' +
             `${P2}\n` +
-            '30|12345678|ALU3|||PEDRO DE LIMA|02/10/1980|1|LUCIA|PAULO',
+            '30|12345678|ALU3|||PEDRO DE LIMA|02/10/1980|1|LUCIA|PAULO\r\n99|',
         ),
       ),
     ).toBe(true);
@@ -107,7 +107,7 @@ describe('hand-written cases, byte for byte', () => {
 
   it('UTF-8 with BOM and CRLF: re-encoded to ISO-8859-1, BOM dropped, a character Latin-1 lacks becomes ?', async () => {
     const txt = Buffer.from(
-      `\ufeff00|12345678|ESCOLA SÃO JOSÉ €\r\n${'30|12345678|ALU1|||MARIA DA CONCEIÇÃO|14/03/2014|1|ANA|JOSE'}\r\n`,
+      `\ufeff00|12345678|ESCOLA SÃO JOSÉ €\r\n${'30|12345678|ALU1|||MARIA DA CONCEIÇÃO|14/03/2014|1|ANA|JOSE'}\r\n99|\r\n`,
       'utf8',
     );
     const { bytes, result } = await corrigir(txt, [
@@ -115,24 +115,24 @@ describe('hand-written cases, byte for byte', () => {
     ]);
     expect(
       bytes.equals(
-        latin1('00|12345678|ESCOLA S\u00c3O JOS\u00c9 ?\r\n30|12345678|ALU1|||MARIA DA CONCEI\u00c7\u00c3O|15/03/2014|1|ANA|JOSE\r\n'),
+        latin1('00|12345678|ESCOLA S\u00c3O JOS\u00c9 ?\r\n30|12345678|ALU1|||MARIA DA CONCEI\u00c7\u00c3O|15/03/2014|1|ANA|JOSE\r\n99|\r\n'),
       ),
     ).toBe(true);
     expect(result).toMatchObject({ corrigido: { pessoasCorrigidas: 1, naoAplicadas: 0 } });
   });
 
   it('a windows-1252 byte (0x80, €) in an unchanged field stays that byte', async () => {
-    const txt = Buffer.concat([latin1(`${SCHOOL}\n30|12345678|ALU1|||ANA|01/01/2010|1|M|P|`), Buffer.from([0x80]), latin1('\n')]);
+    const txt = Buffer.concat([latin1(`${SCHOOL}\n30|12345678|ALU1|||ANA|01/01/2010|1|M|P|`), Buffer.from([0x80]), latin1('\n99|\n')]);
     const { bytes } = await corrigir(txt, [{ linha: '2', codigo: 'ALU1', campo: 'CPF', conteudo: ' -- 52998224725' }]);
     expect(
       bytes.equals(
-        Buffer.concat([latin1(`${SCHOOL}\n30|12345678|ALU1||52998224725|ANA|01/01/2010|1|M|P|`), Buffer.from([0x80]), latin1('\n')]),
+        Buffer.concat([latin1(`${SCHOOL}\n30|12345678|ALU1||52998224725|ANA|01/01/2010|1|M|P|`), Buffer.from([0x80]), latin1('\n99|\n')]),
       ),
     ).toBe(true);
   });
 
   it("values the layout cannot hold are not applied and are counted; pessoas still shows the tax authority's value", async () => {
-    const txt = latin1(`${SCHOOL}\n${P1}\n${P3}\n`);
+    const txt = latin1(`${SCHOOL}\n${P1}\n${P3}\n99|\n`);
     const { bytes, result, pessoas } = await corrigir(txt, [
       { linha: '2', codigo: 'ALU1', campo: 'CPF', conteudo: '52998224725 -- 123' },
       { linha: '2', codigo: 'ALU1', campo: 'Data de nascimento', conteudo: '14/03/2014 -- 31 de março' },
@@ -148,7 +148,7 @@ describe('hand-written cases, byte for byte', () => {
   });
 
   it('a person with only a filiation divergence is a person of pessoas but changes no byte', async () => {
-    const txt = latin1(`${SCHOOL}\n${P1}\n`);
+    const txt = latin1(`${SCHOOL}\n${P1}\n99|\n`);
     const { bytes, result, pessoas } = await corrigir(txt, [
       {
         linha: '2',
@@ -164,10 +164,10 @@ describe('hand-written cases, byte for byte', () => {
   });
 
   it('a name longer than 100 characters is cut at 100', async () => {
-    const txt = latin1(`${SCHOOL}\n${P3}\n`);
+    const txt = latin1(`${SCHOOL}\n${P3}\n99|\n`);
     const long = 'A'.repeat(60) + ' ' + 'B'.repeat(60);
     const { bytes } = await corrigir(txt, [{ linha: '2', codigo: 'ALU3', campo: 'Nome', conteudo: `PEDRO LIMA -- ${long}` }]);
-    expect(bytes.toString('latin1')).toBe(`${SCHOOL}\n30|12345678|ALU3|||${'A'.repeat(60)} ${'B'.repeat(39)}|02/10/1980|1|LUCIA|PAULO\n`);
+    expect(bytes.toString('latin1')).toBe(`${SCHOOL}\n30|12345678|ALU3|||${'A'.repeat(60)} ${'B'.repeat(39)}|02/10/1980|1|LUCIA|PAULO\n99|\n`);
   });
 
   it('a mismatch is the 422 of retorno-rf and writes nothing', async () => {
@@ -217,8 +217,9 @@ describe('property: only the corrected fields of changed record-30 lines differ'
           const it = picks[Symbol.iterator]();
           const next = () => it.next().value as number;
           const records = lines.map((l, i) => (l.kind === '30' ? `30|1|C${i}|${l.fields.join('|')}` : `${l.kind}|${l.fields.join('|')}`));
-          const body = records.map((r, i) => r + (i < records.length - 1 || finalNewline ? lines[i]!.end : '')).join('');
-          const txt = latin1(`${SCHOOL}\n${body}`);
+          // Every line ends; the record 99 INEP requires last, with or without a final newline.
+          const body = records.map((r, i) => r + lines[i]!.end).join('');
+          const txt = latin1(`${SCHOOL}\n${body}99|${finalNewline ? '\n' : ''}`);
           const rows: Row[] = [];
           records.forEach((record, i) => {
             if (!record.startsWith('30|') || next() % 2 === 0) return;

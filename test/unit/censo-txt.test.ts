@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { detached, LineSplitter, mergePessoas, parseRecord30, visitCensoLines, type Divergencia, type LineScan } from '@censo/shared';
+import { detached, LineSplitter, mergePessoas, parseRecord30, visitCensoLines, type DivergenciaLida, type LineScan } from '@censo/shared';
 
 let dir: string;
 beforeAll(async () => {
@@ -42,7 +42,7 @@ async function lines(p: string, highWaterMark?: number): Promise<{ lines: string
 }
 
 const latin1 = (text: string) => Buffer.from(text, 'latin1');
-const divergencia = (linha: string, codigo: string): Divergencia => ({
+const divergencia = (linha: string, codigo: string): DivergenciaLida => ({
   codigo_na_escola: codigo,
   linha,
   campo: 'CPF',

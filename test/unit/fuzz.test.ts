@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BadInputError, mergePessoas, readRetorno, TxtMismatchError, type Divergencia } from '@censo/shared';
+import { BadInputError, mergePessoas, readRetorno, TxtMismatchError, type DivergenciaLida } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { HEADER, tempPath, textRow, workbookParts, zipParts } from '../helpers/xlsx-builders.js';
 
@@ -18,7 +18,7 @@ const XLSX_BYTES = readFileSync(basico.retorno.xlsx);
 const TXT_BYTES = readFileSync(basico.txt);
 const HANG_MS = 5000;
 
-const rfDivergencia = (linha: string, codigo: string): Divergencia => ({
+const rfDivergencia = (linha: string, codigo: string): DivergenciaLida => ({
   codigo_na_escola: codigo,
   linha,
   campo: 'Nome',

@@ -42,8 +42,9 @@ describe('runJob', () => {
     const body = await readFile(resultPath, 'utf8');
     expect(r).toEqual({ ok: true, count: 2, bytes: Buffer.byteLength(body) });
     expect(body).toBe(
-      '{"divergencias":[{"codigo_na_escola":"ALU1","linha":"2","campo":"CPF","enviado":"111","correto":"999","is_filiacao":false,"chave":"cpf"},' +
-        '{"codigo_na_escola":"ALU2","linha":"3","campo":"Nome","enviado":"BIA","correto":"BEATRIZ","is_filiacao":false,"chave":"nome"}]}',
+      '{"divergencias":[{"codigo_na_escola":"ALU1","linha":"2","campo":"CPF","enviado":"111","correto":"999","is_filiacao":false,"chave":"cpf",' +
+        '"correcao":"formulario"},{"codigo_na_escola":"ALU2","linha":"3","campo":"Nome","enviado":"BIA","correto":"BEATRIZ",' +
+        '"is_filiacao":false,"chave":"nome","correcao":"arquivo"}]}',
     );
   });
 
@@ -63,8 +64,8 @@ describe('runJob', () => {
       divergencias.map((d) => csvLine([...leading, ...cellValues(d, DIVERGENCIA_COLUMNS)])).join(''),
     );
     expect(await readFile(lines, 'utf8')).toBe(
-      '"regional 1/escola, ""A""",é.json,ALU1,2,CPF,111,999,false,cpf\r\n' +
-        '"regional 1/escola, ""A""",é.json,ALU2,3,Nome,\'=BIA,"""BEATRIZ"", B",false,nome\r\n',
+      '"regional 1/escola, ""A""",é.json,ALU1,2,CPF,111,999,false,cpf,formulario\r\n' +
+        '"regional 1/escola, ""A""",é.json,ALU2,3,Nome,\'=BIA,"""BEATRIZ"", B",false,nome,arquivo\r\n',
     );
   });
 
@@ -187,8 +188,12 @@ describe('runJob', () => {
     const resultPath = result();
     const controller = new AbortController();
     const running = runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath }, { signal: controller.signal });
-    // Abort once the body has started to reach the disk.
-    while (!existsSync(resultPath) || (await stat(resultPath)).size === 0) await new Promise((r) => setTimeout(r, 5));
+    // Abort once the result file is open: the job is then mid-way (its divergences are written once
+    // the return has been read whole, since each one's `correcao` weighs its person's others).
+    for (let waited = 0; !existsSync(resultPath); waited++) {
+      expect(waited, 'the job never opened its result').toBeLessThan(2_000);
+      await new Promise((r) => setTimeout(r, 5));
+    }
     controller.abort();
     await expect(running).rejects.toMatchObject({ name: 'AbortError' });
     expect(existsSync(resultPath)).toBe(false);
@@ -204,9 +209,9 @@ describe('runJob', () => {
       { kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath, batchLines: ['ref', 'r.json'] },
       { signal: controller.signal },
     );
-    // Bounded: the job's first lines reach the file within a few ms of its start.
-    for (let waited = 0; !existsSync(lines) || (await stat(lines)).size === 0; waited++) {
-      expect(waited, 'the job never wrote its first lines').toBeLessThan(2_000);
+    // Bounded: the job opens both files within a few ms of its start, then reads the return whole.
+    for (let waited = 0; !existsSync(lines) || !existsSync(resultPath); waited++) {
+      expect(waited, 'the job never opened its files').toBeLessThan(2_000);
       await new Promise((r) => setTimeout(r, 5));
     }
     controller.abort();

@@ -10,7 +10,7 @@ import {
   toDataBr,
   TxtMismatchError,
   type Chave,
-  type Divergencia,
+  type DivergenciaLida,
   type Pessoa,
 } from '@censo/shared';
 
@@ -41,7 +41,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function d(linha: string, codigo: string, chave: Chave | null, correto: string): Divergencia {
+function d(linha: string, codigo: string, chave: Chave | null, correto: string): DivergenciaLida {
   return {
     codigo_na_escola: codigo,
     linha,
@@ -53,7 +53,7 @@ function d(linha: string, codigo: string, chave: Chave | null, correto: string):
   };
 }
 
-async function mismatch(divergencias: Divergencia[]): Promise<TxtMismatchError> {
+async function mismatch(divergencias: DivergenciaLida[]): Promise<TxtMismatchError> {
   const err = await mergePessoas(divergencias, txt).then(
     () => null,
     (e: unknown) => e,
@@ -216,7 +216,7 @@ describe('mergePessoas', () => {
  * merge groups rows per person as they are read and reads the file twice to save memory, and must
  * answer exactly this, the same persons or the same first mismatch.
  */
-function literalMerge(divergencias: readonly Divergencia[], lines: readonly string[]): Pessoa[] | string {
+function literalMerge(divergencias: readonly DivergenciaLida[], lines: readonly string[]): Pessoa[] | string {
   const records = lines.map((text) => parseRecord30(text));
   const byCode = new Map<string, number>();
   records.forEach((fields, i) => {
@@ -269,7 +269,7 @@ describe('mergePessoas against SPEC §3.2 read row by row', () => {
     },
     { weight: 1, arbitrary: fc.constantFrom('30|s|A1|short', '40|s|A1|1|2|3|4|5|6|7', '00|x', '') },
   );
-  const row = (linha: fc.Arbitrary<string>, codigo: fc.Arbitrary<string>): fc.Arbitrary<Divergencia> =>
+  const row = (linha: fc.Arbitrary<string>, codigo: fc.Arbitrary<string>): fc.Arbitrary<DivergenciaLida> =>
     fc.record({
       linha,
       codigo_na_escola: codigo,

@@ -88,6 +88,8 @@ describe('COLUMNS_FILE additions', () => {
         correto: '52998224725',
         is_filiacao: false,
         chave: 'cpf',
+        // A CPF already sent is not changed by migration (field 5 rule 10).
+        correcao: 'formulario',
       },
     ];
     expect(await readAll(await xlsxWith([{ name: 'Erros', rows: [NEW_HEADER, ROW] }]), 'xlsx', additions)).toEqual(expected);

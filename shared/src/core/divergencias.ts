@@ -1,7 +1,8 @@
 // Which return rows are tax-authority (Receita Federal) divergences, and what field each one is
 // about (SPEC §2). Pure functions over RetornoRow; the readers decide columns, this decides rows.
 import { normalize } from './normalize.js';
-import type { Chave, Divergencia, RetornoRow } from './types.js';
+import { comCorrecao, decidirTodas } from './reimportacao/pessoas.js';
+import type { Chave, Divergencia, DivergenciaLida, RetornoRow } from './types.js';
 
 // A return repeats a handful of labels and messages over hundreds of thousands of rows, and
 // Unicode normalisation dominates the cost of a row: remember recent results, within a bound.
@@ -123,8 +124,11 @@ function parent(label: string, message: string): 'nome_mae' | 'nome_pai' {
   return PAI_WORD.test(label) || PAI_WORD.test(message) ? 'nome_pai' : 'nome_mae';
 }
 
-/** The divergence a row states, or `null` when the row is not a tax-authority divergence. */
-export function toDivergencia(row: RetornoRow, labels: FieldLabels = BUILTIN_FIELD_LABELS): Divergencia | null {
+/**
+ * The divergence a row states, or `null` when the row is not a tax-authority divergence. Its
+ * `correcao` needs the person's other rows: see divergenciaBatches.
+ */
+export function toDivergencia(row: RetornoRow, labels: FieldLabels = BUILTIN_FIELD_LABELS): DivergenciaLida | null {
   if (!isRegistro30(row.registro)) return null;
   if (!citesReceitaFederal(row.mensagem)) return null;
   const content = splitConteudo(row.conteudo);
@@ -142,15 +146,24 @@ export function toDivergencia(row: RetornoRow, labels: FieldLabels = BUILTIN_FIE
 }
 
 /**
- * The divergences of each batch of rows, a batch at a time (a job's pipeline): no promise per row,
- * and batches without a divergence are not handed on.
+ * The divergences of each batch of rows (a job's pipeline): no promise per row. Each gets its
+ * `correcao` (SPEC §11), which weighs the person's other divergences, so they are handed on once
+ * the return has been read whole.
  */
-export async function* divergenciaBatches(
+export function divergenciaBatches(
   batches: AsyncIterable<readonly RetornoRow[]>,
   labels: FieldLabels = BUILTIN_FIELD_LABELS,
 ): AsyncGenerator<Divergencia[], void, undefined> {
+  return comCorrecao(lidaBatches(batches, labels));
+}
+
+/** The divergences as rows state them, a batch at a time; batches without one are not handed on. */
+export async function* lidaBatches(
+  batches: AsyncIterable<readonly RetornoRow[]>,
+  labels: FieldLabels = BUILTIN_FIELD_LABELS,
+): AsyncGenerator<DivergenciaLida[], void, undefined> {
   for await (const rows of batches) {
-    const found: Divergencia[] = [];
+    const found: DivergenciaLida[] = [];
     for (const row of rows) {
       const divergencia = toDivergencia(row, labels);
       if (divergencia) found.push(divergencia);
@@ -159,13 +172,15 @@ export async function* divergenciaBatches(
   }
 }
 
-/** The divergences of a return, in the return's row order. */
+/** The divergences of a return, in the return's row order, each with its `correcao`. */
 export async function* findDivergencias(
   rows: AsyncIterable<RetornoRow> | Iterable<RetornoRow>,
   labels: FieldLabels = BUILTIN_FIELD_LABELS,
 ): AsyncGenerator<Divergencia> {
+  const lidas: DivergenciaLida[] = [];
   for await (const row of rows) {
     const divergencia = toDivergencia(row, labels);
-    if (divergencia) yield divergencia;
+    if (divergencia) lidas.push(divergencia);
   }
+  yield* decidirTodas(lidas);
 }

@@ -128,6 +128,11 @@ export const badInput = {
   malformedMultipart: () => new BadInputError('Requisição multipart malformada.'),
   unreadableRetorno: (why: string) => new BadInputError(`Arquivo retorno ilegível: ${why}`),
   unreadableTxt: (why: string) => new BadInputError(`Arquivo txt ilegível: ${why}`),
+  /** General rule 39 of INEP's layout: a migration file holds at most 100 schools (SPEC §11). */
+  escolasDemais: (escolas: number, max: number) =>
+    new BadInputError(
+      `O arquivo txt tem ${escolas} escolas; o Educacenso aceita no máximo ${max} escolas por arquivo. Divida-o em arquivos de até ${max} escolas.`,
+    ),
 } as const;
 
 /**

@@ -21,6 +21,8 @@ export * from './output/xlsx.js';
 export { crc32InJs, zipArchive, type ZipOptions, type ZipPart } from './output/zip-writer.js';
 export * from './censo/inep-values.js';
 export * from './censo/corrigido.js';
+export * from './reimportacao/correcao.js';
+export * from './reimportacao/pessoas.js';
 export * from './job.js';
 export * from './lote.js';
 export * from './progresso.js';

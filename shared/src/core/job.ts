@@ -4,7 +4,7 @@
 // thrown is a bug or infrastructure.
 import { rm } from 'node:fs/promises';
 import { writeCensoCorrigido } from './censo/corrigido.js';
-import { divergenciaBatches } from './divergencias.js';
+import { divergenciaBatches, lidaBatches } from './divergencias.js';
 import { itemsOf } from './item-stream.js';
 import { CensoError } from './errors.js';
 import { matchPersons, pessoaBatches } from './merge.js';
@@ -32,8 +32,8 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
     signal?.throwIfAborted();
     const rows = readRetornoBatches(data.retorno, { ...(signal ? { signal } : {}), ...(vocabulary ? { names: vocabulary.columns } : {}) });
     // Batches from the reader to the writer or the merge: one promise per divergence, none per row.
-    const divergencias = itemsOf(divergenciaBatches(rows, vocabulary?.labels));
     if (data.kind === 'divergencias') {
+      const divergencias = itemsOf(divergenciaBatches(rows, vocabulary?.labels));
       const lines = data.batchLines
         ? new BatchLinesFile(batchLinesPath(data.resultPath), data.batchLines, DIVERGENCIAS_TABLE.columns)
         : undefined;
@@ -52,8 +52,9 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
         lines?.close();
       }
     }
-    // The merge finishes before the result file is created: a mismatch leaves nothing to clean.
-    const matched = await matchPersons(divergencias, data.txt.path, { ...(signal ? { signal } : {}) });
+    // The merge finishes before the result file is created: a mismatch leaves nothing to clean. It
+    // needs no `correcao`: the corrected file decides on the text file's own values (SPEC §11).
+    const matched = await matchPersons(itemsOf(lidaBatches(rows, vocabulary?.labels)), data.txt.path, { ...(signal ? { signal } : {}) });
     if (data.kind === 'retorno-rf') {
       return {
         ok: true,
@@ -68,10 +69,10 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
         )),
       };
     }
-    const { bytes, pessoasCorrigidas, naoAplicadas } = await writeCensoCorrigido(data.txt.path, matched, data.resultPath, {
+    const { bytes, pessoasCorrigidas, naoAplicadas, amostra } = await writeCensoCorrigido(data.txt.path, matched, data.resultPath, {
       ...(signal ? { signal } : {}),
     });
-    return { ok: true, count: matched.lines.size, bytes, corrigido: { pessoasCorrigidas, naoAplicadas } };
+    return { ok: true, count: matched.lines.size, bytes, corrigido: { pessoasCorrigidas, naoAplicadas, amostra } };
   } catch (err) {
     await Promise.all(outputsOf(data).map((path) => rm(path, { force: true })));
     const failure = jobFailure(err);

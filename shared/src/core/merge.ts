@@ -11,8 +11,9 @@ import { LineSplitter, parseRecord30, visitCensoLines, CENSO_FIELD, censoField, 
 import { decodeCensoFile, type CensoEncoding } from './censo/decode.js';
 import { toDataBr } from './dates.js';
 import { detached } from './strings.js';
+import { inepCpf } from './censo/inep-values.js';
 import { TxtMismatchError } from './errors.js';
-import type { Divergencia, Pessoa } from './types.js';
+import type { DivergenciaLida, Pessoa } from './types.js';
 
 /** Fields a divergence replaces; `nome_mae`, `nome_pai` and `null` replace nothing. */
 export type AppliedChave = 'cpf' | 'nome' | 'data_nascimento' | 'inep';
@@ -44,6 +45,19 @@ export class Changes {
   private nomeAt = -1;
   private data_nascimentoAt = -1;
   private inepAt = -1;
+  private maeAt = -1;
+  /**
+   * The Receita's mother's name (a `nome_mae` divergence, the last in the return). Never written
+   * (SPEC §3.4), but the corrected file weighs it: INEP records it in filiação 1 (field 8 rule 4),
+   * so writing the school's name back is a change rule 25 counts (SPEC §11).
+   */
+  mae: string | undefined = undefined;
+
+  setMae(correto: string, at: number): void {
+    if (at < this.maeAt) return;
+    this.mae = correto;
+    this.maeAt = at;
+  }
 
   set(chave: AppliedChave, correto: string, at: number): void {
     const atKey = `${chave}At` as const;
@@ -63,6 +77,7 @@ export class Changes {
       const value = other[chave];
       if (value !== undefined) this.set(chave, value, other[`${chave}At`]);
     }
+    if (other.mae !== undefined) this.setMae(other.mae, other.maeAt);
   }
 }
 
@@ -77,6 +92,18 @@ export interface MatchedPersons {
   readonly lines: ReadonlyMap<number, Changes>;
   /** How the text file was decoded; null when there was nothing to match, so it was not read. */
   readonly encoding: CensoEncoding | null;
+  /**
+   * The record-30 lines of the file that already hold a CPF some divergence corrects a person to
+   * (field 5 rule 7: a CPF another person has is refused), by that CPF as the layout writes it.
+   */
+  readonly cpfHolders: ReadonlyMap<string, readonly CpfHolder[]>;
+}
+
+/** A record 30 holding a CPF: enough to tell whether it is another person (field 5 rule 7). */
+export interface CpfHolder {
+  readonly linha: number;
+  readonly inep: string;
+  readonly codigo: string;
 }
 
 /**
@@ -85,7 +112,7 @@ export interface MatchedPersons {
  * account for; nothing is returned then. (The job streams the same persons; this collects them.)
  */
 export async function mergePessoas(
-  divergencias: AsyncIterable<Divergencia> | Iterable<Divergencia>,
+  divergencias: AsyncIterable<DivergenciaLida> | Iterable<DivergenciaLida>,
   txtPath: string,
   options: MergeOptions = {},
 ): Promise<Pessoa[]> {
@@ -217,7 +244,7 @@ class CodeGroup extends Changes {
 
 /** The merge itself: which record 30 each divergence belongs to, and what it changes. */
 export async function matchPersons(
-  divergencias: AsyncIterable<Divergencia> | Iterable<Divergencia>,
+  divergencias: AsyncIterable<DivergenciaLida> | Iterable<DivergenciaLida>,
   txtPath: string,
   options: MergeOptions = {},
 ): Promise<MatchedPersons> {
@@ -247,6 +274,7 @@ export async function matchPersons(
       }
       if (codigo) group.claim(detached(codigoKey(codigo)), at, written);
       if (chave) group.set(chave, detached(d.correto), at);
+      else if (d.chave === 'nome_mae') group.setMae(detached(d.correto), at);
     } else if (codigo) {
       const key = codigoKey(codigo);
       let group = byCode.get(key);
@@ -255,28 +283,40 @@ export async function matchPersons(
         byCode.set(detached(key), group);
       }
       if (chave) group.set(chave, detached(d.correto), at);
+      else if (d.chave === 'nome_mae') group.setMae(detached(d.correto), at);
     } else {
       // Decision: without a line and without a code nothing identifies the person, and picking the
       // first record 30 with an empty own code could correct the wrong one: that is a mismatch too.
       certain = { at, error: new TxtMismatchError({ codigo: '' }) };
     }
   }
-  if (at === 0) return { lines: new Map(), encoding: null };
+  if (at === 0) return { lines: new Map(), encoding: null, cpfHolders: new Map() };
+
+  const cpfHolders = new Map<string, CpfHolder[]>();
+  for (const group of [...byLine.values(), ...byCode.values()]) {
+    const cpf = group.get('cpf');
+    const written = cpf === undefined ? null : inepCpf(cpf);
+    if (written !== null) cpfHolders.set(written, []);
+  }
 
   const scan = await visitCensoLines(
     txtPath,
     {
       line(linha, text) {
         const group = byLine.get(linha);
-        if (group === undefined && byCode.size === 0) return;
+        if (group === undefined && byCode.size === 0 && cpfHolders.size === 0) return;
         const fields = parseRecord30(text);
         if (!fields) return;
+        const holders = cpfHolders.get(censoField(fields, CENSO_FIELD.cpf));
+        holders?.push({ linha, inep: detached(censoField(fields, CENSO_FIELD.inep)), codigo: detached(censoField(fields, CENSO_FIELD.codigo)) });
+        if (group === undefined && byCode.size === 0) return;
         const key = codigoKey(censoField(fields, CENSO_FIELD.codigo));
         if (group) group.scanned = group.firstOtherCode(linha, key);
         const coded = byCode.get(key);
         if (coded && coded.line === 0) coded.line = linha;
       },
       restart() {
+        for (const holders of cpfHolders.values()) holders.length = 0;
         for (const group of byLine.values()) group.scanned = false;
         for (const group of byCode.values()) group.line = 0;
       },
@@ -306,7 +346,7 @@ export async function matchPersons(
     if (same) same.absorb(group);
     else lines.set(group.line, group);
   }
-  return { lines, encoding: scan.encoding };
+  return { lines, encoding: scan.encoding, cpfHolders };
 }
 
 /** A positive line number from its text (`15`, `015`); anything else cannot be a txt line. */

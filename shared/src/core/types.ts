@@ -1,5 +1,7 @@
 // Domain and job types shared by the core, the API and the worker. Wire field names are the
 // SPEC's, in Portuguese.
+import type { NaoAplicada } from './censo/corrigido.js';
+import type { Correcao } from './reimportacao/correcao.js';
 
 /** One data row of a return file, by column role (SPEC §1.2), every value as text. */
 export interface RetornoRow {
@@ -16,8 +18,8 @@ export interface RetornoRow {
 
 export type Chave = 'cpf' | 'nome' | 'data_nascimento' | 'inep' | 'nome_mae' | 'nome_pai';
 
-/** One tax-authority divergence, exactly as `POST /api/divergencias-rf` answers it (SPEC §3.1). */
-export interface Divergencia {
+/** One tax-authority divergence as a return row states it (SPEC §2), before its person is weighed. */
+export interface DivergenciaLida {
   readonly codigo_na_escola: string;
   readonly linha: string;
   readonly campo: string;
@@ -25,6 +27,14 @@ export interface Divergencia {
   readonly correto: string;
   readonly is_filiacao: boolean;
   readonly chave: Chave | null;
+}
+
+/**
+ * One tax-authority divergence, exactly as `POST /api/divergencias-rf` answers it (SPEC §3.1):
+ * the seed's seven fields and how it gets fixed (SPEC §11, issue 46).
+ */
+export interface Divergencia extends DivergenciaLida {
+  readonly correcao: Correcao;
 }
 
 /** One corrected person, exactly as `POST /api/retorno-rf` answers it (SPEC §3.2). */
@@ -115,6 +125,11 @@ export type JobResult =
       readonly count: number;
       readonly bytes: number;
       /** Set for `censo-corrigido` (SPEC §3.4 headers). */
-      readonly corrigido?: { readonly pessoasCorrigidas: number; readonly naoAplicadas: number };
+      readonly corrigido?: {
+        readonly pessoasCorrigidas: number;
+        readonly naoAplicadas: number;
+        /** The first corrections left out, with the rule that kept each out (SPEC §11); absent from older workers. */
+        readonly amostra?: readonly NaoAplicada[];
+      };
     }
   | { readonly ok: false; readonly status: 400 | 413 | 422 | 503; readonly code: string; readonly erro: string };

@@ -5,44 +5,119 @@
 // becomes one string.
 import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import { answeredChanges, type AppliedChave, type Changes, type MatchedPersons } from '../merge.js';
+import { answeredChanges, type AppliedChave, type Changes, type CpfHolder, type MatchedPersons } from '../merge.js';
+import { badInput } from '../errors.js';
+import { decidirPessoa, type Correcao, type Decisao, type Divergente, type Motivo } from '../reimportacao/correcao.js';
 import { decodeCensoFile, type CensoEncoding, type DecodeOptions } from './decode.js';
 import { inepCpf, inepData, inepId, inepNome } from './inep-values.js';
-import { LineSplitter, visitCensoLines, type LineEnd } from './txt.js';
+import { CENSO_FIELD, censoField, LineSplitter, parseRecord30, visitCensoLines, type LineEnd, type Record30Fields } from './txt.js';
 
 export interface CorrigidoCounts {
   /** Record-30 lines whose bytes changed (`Censo-Pessoas-Corrigidas`). */
   readonly pessoasCorrigidas: number;
-  /** Tax-authority values that could not be written as the layout requires (`Censo-Correcoes-Nao-Aplicadas`). */
+  /**
+   * Tax-authority values of fields 4–7 the file does not write (`Censo-Correcoes-Nao-Aplicadas`):
+   * the layout cannot hold them, or INEP's rules would refuse them (SPEC §11).
+   */
   readonly naoAplicadas: number;
+  /** The first of them, with the rule that kept each out (the CLI lists them). */
+  readonly amostra: readonly NaoAplicada[];
 }
+
+/** A correction the corrected file leaves out, and why. */
+export interface NaoAplicada {
+  readonly codigo_na_escola: string;
+  readonly linha: string;
+  readonly chave: AppliedChave;
+  readonly enviado: string;
+  readonly correto: string;
+  readonly correcao: Correcao;
+  readonly motivo: Motivo;
+}
+
+const AMOSTRA = 20;
+
+/** The most schools (records 00) one migration file may hold (general rule 39). */
+export const MAX_ESCOLAS = 100;
 
 /** Field position (1-based) and INEP-style writer of each field a divergence may change. */
 const REWRITTEN: Readonly<Record<AppliedChave, { readonly field: number; readonly write: (value: string) => string | null }>> = {
-  inep: { field: 4, write: inepId },
-  cpf: { field: 5, write: inepCpf },
-  nome: { field: 6, write: inepNome },
-  data_nascimento: { field: 7, write: inepData },
+  inep: { field: CENSO_FIELD.inep, write: inepId },
+  cpf: { field: CENSO_FIELD.cpf, write: inepCpf },
+  nome: { field: CENSO_FIELD.nome, write: inepNome },
+  data_nascimento: { field: CENSO_FIELD.dataNascimento, write: inepData },
 };
 
 const BATCH_CHARS = 64 * 1024;
 
+interface Plan {
+  /** The new value of each field the file rewrites (0-based field index), INEP-style. */
+  readonly fields: Map<number, string>;
+  readonly naoAplicadas: NaoAplicada[];
+}
+
 /**
- * The new value of each field `changes` rewrites (0-based field index), INEP-style, and how many
- * values the layout cannot hold. Worked out line by line as the file streams: kept for every
- * person at once, these maps would outweigh the merge itself.
+ * What the corrected file writes on one record-30 line: the decisions of SPEC §11 taken on the
+ * line's own values (what the school sent) and the Receita's, then field 5 rule 7 against the
+ * rest of the file. Worked out line by line as the file streams: kept for every person at once,
+ * these maps would outweigh the merge itself.
  */
-function rewrites(changes: Changes): { fields: Map<number, string>; naoAplicadas: number } {
-  const fields = new Map<number, string>();
-  let naoAplicadas = 0;
+function plan(linha: number, record: Record30Fields, changes: Changes, cpfHolders: MatchedPersons['cpfHolders']): Plan {
   // The values `/api/retorno-rf` answers (birth dates as DD/MM/YYYY), so the file and the persons agree.
-  for (const [chave, answered] of answeredChanges(changes)) {
-    const { field, write } = REWRITTEN[chave];
-    const value = write(answered);
-    if (value === null) naoAplicadas++;
-    else fields.set(field - 1, value);
+  const answered = answeredChanges(changes);
+  const divergentes: Divergente[] = answered.map(([chave, correto]) => ({
+    chave,
+    enviado: censoField(record, REWRITTEN[chave].field),
+    correto,
+  }));
+  const mae = changes.mae;
+  // Filiação 1 and 2 swapped is no change to rule 25, so a Receita name the file holds as
+  // filiação 2 changes nothing.
+  if (mae !== undefined && inepNome(mae) !== inepNome(censoField(record, CENSO_FIELD.filiacao2))) {
+    divergentes.push({ chave: 'nome_mae', enviado: censoField(record, CENSO_FIELD.filiacao1), correto: mae });
   }
+  const inepAfter = (decisions: readonly Decisao[]): string => {
+    const i = answered.findIndex(([chave]) => chave === 'inep');
+    return i >= 0 && decisions[i]!.correcao === 'arquivo' ? inepId(answered[i]![1])! : censoField(record, CENSO_FIELD.inep);
+  };
+  let decisions = decidirPessoa(divergentes);
+  const cpf = answered.findIndex(([chave]) => chave === 'cpf');
+  if (cpf >= 0 && decisions[cpf]!.correcao === 'arquivo') {
+    const holders = cpfHolders.get(inepCpf(answered[cpf]![1])!);
+    if (anotherPersonHolds(holders, linha, inepAfter(decisions), censoField(record, CENSO_FIELD.codigo))) {
+      decisions = decidirPessoa(divergentes, { cpfDeOutraPessoa: true });
+    }
+  }
+  const fields = new Map<number, string>();
+  const naoAplicadas: NaoAplicada[] = [];
+  answered.forEach(([chave, correto], i) => {
+    const decision = decisions[i]!;
+    if (decision.correcao === 'grafia') return;
+    if (decision.correcao === 'arquivo') {
+      fields.set(REWRITTEN[chave].field - 1, REWRITTEN[chave].write(correto)!);
+      return;
+    }
+    naoAplicadas.push({
+      codigo_na_escola: censoField(record, CENSO_FIELD.codigo),
+      linha: String(linha),
+      chave,
+      enviado: censoField(record, REWRITTEN[chave].field),
+      correto,
+      correcao: decision.correcao,
+      motivo: decision.motivo ?? 'outro-campo',
+    });
+  });
   return { fields, naoAplicadas };
+}
+
+/**
+ * Field 5 rule 7: "another person" is one with another INEP id or, for persons sent without one,
+ * (here) another own code; the same person in two schools' blocks keeps one CPF.
+ */
+function anotherPersonHolds(holders: readonly CpfHolder[] | undefined, linha: number, inep: string, codigo: string): boolean {
+  return (holders ?? []).some((holder) =>
+    holder.linha === linha ? false : holder.inep !== '' && inep !== '' ? holder.inep !== inep : holder.codigo.trim() !== codigo.trim(),
+  );
 }
 
 function rewrite(line: string, fields: ReadonlyMap<number, string>): string {
@@ -98,14 +173,24 @@ export async function writeCensoCorrigido(
   const encode = encoderFor(encoding);
   let pessoasCorrigidas = 0;
   let naoAplicadas = 0;
+  const amostra: NaoAplicada[] = [];
+  let escolas = 0;
+  /** The last line that is not blank, and the line end the file uses (for a `99|` it lacks). */
+  let last = '';
+  let lastEnd: LineEnd = '';
 
   async function* corrected(): AsyncGenerator<Buffer> {
     let batch = '';
     const splitter = new LineSplitter((linha: number, text: string, end: LineEnd) => {
+      if (text.startsWith('00|')) escolas++;
+      if (text.trim() !== '') last = text;
+      if (end !== '') lastEnd = end;
       const changes = matched.lines.get(linha);
       if (changes) {
-        const planned = rewrites(changes);
-        naoAplicadas += planned.naoAplicadas;
+        // The merge found a usable record 30 at this line, with the same decoder.
+        const planned = plan(linha, parseRecord30(text)!, changes, matched.cpfHolders);
+        naoAplicadas += planned.naoAplicadas.length;
+        for (const item of planned.naoAplicadas) if (amostra.length < AMOSTRA) amostra.push(item);
         const next = planned.fields.size > 0 ? rewrite(text, planned.fields) : text;
         if (next !== text) pessoasCorrigidas++;
         batch += next + end;
@@ -123,10 +208,17 @@ export async function writeCensoCorrigido(
       }
     }
     splitter.end();
+    // General rule 39: Educacenso refuses a file of more than 100 schools (SPEC §11, decided: 400).
+    if (escolas > MAX_ESCOLAS) throw badInput.escolasDemais(escolas, MAX_ESCOLAS);
+    // General rule 38: the file ends with a record 99; one that lacks it gets it, in its own line ends.
+    if (!/^99\|/.test(last)) {
+      const newline = lastEnd === '' ? '\n' : lastEnd;
+      batch += batch.endsWith('\n') || batch.endsWith('\r') ? `99|${newline}` : `${newline}99|`;
+    }
     yield encode(batch);
   }
 
   const out = createWriteStream(outPath, { mode: 0o600 });
   await pipeline(corrected, out, ...(options.signal ? [{ signal: options.signal }] : []));
-  return { pessoasCorrigidas, naoAplicadas, bytes: out.bytesWritten };
+  return { pessoasCorrigidas, naoAplicadas, amostra, bytes: out.bytesWritten };
 }

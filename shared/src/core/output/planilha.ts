@@ -2,7 +2,7 @@
 // project writes keeps the columns of the JSON answer in their order, but heads them with the
 // staff page's Portuguese words, writes `Sim`/`Não` and the words of `chave`, and for divergences
 // adds whether the corrected census file applies each one (SPEC §3.4).
-import { inepCpf, inepData, inepId, inepNome } from '../censo/inep-values.js';
+import { CORRECAO_PALAVRAS, orientacao, type Correcao } from '../reimportacao/correcao.js';
 import type { Divergencia } from '../types.js';
 
 /** A table as a spreadsheet shows it: headers in words, and each item's cells. */
@@ -26,18 +26,13 @@ export const SIM = 'Sim';
 export const NAO = 'Não';
 export const NAO_CORRIGIDO = 'não corrigido automaticamente';
 
-/** How the corrected file writes each field it rewrites (fields 4–7): null when it cannot. */
-const WRITERS: Readonly<Record<string, (value: string) => string | null>> = {
-  cpf: inepCpf,
-  nome: inepNome,
-  data_nascimento: inepData,
-  inep: inepId,
-};
-
-/** Whether the corrected census file applies the divergence: one of fields 4–7, with a value the layout takes. */
-export function aplicadaNoCorrigido(divergencia: Pick<Divergencia, 'chave' | 'correto'>): boolean {
-  const write = divergencia.chave === null ? undefined : WRITERS[divergencia.chave];
-  return write !== undefined && write(divergencia.correto) !== null;
+/**
+ * Whether the corrected census file applies the divergence: what its `correcao` says (SPEC §11).
+ * The file may still leave out a CPF another person of the txt holds (field 5 rule 7), which only
+ * the txt shows.
+ */
+export function aplicadaNoCorrigido(divergencia: Pick<Divergencia, 'correcao'>): boolean {
+  return divergencia.correcao === 'arquivo';
 }
 
 const text = (value: unknown): string => (value === null || value === undefined ? '' : String(value));
@@ -52,6 +47,8 @@ const DIVERGENCIA_WORDS = [
   'Filiação',
   'Dado',
   'No arquivo corrigido',
+  'Como corrigir',
+  'O que fazer',
 ];
 
 function divergenciaCells(item: object): string[] {
@@ -65,6 +62,8 @@ function divergenciaCells(item: object): string[] {
     d.is_filiacao ? SIM : NAO,
     dadoOf(d.chave),
     aplicadaNoCorrigido(d) ? SIM : NAO_CORRIGIDO,
+    CORRECAO_PALAVRAS[d.correcao as Correcao] ?? text(d.correcao),
+    d.correcao ? orientacao(d) : '',
   ];
 }
 

@@ -11,6 +11,7 @@ export const DIVERGENCIA_COLUMNS = [
   'correto',
   'is_filiacao',
   'chave',
+  'correcao',
 ] as const satisfies readonly (keyof Divergencia)[];
 export const PESSOA_COLUMNS = [
   'codigo_na_escola',
