@@ -180,6 +180,7 @@ describe('kubectl kustomize deploy/kubernetes/overlays/producao', () => {
         'Deployment',
         'HorizontalPodAutoscaler',
         'Ingress',
+        'Ingress',
         'Namespace',
         'NetworkPolicy',
         'NetworkPolicy',
@@ -291,7 +292,20 @@ describe('kubectl kustomize deploy/kubernetes/overlays/producao', () => {
     expect(apiConfig.redis).toHaveProperty('password');
     expect(apiConfig.storage.kind).toBe('s3');
     expect(apiConfig.signIn?.publicUrl).toMatch(/^https:\/\//);
-    expect(apiConfig.trustProxy).toBe(true);
+    // The ingress controller's addresses, never `true` (every hop trusted: Prometheus, which
+    // reaches port 3000 too, could forge X-Forwarded-For in the access log).
+    expect(Array.isArray(apiConfig.trustProxy)).toBe(true);
+    // TLS to Redis and its Sentinels, with the internal CA the overlay mounts.
+    expect(apiConfig.redis).toMatchObject({ kind: 'sentinel', tls: true });
+    for (const deployment of [api(), worker()]) {
+      const [container] = deployment.spec.template.spec.containers;
+      const ca = (container!.env ?? []).find((e) => e.name === 'NODE_EXTRA_CA_CERTS')?.value;
+      const mount = (container!.volumeMounts ?? []).find((m) => ca?.startsWith(`${m.mountPath}/`));
+      expect(mount, `${deployment.metadata.name}: NODE_EXTRA_CA_CERTS inside a mounted volume`).toBeDefined();
+      const volume = deployment.spec.template.spec.volumes?.find((v) => v.name === mount!.name);
+      const caMap = named('ConfigMap', volume!.configMap!.name);
+      expect(Object.keys(caMap.data ?? {})).toContain(path.basename(ca!));
+    }
     const workerConfig = loadConfig(environment(worker().spec.template.spec.containers[0]!));
     expect(workerConfig.portFromEnv).toBe(true);
     expect(workerConfig.queuePrefix).toBe(apiConfig.queuePrefix);
@@ -351,10 +365,63 @@ describe('kubectl kustomize deploy/kubernetes/overlays/producao', () => {
       rules.flatMap((r) => r.from ?? []).map((peer) => peer.namespaceSelector?.matchLabels['kubernetes.io/metadata.name']);
     expect(namespaces(forPod(api(), 'ingress')).sort()).toEqual(['ingress-nginx', 'monitoring']);
     expect(namespaces(forPod(worker(), 'ingress'))).toEqual(['monitoring']);
+    // Prometheus's pods of the monitoring namespace, on the API's port only (L4: no path).
+    const monitoringPeers = [...forPod(api(), 'ingress'), ...forPod(worker(), 'ingress')].filter((r) =>
+      namespaces([r]).includes('monitoring'),
+    );
+    for (const rule of monitoringPeers) {
+      expect((rule.ports ?? []).map((p) => p.port)).toEqual([3000]);
+      const monitoring = (rule.from ?? []).filter((peer) => namespaces([{ from: [peer] }]).includes('monitoring'));
+      for (const peer of monitoring) expect(peer.podSelector?.matchLabels, 'a pod selector').toBeDefined();
+    }
     const ports = (rules: Rule[]) => new Set(rules.flatMap((r) => r.ports ?? []).map((p) => p.port));
     // DNS, Redis, Sentinel, S3 for both; PostgreSQL and https (OIDC, webhooks) for the API only.
     expect([...ports(forPod(api(), 'egress'))].sort((a, b) => a - b)).toEqual([53, 443, 5432, 6379, 9000, 26379]);
     expect([...ports(forPod(worker(), 'egress'))].sort((a, b) => a - b)).toEqual([53, 443, 6379, 9000, 26379]);
+  });
+
+  it('narrows egress to single hosts in the overlay, and keeps private and cluster ranges out of the API’s internet rule', () => {
+    type Block = { ipBlock?: { cidr: string; except?: string[] } };
+    type Policy = K8sObject & { spec: { egress?: Array<{ to?: Block[]; ports?: Array<{ port: number }> }> } };
+    const rules = (ofKind('NetworkPolicy') as Policy[]).flatMap((p) =>
+      (p.spec.egress ?? []).map((rule) => ({ policy: p.metadata.name, rule })),
+    );
+    const blocks = rules.flatMap(({ policy, rule }) =>
+      (rule.to ?? []).flatMap((peer) => (peer.ipBlock ? [{ policy, ...peer.ipBlock }] : [])),
+    );
+    const internet = blocks.filter((b) => b.cidr === '0.0.0.0/0');
+    expect(internet.map((b) => b.policy)).toEqual(['censo-api-saida']);
+    for (const range of ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10']) {
+      expect(internet[0]!.except, range).toContain(range);
+    }
+    // Every other block is one host (the base's 10.0.0.0/8 placeholders replaced by the overlay).
+    const wide = blocks.filter((b) => b.cidr !== '0.0.0.0/0' && !b.cidr.endsWith('/32'));
+    expect(wide).toEqual([]);
+  });
+
+  it('keeps /metrics and /admin/queues off the public entrance: the ingress refuses them to every address', () => {
+    type Path = { path: string; pathType: string };
+    type Ingress = K8sObject & { spec: { rules: Array<{ host: string; http: { paths: Path[] } }> } };
+    const ingresses = ofKind('Ingress') as Ingress[];
+    /** The Ingress whose path ingress-nginx picks for a request path: the longest matching Prefix. */
+    const routeOf = (requestPath: string) => {
+      const candidates = ingresses.flatMap((ingress) =>
+        ingress.spec.rules.flatMap((rule) =>
+          rule.http.paths
+            .filter((p) => p.pathType === 'Prefix' && (p.path === '/' || requestPath === p.path || requestPath.startsWith(`${p.path}/`)))
+            .map((p) => ({ ingress, length: p.path.length })),
+        ),
+      );
+      return candidates.sort((a, b) => b.length - a.length)[0]?.ingress;
+    };
+    const refusesAll = (ingress: Ingress | undefined) =>
+      (ingress?.metadata.annotations?.['nginx.ingress.kubernetes.io/denylist-source-range'] ?? '').split(',').includes('0.0.0.0/0');
+    for (const blocked of ['/metrics', '/metrics/', '/admin/queues', '/admin/queues/api/queues']) {
+      expect(refusesAll(routeOf(blocked)), blocked).toBe(true);
+    }
+    for (const open of ['/', '/api/retorno', '/auth/login', '/healthz']) expect(refusesAll(routeOf(open)), open).toBe(false);
+    // The same host on both, so ingress-nginx merges them into one server.
+    expect(new Set(ingresses.flatMap((i) => i.spec.rules.map((r) => r.host))).size).toBe(1);
   });
 
   it('scales workers with KEDA on the real name of the queue’s wait list, from settings the worker container has', () => {
@@ -372,12 +439,10 @@ describe('kubectl kustomize deploy/kubernetes/overlays/producao', () => {
     const [container] = worker().spec.template.spec.containers;
     const available = new Set([...(container!.env ?? []).map((e) => e.name), ...Object.keys(config.data!)]);
     const fromEnv = Object.entries(redis.metadata).filter(([key]) => key.endsWith('FromEnv'));
-    expect(fromEnv.map(([key]) => key).sort()).toEqual([
-      'addressesFromEnv',
-      'passwordFromEnv',
-      'sentinelMasterFromEnv',
-      'sentinelPasswordFromEnv',
-    ]);
+    // KEDA takes host:port entries: REDIS_SENTINELS without rediss://, over TLS.
+    expect(redis.metadata.addresses).toBe(config.data!.REDIS_SENTINELS!.replace(/rediss:\/\//g, ''));
+    expect(redis.metadata.enableTLS).toBe('true');
+    expect(fromEnv.map(([key]) => key).sort()).toEqual(['passwordFromEnv', 'sentinelMasterFromEnv', 'sentinelPasswordFromEnv']);
     for (const [, variable] of fromEnv) expect(available, variable).toContain(variable);
     expect(scaled.spec.triggers.find((t) => t.type === 'prometheus')?.metadata.query).toContain('priority="assincrona"');
   });

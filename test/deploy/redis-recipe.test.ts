@@ -1,17 +1,21 @@
 // The Redis group of the recipes (deploy/vm/redis, used by deploy/vm/compose/redis.yml and the
 // root compose files), run as the operator runs it: a master and replicas from start-redis.sh,
 // three Sentinels from start-sentinel.sh, on loopback ports of this test's own.
-// - With passwords: every server asks for its password, the replicas follow with it, the
-//   Sentinels ask for theirs and use the servers' one, no password is on a command line, and the
-//   service's own client, configured as .env.example says, writes again after a failover that
-//   needs all of that.
+// - With passwords (plain TCP, REDIS_PLAIN_TCP=yes as the single-host compose files ask): every
+//   server asks for its password, the replicas follow as the `replicacao` user, the Sentinels ask
+//   for theirs and log in to the servers as the `sentinela` user, no password is on a command
+//   line, and the service's own client, configured as .env.example says, writes again after a
+//   failover that needs all of that. The service's user (`default`) runs a BullMQ job and none of
+//   the commands that would empty or reconfigure the server; the other users only their own work.
 // - With TLS from an internal CA: a worker started with rediss:// Sentinels is ready only when
 //   NODE_EXTRA_CA_CERTS names that CA (docs/operacao.md, "TLS dentro da rede").
+// - Without a certificate and without REDIS_PLAIN_TCP=yes, neither script starts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Queue, Worker } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeRedisClient, createRedisClient, loadConfig, type RedisClient } from '@censo/shared';
@@ -24,6 +28,16 @@ import { freePort } from '../helpers/ports.js';
 const HOST = '127.0.0.1';
 const PASSWORD = 'senha-do-redis-0123456789abcdef';
 const SENTINEL_PASSWORD = 'senha-do-sentinel-0123456789abcdef';
+const REPLICATION_PASSWORD = 'senha-da-replicacao-0123456789abcdef';
+const SENTINEL_AUTH_PASSWORD = 'senha-do-usuario-sentinela-0123456789abcdef';
+const ADMIN_PASSWORD = 'senha-do-admin-0123456789abcdef';
+/** What every server of a group is given (start-redis.sh: one user per role). */
+const SERVER_ENV = {
+  REDIS_PASSWORD: PASSWORD,
+  REDIS_REPLICATION_PASSWORD: REPLICATION_PASSWORD,
+  REDIS_SENTINEL_AUTH_PASSWORD: SENTINEL_AUTH_PASSWORD,
+  REDIS_ADMIN_PASSWORD: ADMIN_PASSWORD,
+};
 const GROUP = 'censo';
 // A Sentinel learns a master's replicas from the INFO it sends every 10 s, and the other Sentinels
 // from hello messages every 2 s. start() links the replicas first, so the first INFO lists them
@@ -55,11 +69,9 @@ class RedisGroup {
   ) {}
 
   async start(replicaCount: number): Promise<void> {
-    this.master = await this.#script('start-redis.sh', { REDIS_PASSWORD: PASSWORD });
+    this.master = await this.#script('start-redis.sh', SERVER_ENV);
     for (let i = 0; i < replicaCount; i++) {
-      this.replicas.push(
-        await this.#script('start-redis.sh', { REDIS_PASSWORD: PASSWORD, REDIS_REPLICA_OF: `${HOST} ${this.master.port}` }),
-      );
+      this.replicas.push(await this.#script('start-redis.sh', { ...SERVER_ENV, REDIS_REPLICA_OF: `${HOST} ${this.master.port}` }));
     }
     const answers = (server: Server, password: string) =>
       this.ask(server.port, password, async (r) => (await r.ping()) === 'PONG').catch(() => false);
@@ -74,7 +86,7 @@ class RedisGroup {
     for (let i = 0; i < 3; i++) {
       this.sentinels.push(
         await this.#script('start-sentinel.sh', {
-          REDIS_PASSWORD: PASSWORD,
+          REDIS_SENTINEL_AUTH_PASSWORD: SENTINEL_AUTH_PASSWORD,
           REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
           REDIS_MASTER_HOST: HOST,
           REDIS_MASTER_PORT: String(this.master.port),
@@ -101,7 +113,7 @@ class RedisGroup {
     const data = path.join(this.dir, `${script}-${port}`);
     const tls = this.tls
       ? { REDIS_TLS_CERT_FILE: this.tls.cert, REDIS_TLS_KEY_FILE: this.tls.key, REDIS_TLS_CA_CERT_FILE: this.tls.ca }
-      : {};
+      : { REDIS_PLAIN_TCP: 'yes' };
     const child = spawn('sh', [path.join(ROOT, 'deploy/vm/redis', script)], {
       env: {
         PATH: process.env.PATH ?? '',
@@ -238,6 +250,65 @@ describe('deploy/vm/redis scripts, with passwords', () => {
     expect(await group.masterPort(group.sentinels[0]!)).toBe(group.master.port);
   }, 90_000);
 
+  // Before the failover below, which kills this master.
+  it('gives the service a user that runs a BullMQ job round trip and none of the commands that empty or reconfigure the server', async () => {
+    const connection = { host: HOST, port: group.master.port, password: PASSWORD, maxRetriesPerRequest: null };
+    const prefix = '{censo-acl}';
+    const queue = new Queue('receita-acl', { connection, prefix });
+    const worker = new Worker('receita-acl', async (job) => ({ dobro: (job.data as { n: number }).n * 2 }), { connection, prefix });
+    try {
+      const done = new Promise<unknown>((resolve, reject) => {
+        worker.on('completed', (_job, value) => resolve(value));
+        worker.on('failed', (_job, err) => reject(err));
+      });
+      await queue.add('dobrar', { n: 21 });
+      expect(await done).toEqual({ dobro: 42 });
+    } finally {
+      await worker.close();
+      await queue.close();
+    }
+    // As the service authenticates: AUTH <REDIS_PASSWORD>, the `default` user.
+    const refused = [['FLUSHALL'], ['FLUSHDB'], ['KEYS', '*'], ['CONFIG', 'GET', 'requirepass'], ['SHUTDOWN'], ['MONITOR']];
+    for (const command of refused) {
+      await expect(
+        group.ask(group.master.port, PASSWORD, (r) => r.call(command[0]!, ...command.slice(1))),
+        command.join(' '),
+      ).rejects.toThrow(/NOPERM/);
+    }
+    // DEBUG is refused before the ACL is consulted (enable-debug-command no), so its ACL verdict
+    // is asked of the server itself, as the operator's user.
+    for (const command of [['DEBUG', 'SLEEP', '0'], ['FLUSHALL'], ['CONFIG', 'SET', 'appendonly', 'no'], ['REPLICAOF', 'NO', 'ONE']]) {
+      const verdict = await group.ask(group.master.port, null, async (r) => {
+        await r.call('AUTH', 'censo-admin', ADMIN_PASSWORD);
+        return r.call('ACL', 'DRYRUN', 'default', ...command);
+      });
+      expect(String(verdict), command.join(' ')).toMatch(/no permissions/);
+    }
+    expect(await group.ask(group.master.port, PASSWORD, (r) => r.info('server'))).toMatch(/redis_version:/);
+  });
+
+  it('gives the replicas, the Sentinels and the operator users of their own, each limited to its work', async () => {
+    const as = (user: string, password: string, run: (redis: Redis) => Promise<unknown>) =>
+      group.ask(group.master.port, null, async (r) => {
+        await r.call('AUTH', user, password);
+        return run(r);
+      });
+    // The replicas are linked (above) as `replicacao`; that user reads no key and runs no command.
+    await expect(as('replicacao', REPLICATION_PASSWORD, (r) => r.get('{censo}:qualquer'))).rejects.toThrow(/NOPERM/);
+    await expect(as('replicacao', REPLICATION_PASSWORD, (r) => r.call('FLUSHALL'))).rejects.toThrow(/NOPERM/);
+    await expect(as('sentinela', SENTINEL_AUTH_PASSWORD, (r) => r.get('{censo}:qualquer'))).rejects.toThrow(/NOPERM/);
+    await expect(as('sentinela', SENTINEL_AUTH_PASSWORD, (r) => r.call('FLUSHALL'))).rejects.toThrow(/NOPERM/);
+    // The service's password is no other user's.
+    await expect(as('censo-admin', PASSWORD, (r) => r.ping())).rejects.toThrow(/WRONGPASS/);
+    expect(await as('censo-admin', ADMIN_PASSWORD, (r) => r.call('CONFIG', 'GET', 'appendonly'))).toEqual(['appendonly', 'yes']);
+    const conf = await readFile(path.join(group.master.dir, 'redis.conf'), 'utf8');
+    expect(conf).toMatch(/^masteruser replicacao$/m);
+    expect(conf).not.toMatch(/^requirepass /m);
+    const sentinelConf = await readFile(path.join(group.sentinels[0]!.dir, 'sentinel.conf'), 'utf8');
+    expect(sentinelConf).toMatch(new RegExp(`^sentinel auth-user ${GROUP} sentinela$`, 'm'));
+    expect(sentinelConf).not.toContain(PASSWORD);
+  });
+
   it('the service, set up as .env.example says, writes through the Sentinels, and again after the master is lost', async () => {
     const config = loadConfig({
       REDIS_SENTINELS: group.sentinels.map((s) => `${HOST}:${s.port}`).join(','),
@@ -278,10 +349,10 @@ describe('deploy/vm/redis scripts, with passwords', () => {
     }
   }, 120_000);
 
-  it('refuses to start without a password, or with one the configuration file could not hold as it is', async () => {
-    const run = async (env: Record<string, string>) => {
-      const child = spawn('sh', [path.join(ROOT, 'deploy/vm/redis/start-redis.sh')], {
-        env: { PATH: process.env.PATH ?? '', REDIS_DATA_DIR: path.join(dir, 'recusada'), ...env },
+  it('refuses to start without a password, without the role users in a group, or with one the file could not hold', async () => {
+    const run = async (env: Record<string, string>, script = 'start-redis.sh') => {
+      const child = spawn('sh', [path.join(ROOT, 'deploy/vm/redis', script)], {
+        env: { PATH: process.env.PATH ?? '', REDIS_DATA_DIR: path.join(dir, 'recusada'), REDIS_PLAIN_TCP: 'yes', ...env },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       let stderr = '';
@@ -292,10 +363,33 @@ describe('deploy/vm/redis scripts, with passwords', () => {
     const missing = await run({});
     expect(missing.code).not.toBe(0);
     expect(missing.stderr).toContain('REDIS_PASSWORD is required');
-    const spaced = await run({ REDIS_PASSWORD: 'duas palavras' });
+    const lone = { REDIS_MIN_REPLICAS_TO_WRITE: '0' };
+    const spaced = await run({ ...lone, REDIS_PASSWORD: 'duas palavras' });
     expect(spaced.code).toBe(1);
     expect(spaced.stderr).toContain('REDIS_PASSWORD may hold only letters, digits');
+    // A member of a group (the default) needs the replicas', the Sentinels' and the operator's users.
+    const grouped = await run({ REDIS_PASSWORD: PASSWORD });
+    expect(grouped.code).not.toBe(0);
+    expect(grouped.stderr).toContain('REDIS_REPLICATION_PASSWORD is required');
+    const follower = await run({ ...SERVER_ENV, REDIS_ADMIN_PASSWORD: '', REDIS_REPLICA_OF: `${HOST} 6379` });
+    expect(follower.stderr).toContain('REDIS_ADMIN_PASSWORD is required');
+    // TLS unless REDIS_PLAIN_TCP=yes says otherwise: no certificate, no start, for either script.
+    const noTls = await run({ ...SERVER_ENV, REDIS_PLAIN_TCP: '' });
+    expect(noTls.code).not.toBe(0);
+    expect(noTls.stderr).toContain('TLS is required');
+    const sentinelNoTls = await run(
+      {
+        REDIS_SENTINEL_AUTH_PASSWORD: SENTINEL_AUTH_PASSWORD,
+        REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
+        REDIS_MASTER_HOST: HOST,
+        REDIS_PLAIN_TCP: '',
+      },
+      'start-sentinel.sh',
+    );
+    expect(sentinelNoTls.code).not.toBe(0);
+    expect(sentinelNoTls.stderr).toContain('TLS is required');
     await expect(stat(path.join(dir, 'recusada', 'redis.conf'))).rejects.toThrow(/ENOENT/);
+    await expect(stat(path.join(dir, 'recusada', 'sentinel.conf'))).rejects.toThrow(/ENOENT/);
   });
 });
 

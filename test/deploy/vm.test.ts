@@ -1,7 +1,7 @@
 // The recipes for virtual machines (deploy/vm) and the settings file they share (.env.example):
 // Compose per host role, systemd units for hosts without containers, the access log's rotation.
-// Read and, where a tool exists for it, run: systemd-analyze verify, a real logrotate run.
-import { closeSync, openSync, writeSync } from 'node:fs';
+// Read and, where a tool exists for it, run: systemd-analyze verify (the logrotate recipe,
+// with a real API, is test/deploy/logrotate.test.ts).
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -114,11 +114,18 @@ describe('deploy/vm/compose', () => {
     expect(api.environment?.UPLOAD_DIR).toBe('/data/uploads');
   });
 
-  it('spreads requests over both API hosts, skips an API that is not ready, with limits above the service’s own', () => {
-    const proxy = compose('deploy/vm/compose/proxy-api.yml').services.proxy!;
+  it('sends requests to its own host’s API only, skips it while not ready, with limits above the service’s own', () => {
+    const file = compose('deploy/vm/compose/proxy-api.yml');
+    const proxy = file.services.proxy!;
     expect(proxy.volumes).toContain('../caddy/Caddyfile:/etc/caddy/Caddyfile:ro');
     const caddy = read('deploy/vm/caddy/Caddyfile');
-    expect(caddy).toMatch(/reverse_proxy \{\$API_UPSTREAMS\}/);
+    // One upstream: loopback by default (Caddy under systemd), the same project's `api` service
+    // under Compose; never a list of hosts, whose HTTP would cross the network in clear.
+    const upstreams = [...caddy.matchAll(/^\s*reverse_proxy (\S+)/gm)].map((m) => m[1]);
+    expect(upstreams).toEqual(['{$API_UPSTREAM:127.0.0.1:3000}']);
+    expect(proxy.environment?.API_UPSTREAM).toBe('api:3000');
+    expect(Object.keys(file.services)).toContain('api');
+    expect(read('docs/operacao.md')).not.toMatch(/API_UPSTREAMS/);
     expect(caddy).toMatch(/health_uri \/readyz/);
     expect(caddy).toMatch(/tls \{\$TLS_CERT\} \{\$TLS_KEY\}/);
     const seconds = (key: string) => Number(new RegExp(`^\\s*${key} (\\d+)s$`, 'm').exec(caddy)?.[1]);
@@ -148,6 +155,75 @@ describe('deploy/vm/compose', () => {
   });
 });
 
+describe('the VM recipes’ exposure', () => {
+  /** Caddy's `path` matcher, for the exact paths and `/prefix/*` patterns the Caddyfiles use. */
+  const caddyPathMatches = (patterns: string[], requestPath: string) =>
+    patterns.some((p) => (p.endsWith('/*') ? requestPath.startsWith(p.slice(0, -1)) : requestPath === p));
+
+  it('answers 404 at the public entrance for /metrics and /admin/queues, before any proxying (both Caddyfiles)', () => {
+    for (const file of ['deploy/vm/caddy/Caddyfile', 'docker/caddy/Caddyfile']) {
+      const caddy = read(file);
+      const matcher = /^\s*@(\w+) path (.+)$/m.exec(caddy);
+      expect(matcher, file).not.toBeNull();
+      const [, name, list] = matcher!;
+      expect(caddy, file).toMatch(new RegExp(`^\\s*respond @${name} 404$`, 'm'));
+      // Inside the site block, ahead of reverse_proxy (Caddy runs respond before reverse_proxy
+      // anyway; the order here is for the reader).
+      expect(caddy.indexOf(`respond @${name} 404`), file).toBeLessThan(caddy.indexOf('reverse_proxy'));
+      const patterns = list!.trim().split(/\s+/);
+      for (const blocked of ['/metrics', '/metrics/', '/admin/queues', '/admin/queues/', '/admin/queues/api/queues']) {
+        expect(caddyPathMatches(patterns, blocked), `${file} ${blocked}`).toBe(true);
+      }
+      for (const open of ['/', '/api/retorno', '/healthz', '/auth/login'])
+        expect(caddyPathMatches(patterns, open), `${file} ${open}`).toBe(false);
+    }
+  });
+
+  it('publishes the service’s port on the host’s internal address only, never on every address (Docker goes around the firewall)', () => {
+    for (const file of ['deploy/vm/compose/proxy-api.yml', 'deploy/vm/compose/worker.yml', 'deploy/vm/compose/redis.yml']) {
+      for (const [name, service] of Object.entries(compose(file).services)) {
+        for (const port of service.ports ?? []) {
+          if (name === 'proxy' && port === '443:443') continue; // the public entrance
+          // host_ip:host_port:container_port, the host_ip a required variable or loopback.
+          expect(port, `${file} ${name}`).toMatch(/^(\$\{CENSO_IP_INTERNO:\?[^}]+\}|127\.0\.0\.1):3000:3000$/);
+        }
+      }
+    }
+    const guide = read('docs/operacao.md');
+    expect(guide).toMatch(/iptables -I DOCKER-USER .*--ctorigdstport 3000/);
+    expect(guide).toContain('CENSO_IP_INTERNO');
+  });
+
+  it('trusts X-Forwarded-For from the own host’s proxy alone, never from everyone (.env.example and the compose files)', () => {
+    const trust = loadConfig({ TRUST_PROXY: exampleValue('TRUST_PROXY') }).trustProxy;
+    expect(Array.isArray(trust)).toBe(true);
+    const proxy = compose('deploy/vm/compose/proxy-api.yml').services.proxy as { networks?: Record<string, { ipv4_address?: string }> };
+    const proxyAddress = Object.values(proxy.networks ?? {})[0]?.ipv4_address;
+    // Loopback (Caddy under systemd) and the compose proxy's fixed address: nothing else.
+    expect([...(trust as string[])].sort()).toEqual(['127.0.0.1', proxyAddress].sort());
+    const dev = compose('docker-compose.yml');
+    const devProxy = dev.services.proxy as { networks?: Record<string, { ipv4_address?: string }> };
+    expect(interpolationDefault(dev.services.api!.environment!.TRUST_PROXY!)).toBe(devProxy.networks?.default?.ipv4_address);
+  });
+
+  it('speaks TLS to Redis in the settings file, with the internal CA, and requires it in the VM Redis recipe', () => {
+    const config = loadConfig({
+      ...Object.fromEntries(example().map((e) => [e.name, e.value])),
+      API_KEY: 'k',
+      REDIS_PASSWORD: 'p',
+      REDIS_SENTINEL_PASSWORD: 's',
+    });
+    expect(config.redis).toMatchObject({ kind: 'sentinel', tls: true });
+    expect(exampleValue('NODE_EXTRA_CA_CERTS')).toBe('/etc/censo-api/ca/ca-interna.crt');
+    // Plain TCP is asked for by name, only in the single-host compose files at the root.
+    for (const file of ['deploy/vm/compose/redis.yml']) {
+      for (const service of Object.values(compose(file).services)) expect(service.environment?.REDIS_PLAIN_TCP).toBeUndefined();
+      expect(read(file)).toMatch(/REDIS_TLS_CERT_FILE=/);
+    }
+    expect(compose('docker-compose.yml').services.redis!.environment?.REDIS_PLAIN_TCP).toBe('yes');
+  });
+});
+
 describe('deploy/vm/systemd', () => {
   const unit = (name: string) => unitDirectives(read(`deploy/vm/systemd/${name}`));
   const value = (name: string, key: string) => unit(name).find((d) => d.key === key)?.value;
@@ -170,6 +246,9 @@ describe('deploy/vm/systemd', () => {
 
   it('is hardened: no new privileges, a read-only system but for UPLOAD_DIR (and the access log), a private /tmp', () => {
     for (const name of ['censo-api.service', 'censo-worker.service']) {
+      // Only the system calls of an ordinary service, of the native architecture.
+      expect(value(name, 'SystemCallFilter'), name).toBe('@system-service');
+      expect(value(name, 'SystemCallArchitectures'), name).toBe('native');
       expect(value(name, 'NoNewPrivileges'), name).toBe('yes');
       expect(value(name, 'ProtectSystem'), name).toBe('strict');
       expect(value(name, 'PrivateTmp'), name).toBe('yes');
@@ -208,47 +287,27 @@ describe('deploy/vm/systemd', () => {
   });
 });
 
-describe('deploy/vm/logrotate/censo-api', () => {
-  it('keeps 180 days of the access log, as the censo user, rotating by copy and truncate', () => {
-    const text = read('deploy/vm/logrotate/censo-api');
-    expect(text).toMatch(new RegExp(`^${exampleValue('ACCESS_LOG').replace(/\./g, '\\.')} \\{$`, 'm'));
-    expect(text).toMatch(/^\s*su censo censo$/m);
-    expect(text).toMatch(/^\s*copytruncate$/m);
-    expect(Number(/^\s*rotate (\d+)$/m.exec(text)?.[1])).toBeGreaterThanOrEqual(180);
-  });
-
-  it('rotates a file the service holds open: the lines written after the rotation land at the start of the emptied file', async () => {
-    const logrotate = requireTool('logrotate');
-    const dir = path.join(scratch, 'log');
-    await mkdir(dir, { mode: 0o700 });
-    const log = path.join(dir, 'acesso.log');
-    // As the API opens ACCESS_LOG (services/api/src/auth/access-log.ts): append mode, kept open.
-    const fd = openSync(log, 'a', 0o640);
-    try {
-      writeSync(fd, '{"log":"access","antes":1}\n');
-      // The recipe with this test's file and its own user (the censo user does not exist here).
-      const group = (await runTool('id', ['-gn'])).stdout.trim();
-      const conf = read('deploy/vm/logrotate/censo-api')
-        .replaceAll(exampleValue('ACCESS_LOG'), log)
-        .replace(/^\s*su censo censo$/m, `\tsu ${os.userInfo().username} ${group}`);
-      await writeFile(path.join(scratch, 'logrotate.conf'), conf);
-      const run = await runTool(logrotate, [
-        '--force',
-        '--state',
-        path.join(scratch, 'logrotate.state'),
-        path.join(scratch, 'logrotate.conf'),
-      ]);
-      expect(run.stderr).toBe('');
-      expect(run.code).toBe(0);
-      writeSync(fd, '{"log":"access","depois":2}\n');
-    } finally {
-      closeSync(fd);
+describe('the process a supervisor starts', () => {
+  it('is node itself in the units and the image, never npm (which does not pass SIGTERM on)', () => {
+    for (const name of ['censo-api.service', 'censo-worker.service']) {
+      const exec = unitDirectives(read(`deploy/vm/systemd/${name}`)).find((d) => d.key === 'ExecStart')!.value;
+      expect(exec, name).toMatch(/^\/usr\/bin\/node services\/(api|worker)\/dist\/main\.js/);
     }
-    const rotated = (await readdir(dir)).filter((name) => name !== 'acesso.log');
-    expect(rotated).toHaveLength(1);
-    expect(rotated[0]).toMatch(/^acesso\.log-\d{8}$/);
-    expect(await readFile(path.join(dir, rotated[0]!), 'utf8')).toBe('{"log":"access","antes":1}\n');
-    // No hole of zeros before the new line: the descriptor appends at the file's new end.
-    expect(await readFile(log, 'utf8')).toBe('{"log":"access","depois":2}\n');
+    const dockerfile = read('Dockerfile');
+    const cmd = [...dockerfile.matchAll(/^CMD (.+)$/gm)].at(-1)?.[1];
+    expect(JSON.parse(cmd!)).toEqual(['node', 'services/api/dist/main.js']);
+    expect(dockerfile).not.toMatch(/^ENTRYPOINT/m);
+  });
+});
+
+describe('docs/operacao.md and the version', () => {
+  it('names only the package version in release tags and packages (releases are tagged v<version>)', () => {
+    const guide = read('docs/operacao.md');
+    const tags = [...guide.matchAll(/\bv(\d+\.\d+\.\d+)\b/g)].map((m) => m[1]);
+    expect(tags.length).toBeGreaterThan(0);
+    expect(tags.filter((v) => v !== VERSION)).toEqual([]);
+    const packages = [...guide.matchAll(/censo-api[-:](\d+\.\d+\.\d+)/g)].map((m) => m[1]);
+    expect(packages.filter((v) => v !== VERSION)).toEqual([]);
+    expect(guide).toContain('`v<versão>`');
   });
 });

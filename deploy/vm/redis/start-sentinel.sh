@@ -5,7 +5,8 @@
 # restarted Sentinel must remember that.
 #
 # Settings (environment):
-#   REDIS_PASSWORD            the servers' password (sentinel auth-pass)
+#   REDIS_SENTINEL_AUTH_PASSWORD  the password of the servers' `sentinela` user (start-redis.sh),
+#                             which the Sentinels log in as (sentinel auth-user/auth-pass)
 #   REDIS_SENTINEL_PASSWORD   this Sentinel's own password (requirepass), also the one it uses
 #                             with the other Sentinels (sentinel sentinel-pass): the same on all
 #   REDIS_MASTER_HOST, REDIS_MASTER_PORT (6379)  the first master
@@ -14,14 +15,15 @@
 #   SENTINEL_QUORUM (2), SENTINEL_DOWN_AFTER_MS (5000; README: never below 2000),
 #   SENTINEL_FAILOVER_TIMEOUT_MS (30000: a failed election is tried again after twice this),
 #   SENTINEL_PORT (26379), REDIS_BIND ("* -::*"), REDIS_DATA_DIR (/data)
-#   REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE, REDIS_TLS_CA_CERT_FILE  as start-redis.sh: TLS only,
-#                             to clients, to the servers and to the other Sentinels
+#   REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE, REDIS_TLS_CA_CERT_FILE  as start-redis.sh: required,
+#                             TLS only, to clients, to the servers and to the other Sentinels
+#   REDIS_PLAIN_TCP           yes: plain TCP instead (the root compose files, one host only)
 set -eu
 
-: "${REDIS_PASSWORD:?REDIS_PASSWORD is required}"
+: "${REDIS_SENTINEL_AUTH_PASSWORD:?REDIS_SENTINEL_AUTH_PASSWORD is required (the servers' sentinela user)}"
 : "${REDIS_SENTINEL_PASSWORD:?REDIS_SENTINEL_PASSWORD is required}"
 : "${REDIS_MASTER_HOST:?REDIS_MASTER_HOST is required (the first master)}"
-for value in "$REDIS_PASSWORD" "$REDIS_SENTINEL_PASSWORD"; do
+for value in "$REDIS_SENTINEL_AUTH_PASSWORD" "$REDIS_SENTINEL_PASSWORD"; do
   case "$value" in
     *[!A-Za-z0-9._~+/=-]*)
       echo "start-sentinel: the passwords may hold only letters, digits and ._~+/=- (e.g. openssl rand -hex 32)" >&2
@@ -35,14 +37,16 @@ bind="${REDIS_BIND:-* -::*}"
 dir="${REDIS_DATA_DIR:-/data}"
 conf="$dir/sentinel.conf"
 
-# The listening lines (plain TCP, or TLS alone), shared with the other script of this folder.
+# The listening lines (TLS alone, or plain TCP when asked), shared with the other script of this
+# folder; read first, so a missing certificate stops here, before any file is written.
 . "$(dirname "$0")/listen.sh"
+listening="$(listen "$port")"
 
 umask 077
 mkdir -p "$dir"
 if [ ! -f "$conf" ]; then
   {
-    listen "$port"
+    echo "$listening"
     echo "bind $bind"
     echo "dir $dir"
     echo "requirepass $REDIS_SENTINEL_PASSWORD"
@@ -58,7 +62,9 @@ if [ ! -f "$conf" ]; then
       esac
     fi
     echo "sentinel monitor $name $REDIS_MASTER_HOST ${REDIS_MASTER_PORT:-6379} ${SENTINEL_QUORUM:-2}"
-    echo "sentinel auth-pass $name $REDIS_PASSWORD"
+    # The servers' sentinela user: what a Sentinel needs there and nothing else (start-redis.sh).
+    echo "sentinel auth-user $name sentinela"
+    echo "sentinel auth-pass $name $REDIS_SENTINEL_AUTH_PASSWORD"
     echo "sentinel down-after-milliseconds $name ${SENTINEL_DOWN_AFTER_MS:-5000}"
     echo "sentinel failover-timeout $name ${SENTINEL_FAILOVER_TIMEOUT_MS:-30000}"
     echo "sentinel parallel-syncs $name 1"
