@@ -113,6 +113,58 @@ describe('deploy/monitoring', () => {
     });
   }
 
+  it('each SLO has a fast and a slow multi-window burn-rate alert (SRE workbook: 14.4x 1h/5m, 6x 6h/30m, 3x 1d/2h, 1x 3d/6h), each quiet in a case within the budget', () => {
+    const all = rules();
+    const slo = all.filter((r) => r.alert?.startsWith('CensoSLO'));
+    expect(slo.map((r) => r.alert!.replace(/(Rapido|Lento)$/, '')).sort()).toEqual([
+      'CensoSLOLoteErros',
+      'CensoSLOLoteErros',
+      'CensoSLOLoteLatencia',
+      'CensoSLOLoteLatencia',
+      'CensoSLOSincronaErros',
+      'CensoSLOSincronaErros',
+      'CensoSLOSincronaLatencia',
+      'CensoSLOSincronaLatencia',
+    ]);
+    const windows = (expr: string) =>
+      [...expr.matchAll(/censo:(\w+):razao(\w+) > \((?:([\d.]+) \* )?([\d.]+)\)/g)].map((m) => `${m[3] ?? '1'}x${m[2]}`);
+    for (const rule of slo) {
+      const expected = rule.alert!.endsWith('Rapido') ? ['14.4x1h', '14.4x5m', '6x6h', '6x30m'] : ['3x1d', '3x2h', '1x3d', '1x6h'];
+      expect(windows(rule.expr), rule.alert).toEqual(expected);
+      // Every window it reads is recorded.
+      for (const [, name] of rule.expr.matchAll(/(censo:\w+:razao\w+)/g))
+        expect(
+          all.some((r) => r.record === name),
+          name,
+        ).toBe(true);
+    }
+    const cases = parse(read(`${MONITORING}/alertas.test.yml`)) as {
+      tests: Array<{ alert_rule_test?: Array<{ alertname: string; exp_alerts: unknown[] }> }>;
+    };
+    const quiet = new Set(
+      cases.tests
+        .flatMap((t) => t.alert_rule_test ?? [])
+        .filter((t) => t.exp_alerts.length === 0)
+        .map((t) => t.alertname),
+    );
+    expect(slo.filter((r) => !quiet.has(r.alert!)).map((r) => r.alert)).toEqual([]);
+  });
+
+  it('the SLO cases can fail: an objective read from the wrong routes does not pass them', async () => {
+    const copy = path.join(dir, 'mutated-slo');
+    await mkdir(copy);
+    await cp(path.join(ROOT, MONITORING, 'alertas.test.yml'), path.join(copy, 'alertas.test.yml'));
+    const original = await readFile(path.join(ROOT, MONITORING, 'alertas.yml'), 'utf8');
+    // Every /api route instead of the synchronous ones: the failing batch route of the quiet case counts.
+    await writeFile(
+      path.join(copy, 'alertas.yml'),
+      original.replaceAll('route=~"/api/divergencias-rf|/api/retorno-rf|/api/censo-corrigido"', 'route=~"/api/.*"'),
+    );
+    const run = await runTool(promtool, ['test', 'rules', 'alertas.test.yml'], { cwd: copy });
+    expect(run.code).not.toBe(0);
+    expect(run.stdout + run.stderr).toContain('CensoSLOSincronaErros');
+  });
+
   it('docs/operacao.md says what to do for every alert, and for no other', () => {
     const section = read('docs/operacao.md').split('\n## Monitoramento\n')[1]!.split('\n## ')[0]!;
     const documented = [...section.matchAll(/^\| `(Censo\w+)` \|/gm)].map((m) => m[1]!);

@@ -1,9 +1,11 @@
 // censo_redis_failovers_total (issue 34, alert CensoRedisFailover), read from the real processes:
-// a `start:worker` and an `npm start` (API and worker in one process) on 1 master + 2 replicas +
-// 3 sentinels of this file's own. The counter is there at 0 before anything happens, and a real
-// failover (the master SIGKILLed), which every one of the three sentinels announces, counts
-// exactly once in each process: in the worker's registry, and in the API's under `npm start`,
-// whose API also follows the sentinels on a connection of its own.
+// a `start:worker`, an `npm start` (API and worker in one process) and a `start:api` (every role
+// counts them since issue 48) on 1 master + 2 replicas + 3 sentinels of this file's own. The
+// counter is there at 0 before anything happens, and a real failover (the master SIGKILLed),
+// which every one of the three sentinels announces, counts exactly once in each process: in the
+// worker's registry, and in the API's under `npm start`, whose API also follows the sentinels on a
+// connection of its own (two watchers in one process, one count), and in `start:api`'s, which
+// hears it on its queue events' connection only.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,6 +28,7 @@ const running: ServiceProcess[] = [];
 const listeners: Redis[] = [];
 let workerUrl = '';
 let combinedUrl = '';
+let apiUrl = '';
 
 const sentinelPorts = () => topology!.env.REDIS_SENTINELS.split(',').map((address) => Number(address.split(':')[1]));
 
@@ -67,13 +70,17 @@ beforeAll(async () => {
   running.push(worker);
   const combined = startServiceProcess('services/api/dist/main.js', env);
   running.push(combined);
+  const api = startServiceProcess('services/api/dist/main.js', env, ['--role=api']);
+  running.push(api);
   workerUrl = String((await worker.line('worker health server listening', 30_000)).url);
   combinedUrl = String((await combined.line('censo-api listening', 30_000)).url);
-  await waitUntilReady([workerUrl, combinedUrl]);
+  apiUrl = String((await api.line('censo-api listening', 30_000)).url);
+  await waitUntilReady([workerUrl, combinedUrl, apiUrl]);
   // Every sentinel must already have the processes' subscriptions when the master dies: one
-  // from the worker, two from `npm start` (its worker's, and its API's queue events connection).
+  // from the worker, two from `npm start` (its worker's, and its API's queue events connection),
+  // one from `start:api`.
   for (const port of sentinelPorts()) {
-    await waitFor(async () => (await subscribedClients(port)) >= 3, { timeoutMs: 10_000, what: `the subscriptions on sentinel ${port}` });
+    await waitFor(async () => (await subscribedClients(port)) >= 4, { timeoutMs: 10_000, what: `the subscriptions on sentinel ${port}` });
   }
 }, 90_000);
 
@@ -89,9 +96,10 @@ afterAll(async () => {
 });
 
 describe('censo_redis_failovers_total', () => {
-  it('is exposed at 0 from the start, by the worker and by npm start', async () => {
+  it('is exposed at 0 from the start, by the worker, by npm start and by start:api', async () => {
     expect(await failovers(workerUrl)).toBe(0);
     expect(await failovers(combinedUrl)).toBe(0);
+    expect(await failovers(apiUrl)).toBe(0);
   });
 
   it('a real failover, announced by all three sentinels, counts once in each process', async () => {
@@ -116,5 +124,6 @@ describe('censo_redis_failovers_total', () => {
     // heard all three, they are in the processes' sockets too, read before the scrape below.
     expect(await failovers(workerUrl)).toBe(1);
     expect(await failovers(combinedUrl)).toBe(1);
+    expect(await failovers(apiUrl)).toBe(1);
   }, 60_000);
 });

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Entry point of `npm start` (API + jobs) and `npm run start:api` (`--role=api`).
 import './heap-tuning.js'; // first: the collector's settings apply before the heap grows
-import { ConfigError, createLogger, loadConfig } from '@censo/shared';
+import { ConfigError, createLogger, handleOperatorSignals, loadConfig } from '@censo/shared';
+import { reopenAccessLogs } from './auth/access-log.js';
 import { closeOnSignals, startServer, type Role, type RunningServer } from './server.js';
 
 const role: Role = process.argv.includes('--role=api') ? 'api' : 'all';
@@ -28,6 +29,8 @@ const logger = createLogger(config, { service: 'censo-api', role });
 // Signals are handled from the start, so a SIGTERM during start-up closes what has started.
 let server: RunningServer | undefined;
 closeOnSignals({ close: async () => server?.close() }, logger);
+// SIGHUP reopens ACCESS_LOG; a heap snapshot or a diagnostic report on signal leaves it serving.
+handleOperatorSignals(logger, { reopen: reopenAccessLogs });
 try {
   server = await startServer(config, role, logger);
 } catch (err) {

@@ -11,6 +11,7 @@ import {
   createLogger,
   createStorage,
   loadColumnsFile,
+  NOT_A_STOP,
   type Config,
   type Logger,
   type Storage,
@@ -72,8 +73,13 @@ export async function startServer(
   const { runner, taskRunner, worker } = await createRunner(config, role, logger, storage);
   const query = config.databaseUrl === null ? null : await createQueryService(config, logger);
   const app = await buildApp({ config, logger, runner, ...(taskRunner ? { taskRunner } : {}), storage, query, ...internals });
-  // The in-process worker's own metrics (censo_redis_failovers_total) are served by this /metrics.
-  for (const metric of worker?.metrics ?? []) app.metrics.registry.registerMetric(metric);
+  // The in-process worker's own metrics are served by this /metrics, but not one the API already
+  // has: its censo_redis_failovers_total counts the failovers every connection of this process
+  // hears, the worker's included (shared/src/runtime/job-metrics.ts), so the worker's would be
+  // the same count under a name the registry cannot hold twice.
+  for (const metric of worker?.metrics ?? []) {
+    if (app.metrics.registry.getSingleMetric((await metric.get()).name) === undefined) app.metrics.registry.registerMetric(metric);
+  }
   const url = await app.listen({ host: config.host, port: config.port });
   const where =
     config.storage.kind === 's3' ? { bucket: config.storage.bucket, prefix: config.storage.prefix } : { uploadDir: config.uploadDir };
@@ -100,9 +106,12 @@ export async function startServer(
   return { app, url, close };
 }
 
-/** Wires SIGTERM/SIGINT and fatal errors to a bounded graceful close. */
+/**
+ * Wires SIGTERM/SIGINT and fatal errors to a bounded graceful close; not the operator's signals
+ * (SIGHUP, SIGUSR2: handleOperatorSignals in main.ts), which must leave the process serving.
+ */
 export function closeOnSignals(server: { close(): Promise<void> }, logger: Logger): void {
-  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
+  closeWithGrace({ delay: SHUTDOWN_GRACE_MS, skip: NOT_A_STOP }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'fatal error, closing');
     else logger.info({ signal }, 'closing');
     await server.close();

@@ -1,7 +1,7 @@
 // Entry point of `npm run start:worker`: the worker role alone (SPEC §6). Any number of these
 // can run against one REDIS_URL and one shared UPLOAD_DIR volume or S3 bucket.
 import closeWithGrace from 'close-with-grace';
-import { ConfigError, createLogger, loadConfig, type Config } from '@censo/shared';
+import { ConfigError, NOT_A_STOP, createLogger, handleOperatorSignals, loadConfig, type Config } from '@censo/shared';
 import { startHealthServer, type WorkerHealthServer } from './health-server.js';
 import { startWorker, type RunningWorker } from './worker.js';
 
@@ -23,13 +23,16 @@ let health: WorkerHealthServer | null = null;
 // Signals are handled from the start: a SIGTERM that arrives while the worker is still starting
 // (it logs 'worker started' a moment before this module goes on) must close it, not kill it.
 // The worker drains for at most min(JOB_TIMEOUT_MS, 20 s), then hands jobs back (5 s more);
-// close-with-grace exits hard a little after that, whatever happens.
-closeWithGrace({ delay: Math.min(config.jobTimeoutMs, 20_000) + 10_000, logger: log }, async ({ signal, err }) => {
+// close-with-grace exits hard a little after that, whatever happens. The operator's signals
+// (a heap snapshot, a diagnostic report, SIGHUP) are not requests to stop.
+closeWithGrace({ delay: Math.min(config.jobTimeoutMs, 20_000) + 10_000, logger: log, skip: NOT_A_STOP }, async ({ signal, err }) => {
   if (err) log.error({ err }, 'closing after an unexpected error');
   else log.info({ signal }, 'closing');
   await running?.close();
   await health?.close();
 });
+// The worker logs to stdout only: SIGHUP has nothing to reopen, and is logged.
+handleOperatorSignals(log);
 
 try {
   running = await startWorker(config, log);

@@ -11,9 +11,12 @@
 // moveToActive takes a second job while the first stays active, with nobody on it, until its lock
 // expires and the stalled check hands it back, past the request's deadline.
 //
-// The watcher also reports each switch once (`onSwitch`): the worker counts them for monitoring
-// (censo_redis_failovers_total), since a failover is over before any alert on an unreachable Redis
-// could fire.
+// The watcher also reports each switch once (`onSwitch`), and every watcher of the process reports
+// to `onProcessMasterSwitch`, once per failover however many watchers heard it: each role counts
+// them for monitoring (censo_redis_failovers_total, shared/src/runtime/job-metrics.ts), since a
+// failover is over before any alert on an unreachable Redis could fire. The API has no connection
+// of its own to hand a callback to (its queue events' connection is made in the job runner), and
+// under `npm start` the API and the worker watch the same group: one count per process.
 import type { Redis, RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../runtime/config.js';
 
@@ -48,6 +51,43 @@ export interface MasterSwitchOptions {
   readonly onSwitch?: (announced: MasterSwitch) => void;
 }
 
+/** The failovers already reported by one watcher, or by the process (SAME_FAILOVER_MS). */
+class ReportedFailovers {
+  /** The new master of the last failover reported, and when. */
+  #last: { master: string; at: number } | null = null;
+
+  /** Whether `announced` is a failover not reported yet; if so, it is now. */
+  isNew(announced: MasterSwitch): boolean {
+    const master = `${announced.host}:${announced.port}`;
+    // Monotonic: a wall clock set back would stretch the window.
+    const now = performance.now();
+    if (this.#last?.master === master && now - this.#last.at < SAME_FAILOVER_MS) return false;
+    this.#last = { master, at: now };
+    return true;
+  }
+}
+
+type SwitchListener = (announced: MasterSwitch) => void;
+const processListeners = new Set<SwitchListener>();
+/** By master group: one process may watch several (it never does today, but a count per group is what the metric says). */
+const processReported = new Map<string, ReportedFailovers>();
+
+/**
+ * Calls `listener` once per failover any watcher of this process hears, whichever connection
+ * that is. Returns the function that stops it.
+ */
+export function onProcessMasterSwitch(listener: SwitchListener): () => void {
+  processListeners.add(listener);
+  return () => void processListeners.delete(listener);
+}
+
+function reportToProcess(announced: MasterSwitch): void {
+  let reported = processReported.get(announced.name);
+  if (!reported) processReported.set(announced.name, (reported = new ReportedFailovers()));
+  if (!reported.isNew(announced)) return;
+  for (const listener of processListeners) listener(announced);
+}
+
 /** What a `+switch-master` message announces: `<name> <old ip> <old port> <new ip> <new port>`. */
 export function parseSwitch(message: string): MasterSwitch | null {
   const parts = message.trim().split(/\s+/);
@@ -73,8 +113,7 @@ export class MasterSwitchWatcher {
   readonly #onSwitch: MasterSwitchOptions['onSwitch'];
   readonly #clients = new Set<Redis>();
   #subscribers: Redis[] = [];
-  /** The new master of the last failover reported, and when (SAME_FAILOVER_MS). */
-  #reported: { master: string; at: number } | null = null;
+  readonly #reported = new ReportedFailovers();
 
   constructor(config: SentinelConfig, RedisCtor: RedisClass, options: MasterSwitchOptions = {}) {
     this.#config = config;
@@ -112,12 +151,8 @@ export class MasterSwitchWatcher {
   }
 
   #report(announced: MasterSwitch): void {
-    const master = `${announced.host}:${announced.port}`;
-    // Monotonic: a wall clock set back would stretch the window.
-    const now = performance.now();
-    if (this.#reported?.master === master && now - this.#reported.at < SAME_FAILOVER_MS) return;
-    this.#reported = { master, at: now };
-    this.#onSwitch?.(announced);
+    if (this.#reported.isNew(announced)) this.#onSwitch?.(announced);
+    reportToProcess(announced);
   }
 
   #start(): void {

@@ -4,7 +4,11 @@
 // the client's address, X-Forwarded-For's client behind a proxy TRUST_PROXY names, SPEC §9), when,
 // the route, the status, the counts, each uploaded file's SHA-256 and size, the query's declared
 // name. Only those: never a CPF or a name from a file, file contents, filter values, cookies or tokens.
-import { openSync } from 'node:fs';
+//
+// A file is reopened at its path on SIGHUP (reopenAccessLogs, called by the process's signal
+// handling in server.ts), so logrotate can move it and signal (postrotate) instead of copying and
+// truncating it, which loses the lines written between the copy and the truncation.
+import { closeSync, openSync } from 'node:fs';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { pino, type Logger } from 'pino';
@@ -36,9 +40,26 @@ export function noteUploadedFile(request: FastifyRequest, file: UploadedFile): v
 
 const CLOSE_MS = 2_000;
 
+/** The longest a reopen waits for the new file (a stuck disk must not pile up signal handlers). */
+const REOPEN_MS = 2_000;
+
 export interface AccessLog {
   write(line: Record<string, unknown>): void;
+  /**
+   * A file: opens its path again (a new file there if logrotate moved the old one) and writes
+   * on to it; resolves once it is open, or failed (the error goes to `onError`, and the lines
+   * keep going to the old file). stdout: nothing to do.
+   */
+  reopen(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The access logs open in this process, for the reopen signal (one per app; tests build several). */
+const openLogs = new Set<AccessLog>();
+
+/** Reopens every access log file of this process (SIGHUP; docs/operacao.md, "Sinais do operador"). */
+export async function reopenAccessLogs(): Promise<void> {
+  await Promise.all([...openLogs].map((log) => log.reopen()));
 }
 
 /**
@@ -47,7 +68,10 @@ export interface AccessLog {
  */
 export function openAccessLog(target: string, onError: (err: Error) => void): AccessLog {
   const toFile = target !== 'stdout';
-  const destination = pino.destination({ dest: toFile ? openAccessFile(target) : 1, sync: !toFile });
+  // By path, not by descriptor: SonicBoom can reopen only a file it knows the path of. The
+  // synchronous check first keeps a path that cannot be written a start-up error with its reason.
+  if (toFile) checkAccessFile(target);
+  const destination = pino.destination(toFile ? { dest: target, sync: false, append: true, mode: 0o640 } : { dest: 1, sync: true });
   destination.on('error', onError);
   const logger: Logger = pino(
     {
@@ -60,11 +84,28 @@ export function openAccessLog(target: string, onError: (err: Error) => void): Ac
     destination,
   );
   let closed = false;
-  return {
+  const log: AccessLog = {
     write: (line) => {
       if (!closed) logger.info(line);
     },
+    reopen: async () => {
+      if (!toFile || closed) return;
+      const opened = new Promise<void>((resolve) => {
+        const done = () => {
+          destination.off('ready', done);
+          destination.off('error', done);
+          resolve();
+        };
+        destination.on('ready', done);
+        destination.on('error', done);
+      });
+      // SonicBoom writes what is pending to the old file first, then switches; lines written
+      // meanwhile wait in its buffer and go to the new file.
+      destination.reopen();
+      await settlesWithin(opened, REOPEN_MS);
+    },
     close: async () => {
+      openLogs.delete(log);
       // The last requests' lines are written a turn after their responses close (request-log.ts):
       // let them through before the stream ends.
       await new Promise((resolve) => setImmediate(resolve));
@@ -78,11 +119,13 @@ export function openAccessLog(target: string, onError: (err: Error) => void): Ac
       await settlesWithin(ended, CLOSE_MS);
     },
   };
+  openLogs.add(log);
+  return log;
 }
 
-function openAccessFile(file: string): number {
+function checkAccessFile(file: string): void {
   try {
-    return openSync(file, 'a', 0o640);
+    closeSync(openSync(file, 'a', 0o640));
   } catch (err) {
     throw new Error(`ACCESS_LOG cannot be written: ${(err as Error).message}`, { cause: err });
   }

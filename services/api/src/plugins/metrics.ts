@@ -13,6 +13,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import {
   ApiNotConfiguredError,
   InvalidCredentialError,
+  createFailoverCounter,
   createJobMetrics,
   createMetricsCredentialCheck,
   type Config,
@@ -41,7 +42,8 @@ declare module 'fastify' {
 }
 
 export interface MetricsOptions {
-  readonly config: Pick<Config, 'apiKeys' | 'metricsToken'>;
+  /** `redis`: with Sentinel, the API counts the failovers too (censo_redis_failovers_total). */
+  readonly config: Pick<Config, 'apiKeys' | 'metricsToken'> & Partial<Pick<Config, 'redis'>>;
   readonly runner: Pick<JobRunner, 'counts'>;
   readonly logger: Pick<Logger, 'warn'>;
 }
@@ -51,9 +53,12 @@ const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 3
 /** A 404 has no route pattern: all of them share one label value. */
 const UNMATCHED_ROUTE = 'unmatched';
 
-export function createMetrics(runner: MetricsOptions['runner'], logger: MetricsOptions['logger']) {
+export function createMetrics(runner: MetricsOptions['runner'], logger: MetricsOptions['logger'], redis: Config['redis'] = null) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: METRICS_PREFIX });
+  // Every role counts the Redis failovers (issue 48): a `start:api` process serves the alert
+  // CensoRedisFailover as a worker does, from what its own queue events' connection hears.
+  const failovers = createFailoverCounter(registry, redis);
 
   const httpRequests = new Counter({
     name: 'censo_http_requests_total',
@@ -142,7 +147,7 @@ export function createMetrics(runner: MetricsOptions['runner'], logger: MetricsO
     registry,
     trackInFlightUploads: (current) => void inFlightSources.push(current),
   };
-  return { metrics, observe };
+  return { metrics, observe, stop: () => failovers?.stop() };
 }
 
 /** `/metrics` credentials (shared with the worker's health server): 503 / 401 / pass. */
@@ -167,8 +172,9 @@ export function quieterLevel(app: FastifyInstance, level: 'warn' | 'error'): Lev
 }
 
 async function metricsRoutes(app: FastifyInstance, { config, runner, logger }: MetricsOptions): Promise<void> {
-  const { metrics, observe } = createMetrics(runner, logger);
+  const { metrics, observe, stop } = createMetrics(runner, logger, config.redis ?? null);
   app.decorate('metrics', metrics);
+  app.addHook('onClose', async () => stop());
   // Finished and abandoned requests alike (request-log.ts), so cancelled jobs are counted too.
   app.onRequestEnd(observe);
 
