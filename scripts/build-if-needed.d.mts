@@ -11,3 +11,6 @@ export function decide(states: Record<string, WorkspaceState>, hasCompiler: bool
 
 /** The TypeScript compiler's entry point under `root`, or null when it is not installed. */
 export function findCompiler(root: string): string | null;
+
+/** The line said on stderr as the build starts (issue 50): the first time, or a rebuild after a change. */
+export function buildNotice(states: Record<string, WorkspaceState>): string;

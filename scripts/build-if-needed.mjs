@@ -77,6 +77,16 @@ export function findCompiler(root) {
   }
 }
 
+/**
+ * The line said as the build starts: the first `npm start` compiles for about 30 s and, silent,
+ * looked hung (issue 50). A rebuild after a change is its own case, not the first time.
+ */
+export function buildNotice(states) {
+  return Object.values(states).includes('missing')
+    ? 'Compilando o serviço (só na primeira vez, cerca de 30 s)…'
+    : 'Compilando o serviço de novo (o código mudou desde a última compilação)…';
+}
+
 function main(workspaces) {
   if (workspaces.length === 0) {
     console.error('build-if-needed: name the workspaces the command runs, e.g. shared services/worker');
@@ -100,6 +110,8 @@ function main(workspaces) {
       return 1;
     case 'build': {
       // The whole build, as `npm run build`: the CLI is then ready too, as it was before.
+      // On stderr, where the other lines of this script go: stdout may be a script's to read.
+      console.error(buildNotice(states));
       const build = spawnSync(process.execPath, [compiler, '-b'], { cwd: ROOT, stdio: 'inherit' });
       return build.status ?? 1;
     }

@@ -59,6 +59,8 @@ export interface Config {
   readonly loteMaxMs: number;
   /** Open batches one principal may hold before a new one gets 429 (SPEC §7.3). */
   readonly maxLotesAbertos: number;
+  /** Batches a principal may create in any hour (sliding), open or not (issue 50). */
+  readonly maxLotesPorHora: number;
   /**
    * Which peers' X-Forwarded-Proto/For count (SPEC §9: TRUST_PROXY): false (none), true (any: only
    * when nothing but the proxy can reach the port), or the proxies' addresses and CIDRs.
@@ -183,6 +185,8 @@ export function loadConfig(env: Env): Config {
     tarefasPorJob: integer(env, 'TAREFAS_POR_JOB', 1, 1, 1_000),
     loteMaxMs: Math.round(hours(env, 'LOTE_MAX_HOURS', 72, 8_760) * 3_600_000),
     maxLotesAbertos: integer(env, 'MAX_LOTES_ABERTOS', 100, 1, 1_000_000),
+    // Issue 50: MAX_LOTES_ABERTOS alone let a loop of create-and-close make batches without end.
+    maxLotesPorHora: integer(env, 'MAX_LOTES_POR_HORA', 200, 1, 1_000_000),
     trustProxy: trustProxy(env.TRUST_PROXY),
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE'),
     signIn: signIn(env),

@@ -37,6 +37,8 @@ export function answerClientError(lingerer: Lingerer) {
     socket.write(
       `HTTP/1.1 ${answer.status} ${answer.reason}\r\n` +
         'Content-Type: application/json; charset=utf-8\r\n' +
+        // As every other answer of the service (plugins/security-headers.ts).
+        'X-Content-Type-Options: nosniff\r\n' +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
         'Connection: close\r\n\r\n' +
         body,

@@ -18,6 +18,7 @@ import {
   type StoredRetorno,
 } from '@censo/shared';
 import { annotateRequestLog } from '../plugins/request-log.js';
+import { clientFileName } from './client-file-name.js';
 import { noteUploadedFile } from '../auth/access-log.js';
 import { digesting } from './file-digest.js';
 import { watchUploadBody, type UploadDeadlineOptions } from './upload-deadline.js';
@@ -178,13 +179,14 @@ export async function receiveReturns(
           continue;
         }
         if (part.fieldname !== 'retorno') throw badInput.unexpectedField(part.fieldname);
-        const format = retornoFormat(part.filename);
+        const filename = clientFileName(part.filename);
+        const format = retornoFormat(filename);
         if (!format) throw badInput.wrongExtension('retorno');
         if (files.length > 0) admit();
         const area = await areaFor();
         const name = `retorno.${format}`;
         const stored = await storePart(request, area, name, 'retorno', part);
-        files.push({ area, retorno: { path: area.ref(name), format }, retornoName: part.filename, ...stored });
+        files.push({ area, retorno: { path: area.ref(name), format }, retornoName: filename, ...stored });
       }
     } catch (err) {
       throw (err as { code?: string }).code === 'FST_FILES_LIMIT' ? badInput.retornosDemais(MAX_RETORNOS_POR_ENVIO) : err;
@@ -252,17 +254,18 @@ async function receiveParts(
     }
 
     let name: string;
+    const filename = clientFileName(part.filename);
     if (field === 'retorno') {
-      const format = retornoFormat(part.filename);
+      const format = retornoFormat(filename);
       if (!format) throw badInput.wrongExtension('retorno');
       name = `retorno.${format}`;
       retorno = { path: area.ref(name), format };
-      retornoName = part.filename;
+      retornoName = filename;
     } else {
-      if (extensionOf(part.filename) !== 'txt') throw badInput.wrongExtension('txt');
+      if (extensionOf(filename) !== 'txt') throw badInput.wrongExtension('txt');
       name = 'censo.txt';
       txt = { path: area.ref(name) };
-      txtName = part.filename;
+      txtName = filename;
     }
 
     const stored = await storePart(request, area, name, field as UploadField, part);

@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BadInputError, CensoError, FileTooLargeError, badInput, httpMessages } from '@censo/shared';
 import { CLIENT_CLOSED_REQUEST } from './request-log.js';
+import { securityHeadersPlugin } from './security-headers.js';
 
 /** Fastify / @fastify/multipart codes that are the client's fault, as our errors. */
 function translate(err: FastifyError): CensoError | null {
@@ -60,6 +61,9 @@ export function toCensoError(err: unknown): CensoError | null {
 }
 
 async function errorHandling(app: FastifyInstance): Promise<void> {
+  // Here, in the first plugin app.ts registers, so that the headers every answer must carry
+  // (nosniff, issue 50) are on the errors and 404s this plugin answers as on every route.
+  await app.register(securityHeadersPlugin);
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // The client went away (upload cut, request abandoned while its job ran): nobody will read
     // this answer, and it is not a server fault, so no stack trace at error level.
@@ -78,6 +82,10 @@ async function errorHandling(app: FastifyInstance): Promise<void> {
         // A 4xx may quote the request or its files (a linha, a header): above debug, only its kind.
         request.log.info({ code: known.code, status: known.status, erro: withoutQuotes(known.message) }, 'request refused');
         request.log.debug({ code: known.code, status: known.status, erro: known.message }, 'request refused');
+      }
+      // A refusal that knows when it ends (MAX_LOTES_POR_HORA's oldest minute) says so.
+      if ('retryAfterSeconds' in known && typeof known.retryAfterSeconds === 'number') {
+        reply.header('retry-after', String(known.retryAfterSeconds));
       }
       if (known.status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '5');
       return reply.code(known.status).send({ erro: known.message });

@@ -8,7 +8,7 @@
 // records it: the request that asks, the executor's hint, or the reconciler's pass.
 import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ERRORS, httpMessages, type Config, type JobResult, type Logger, type Storage } from '@censo/shared';
+import { CensoError, ERRORS, httpMessages, type Config, type JobResult, type Logger, type Storage } from '@censo/shared';
 import type { JobObservation, TaskExecution } from './execution.js';
 import {
   contagens,
@@ -100,7 +100,7 @@ export interface TarefasServiceDeps {
   readonly storage: Storage;
   readonly config: Pick<
     Config,
-    'resultTtlMs' | 'jobTimeoutMs' | 'uploadTimeoutMs' | 'webhookAllowPrivate' | 'loteMaxMs' | 'maxLotesAbertos'
+    'resultTtlMs' | 'jobTimeoutMs' | 'uploadTimeoutMs' | 'webhookAllowPrivate' | 'loteMaxMs' | 'maxLotesAbertos' | 'maxLotesPorHora'
   >;
   readonly log: Logger;
   readonly now?: () => number;
@@ -119,6 +119,33 @@ function owned<T extends { readonly dono?: Dono }>(record: T | null, dono: Dono 
   return donoOf(record) === dono ? record : null;
 }
 const RETRY = Symbol('retry');
+
+// MAX_LOTES_POR_HORA (issue 50): MAX_LOTES_ABERTOS alone counts open batches, and a loop that
+// creates and closes made 60 past a limit of 3. A principal's creations are counted per minute
+// over the last hour, in one record read and written with the batch (guarded like the open
+// count, so two replicas cannot both take the last place): at most 61 numbers, whatever the limit.
+const HOUR_MS = 3_600_000;
+const MINUTE_MS = 60_000;
+/** Creations per minute (epoch minute → count), the minutes of the last hour only. */
+type CriadosPorMinuto = Array<[minute: number, count: number]>;
+
+/** The creations of `raw` still inside the hour that ends at `now`, oldest first. */
+function criadosNaUltimaHora(raw: string | null, now: number): CriadosPorMinuto {
+  const expired = Math.floor((now - HOUR_MS) / MINUTE_MS);
+  return raw === null ? [] : parse<CriadosPorMinuto>(raw).filter(([minute]) => minute > expired);
+}
+
+/** 429: the principal created MAX_LOTES_POR_HORA batches in the last hour (issue 50). */
+export class TooManyLotesCreatedError extends CensoError {
+  readonly status = 429;
+  readonly code = 'TOO_MANY_LOTES_PER_HOUR';
+  /** When the oldest minute counted leaves the hour: the errors plugin sends it as Retry-After. */
+  readonly retryAfterSeconds: number;
+  constructor(retryAfterSeconds: number) {
+    super('Muitos lotes criados na última hora.');
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
 
 /** A task end waiting for its batch's next commit (TarefasService.finish). */
 interface PendingEnd {
@@ -493,21 +520,36 @@ export class TarefasService {
 
   /**
    * Records a new batch, bound to its Idempotency-Key if any, unless its principal already holds
-   * MAX_LOTES_ABERTOS open ones (counted exactly: the count is guarded like every record).
+   * MAX_LOTES_ABERTOS open ones (counted exactly: the count is guarded like every record), or
+   * created MAX_LOTES_POR_HORA in the last hour (throws TooManyLotesCreatedError: 429 with
+   * Retry-After). The principal is the one of SPEC §7.1: every API_KEY value shares one quota.
    */
   async createLote(lote: LoteRecord, idempotency: { readonly key: string; readonly digest: string } | null): Promise<NewLoteOutcome> {
     const abertosKey = keys.abertosDe(donoKey(lote.dono));
+    const criadosKey = keys.criadosDe(donoKey(lote.dono));
     return retrying<NewLoteOutcome>(async () => {
-      const countRaw = await this.store.get(abertosKey);
+      const [countRaw = null, criadosRaw = null] = await this.store.getMany([abertosKey, criadosKey]);
       const abertos = countRaw === null ? 0 : Number(countRaw);
       if (abertos >= this.#deps.config.maxLotesAbertos) return { ok: false, why: 'muitos-abertos' } as const;
+      const criados = criadosNaUltimaHora(criadosRaw, lote.criadoEm);
+      if (criados.reduce((sum, [, count]) => sum + count, 0) >= this.#deps.config.maxLotesPorHora) {
+        const [oldest] = criados[0]!;
+        throw new TooManyLotesCreatedError(Math.max(1, Math.ceil((oldest * MINUTE_MS + HOUR_MS - lote.criadoEm) / 1000)));
+      }
+      const minute = Math.floor(lote.criadoEm / MINUTE_MS);
+      const last = criados.at(-1);
+      if (last !== undefined && last[0] === minute) last[1]++;
+      else criados.push([minute, 1]);
       const guards: Guard[] = [
         { key: keys.lote(lote.id), value: null },
         { key: abertosKey, value: countRaw },
+        { key: criadosKey, value: criadosRaw },
       ];
       const writes: Write[] = [
         { op: 'set', key: keys.lote(lote.id), value: JSON.stringify(lote) },
         { op: 'set', key: abertosKey, value: String(abertos + 1) },
+        // Forgotten an hour after the last creation: by then nothing in it counts.
+        { op: 'set', key: criadosKey, value: JSON.stringify(criados), ttlMs: HOUR_MS },
         { op: 'zadd', key: keys.abertos, member: lote.id, score: lote.ultimoEnvioEm },
         { op: 'zadd', key: keys.limite, member: lote.id, score: lote.criadoEm + this.#deps.config.loteMaxMs },
         { op: 'zadd', key: keys.lotesDe(donoKey(lote.dono)), member: lote.id, score: -lote.criadoEm },

@@ -66,6 +66,8 @@ export const keys = {
   lotesDe: (dono: string) => `dono:${dono}:lotes`,
   /** How many open batches a principal holds (a number, guarded: MAX_LOTES_ABERTOS is strict). */
   abertosDe: (dono: string) => `dono:${dono}:abertos`,
+  /** A principal's batch creations per minute over the last hour (JSON, guarded: MAX_LOTES_POR_HORA). */
+  criadosDe: (dono: string) => `dono:${dono}:criados`,
   /** Open batches by when they must close at the latest (score: creation + LOTE_MAX_HOURS). */
   limite: 'limite',
   webhook: (id: string) => `webhook:${id}`,

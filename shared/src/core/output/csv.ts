@@ -10,9 +10,30 @@
 // spreadsheet program shows as a text marker, not part of the value.
 const FORMULA_START = /^[=+\-@\t\r]/;
 
+// Excel in Brazil (and LibreOffice told so) splits a `.csv` on `;`, not `,`: a value `x;=1+1;`
+// there becomes three cells, the second a formula (issue 50). Quoting the value would not help:
+// such a reader honours a quote only where one of *its* cells starts, and a comma-CSV value starts
+// after a `,`, mid-cell for it. So every piece such a reader can cut out of a value is guarded
+// like a whole cell: a `'` right after the `;` when spaces or quotes and then a formula trigger
+// follow. An LF counts as a `;` here: that reader does not honour the quote around a multi-line
+// value either, so a line inside a value starts a row of its own for it. An RFC 4180 reader reads
+// a value without such a piece exactly as before; with one it reads the `'` too, as it already
+// does at a cell's start (SPEC §3.5, decided, issue 50).
+const FORMULA_PIECE = /[;\n](?=[ "]*[=+\-@\t\r])/g;
+
+/**
+ * `value` as every CSV of the project writes it (SPEC §3.5): a `'` before a formula trigger at its
+ * start and at the start of every piece a `;`-separated reader cuts out of it. The one guard of
+ * the project's CSVs: every writer goes through `csvField`, which calls it.
+ */
+export function neutralizeFormulas(value: string): string {
+  const pieces = value.replace(FORMULA_PIECE, "$&'");
+  return FORMULA_START.test(pieces) ? `'${pieces}` : pieces;
+}
+
 export function csvField(value: string | null): string {
   if (value === null) return '';
-  const text = FORMULA_START.test(value) ? `'${value}` : value;
+  const text = neutralizeFormulas(value);
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
