@@ -68,10 +68,33 @@ export class ApiClient {
     }
   }
 
-  /** JSON of a 2xx answer; the service's own `erro` otherwise (refusal()). */
-  async json<T>(response: Response): Promise<T> {
-    if (response.ok) return (await response.json()) as T;
+  /**
+   * JSON of a 2xx answer; the service's own `erro` otherwise (refusal()). `holds` says whether the
+   * answer has what the caller reads (a list, an id): a 200 that is not the service's JSON (a
+   * proxy's login page, an empty body, issue 50) is one line saying so, never a stack trace.
+   */
+  async json<T>(response: Response, holds: (value: T) => boolean = () => true): Promise<T> {
+    if (response.ok) return this.body(response, holds);
     throw await this.refusal(response);
+  }
+
+  /** The JSON object of an answer the caller already judged a success (see json()). */
+  async body<T>(response: Response, holds: (value: T) => boolean = () => true): Promise<T> {
+    const text = await response.text();
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
+    if (value !== null && typeof value === 'object' && !Array.isArray(value) && holds(value as T)) return value as T;
+    const route = new URL(response.url).pathname;
+    const type = response.headers.get('content-type')?.split(';')[0]?.trim();
+    const what = text.trim() === '' ? 'resposta vazia' : type ? `resposta ${type}` : 'resposta que não é JSON';
+    throw new InputError(
+      `o endereço ${this.base} não respondeu como um censo-api (HTTP ${response.status} em ${route}, ${what}): ` +
+        'confira --servidor (um proxy ou uma página de login no caminho?).',
+    );
   }
 
   /** The `erro` of a refusal; null when the answer is not the service's JSON. */

@@ -1,23 +1,32 @@
 // `censo comparar <antes> <depois> -o <saida>` (SPEC §10): two rounds compared offline, from the
 // combined results of `censo lote` (json, csv or xlsx, mixed; with or without --servidor), with the
 // core's judgment and writer, so the answer is the service's GET /api/lotes/{id}/comparacao for the
-// same rounds. A school is its `referencia` column when the result has one (the service's batch
-// export), else its file's path in the folder (`arquivo`): rounds compare when each round's folder
-// is laid out the same way (one subfolder, or one file name, per school).
+// same rounds; and `censo resumo <resultado>`, a result's counts per school and kind as the
+// service's GET /api/lotes/{id}/resumo. A school is its `referencia` column when the result has one
+// (the service's batch export), else its file's path in the folder (`arquivo`); the core pairs a
+// school whose file was renamed by its folder (SPEC §10, issue 50). The schools of a round are the
+// files its result lists (`arquivos` of the JSON, the `arquivos` sheet), read or failed, so a school
+// with no divergence left is still in its round; a CSV lists none, and that is said on stderr.
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import {
+  CHAVES_RESUMO,
   compararRodadas,
   comparacaoChunks,
   DADOS,
+  Resumo,
+  resumoChunks,
   type Chave,
+  type Comparacao,
   type DivergenciaRodada,
+  type FalhaRodada,
   type ProgressoFormat,
   type Rodada,
 } from '@censo/shared/local';
-import { errnoCode, InputError, quote } from './failures.js';
+import { BadUsage, errnoCode, InputError, quote } from './failures.js';
+import { ARQUIVOS_XLSX_COLUMNS } from './lote.js';
 import { openOutput } from './output.js';
 
 /** The words a workbook writes for `chave` (SPEC §3.5, session 4), back to the field names. */
@@ -77,7 +86,39 @@ function rowReader(file: string, header: readonly string[], words: boolean): (ce
   };
 }
 
-async function readJson(file: string): Promise<DivergenciaRodada[]> {
+/** What a combined result holds: its divergences, the files it read (null when it does not list them) and those that failed. */
+interface Resultado {
+  readonly divergencias: DivergenciaRodada[];
+  readonly lidos: string[] | null;
+  readonly falhas: FalhaRodada[];
+  /** Every file the result lists, read or failed, in its order (empty when it lists none). */
+  readonly ordem?: string[];
+}
+
+const text = (value: unknown) => (value === null || value === undefined ? '' : String(value));
+
+/** The `arquivos` list of `censo lote` (issue 50), or the service export's `falhas`, as read and failed files. */
+function filesOf(parsed: { arquivos?: unknown; falhas?: unknown }): Pick<Resultado, 'lidos' | 'falhas' | 'ordem'> {
+  const falhas: FalhaRodada[] = [];
+  if (Array.isArray(parsed.arquivos)) {
+    const lidos: string[] = [];
+    const ordem: string[] = [];
+    for (const raw of parsed.arquivos as Array<Record<string, unknown>>) {
+      const referencia = text(raw?.referencia ?? raw?.arquivo);
+      ordem.push(referencia);
+      if (raw?.erro === null || raw?.erro === undefined) lidos.push(referencia);
+      else falhas.push({ referencia, erro: text(raw.erro) });
+    }
+    return { lidos, falhas, ordem };
+  }
+  if (Array.isArray(parsed.falhas)) {
+    for (const raw of parsed.falhas as Array<Record<string, unknown>>)
+      falhas.push({ referencia: text(raw?.referencia), erro: text(raw?.erro) });
+  }
+  return { lidos: null, falhas };
+}
+
+async function readJson(file: string): Promise<Resultado> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(await readFile(file, 'utf8'));
@@ -87,9 +128,8 @@ async function readJson(file: string): Promise<DivergenciaRodada[]> {
   }
   const items = (parsed as { divergencias?: unknown } | null)?.divergencias;
   if (!Array.isArray(items)) throw notACombinedResult(file, 'falta a lista "divergencias"');
-  return items.map((raw) => {
+  const divergencias = items.map((raw) => {
     const item = raw as Record<string, unknown>;
-    const text = (value: unknown) => (value === null || value === undefined ? '' : String(value));
     return {
       referencia: text(item.referencia ?? item.arquivo),
       codigo_na_escola: text(item.codigo_na_escola),
@@ -99,9 +139,10 @@ async function readJson(file: string): Promise<DivergenciaRodada[]> {
       chave: (item.chave ?? null) as Chave | null,
     };
   });
+  return { divergencias, ...filesOf(parsed as { arquivos?: unknown; falhas?: unknown }) };
 }
 
-async function readCsv(file: string): Promise<DivergenciaRodada[]> {
+async function readCsv(file: string): Promise<Resultado> {
   const { parse } = await import('csv-parse');
   const rows: DivergenciaRodada[] = [];
   let read: ((cells: readonly string[]) => DivergenciaRodada) | null = null;
@@ -116,27 +157,47 @@ async function readCsv(file: string): Promise<DivergenciaRodada[]> {
     throw notACombinedResult(file, 'CSV malformado');
   }
   if (read === null) throw notACombinedResult(file, 'arquivo vazio');
-  return rows;
+  // The CSV's shape is fixed (SPEC §7.3): it lists no file, only divergences.
+  return { divergencias: rows, lidos: null, falhas: [] };
 }
 
-async function readXlsx(file: string): Promise<DivergenciaRodada[]> {
+/** The `arquivos` sheet (`Arquivo`, `Divergências`, `Falha`) or the service's `Falhas` sheet, by its header. */
+const isArquivosHeader = (header: readonly string[]): boolean => ARQUIVOS_XLSX_COLUMNS.every((name, i) => header[i] === name);
+const isFalhasHeader = (header: readonly string[]): boolean =>
+  header[0] === 'Referência' && header[1] === 'Arquivo' && header.includes('Erro');
+
+async function readXlsx(file: string): Promise<Resultado> {
   const { default: ExcelJS } = await import('exceljs');
   const rows: DivergenciaRodada[] = [];
+  let lidos: string[] | null = null;
+  const falhas: FalhaRodada[] = [];
+  const ordem: string[] = [];
   try {
     const reader = new ExcelJS.stream.xlsx.WorkbookReader(createReadStream(file), { sharedStrings: 'cache', worksheets: 'emit' });
     let sheets = 0;
     for await (const sheet of reader) {
-      // The divergences' sheets (`divergencias`, `divergencias 2`...), told by their header, not
-      // their name: the writer puts workbook.xml, where the names are, after the sheets, and a
-      // streaming reader may meet a sheet before its name. A `Falhas` sheet has another header.
-      let read: ((cells: readonly string[]) => DivergenciaRodada) | null | undefined;
+      // The sheets are told by their header, not their name: the writer puts workbook.xml, where
+      // the names are, after the sheets, and a streaming reader may meet a sheet before its name.
+      let read: ((cells: readonly string[]) => void) | null | undefined;
       for await (const row of sheet) {
-        const values = (row.values as unknown[]).slice(1).map((value) => (value === null || value === undefined ? '' : String(value)));
+        const values = (row.values as unknown[]).slice(1).map(text);
         if (read === undefined) {
-          read = isDivergenciasHeader(values) ? rowReader(file, values, true) : null;
-          if (read !== null) sheets++;
-        } else if (read === null) continue;
-        else rows.push(read(values));
+          if (isDivergenciasHeader(values)) {
+            const divergencia = rowReader(file, values, true);
+            read = (cells) => rows.push(divergencia(cells));
+            sheets++;
+          } else if (isArquivosHeader(values)) {
+            const list = (lidos ??= []);
+            read = ([arquivo = '', , erro = '']) => {
+              ordem.push(arquivo);
+              if (erro === '') list.push(arquivo);
+              else falhas.push({ referencia: arquivo, erro });
+            };
+          } else if (isFalhasHeader(values)) {
+            const erroAt = values.indexOf('Erro');
+            read = (cells) => falhas.push({ referencia: cells[0] ?? '', erro: cells[erroAt] ?? '' });
+          } else read = null;
+        } else if (read !== null) read(values);
       }
     }
     if (sheets === 0) throw notACombinedResult(file, 'nenhuma planilha de divergências');
@@ -144,17 +205,49 @@ async function readXlsx(file: string): Promise<DivergenciaRodada[]> {
     if (errnoCode(err) || err instanceof InputError) throw err;
     throw notACombinedResult(file, 'não é uma planilha .xlsx válida');
   }
-  return rows;
+  return { divergencias: rows, lidos, falhas, ordem };
 }
 
-async function readRodada(file: string): Promise<Rodada> {
+/** A combined result of `censo lote` (or a batch's export), by its extension. */
+async function readResultado(file: string): Promise<Resultado> {
   const extension = path.extname(file).slice(1).toLowerCase();
   const read = extension === 'json' ? readJson : extension === 'csv' ? readCsv : extension === 'xlsx' ? readXlsx : null;
   if (read === null) throw new InputError(`${quote(file)}: use um resultado do censo lote em .json, .csv ou .xlsx.`);
-  const divergencias = await read(file);
-  // Offline, a school is in a round when the result holds a row of it: one whose file had no
-  // divergence left, or failed, is not (the service's route knows its files; README says so).
-  return { referencias: divergencias.map((d) => d.referencia), divergencias };
+  const resultado = await read(file);
+  if (resultado.lidos === null) {
+    // Without the list, a school is in the round when the result holds a row of it: one whose
+    // file had no divergence left, or failed, is not (issue 50). Said, not silently miscounted.
+    process.stderr.write(
+      `censo: ${quote(file)} não lista os arquivos lidos (só o .json e o .xlsx do censo lote listam): ` +
+        'uma escola sem divergências nele conta como ausente.\n',
+    );
+  }
+  return resultado;
+}
+
+/** `--dado cpf,nome`: the words of `chave` (and `outro`), checked; undefined when not given. */
+export function dadosOf(value: string | undefined): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  const dados = value
+    .split(',')
+    .map((dado) => dado.trim())
+    .filter((dado) => dado !== '');
+  const wrong = dados.filter((dado) => !(CHAVES_RESUMO as readonly string[]).includes(dado));
+  if (dados.length === 0 || wrong.length > 0) {
+    throw new BadUsage(`--dado ${quote(value)}: use um ou mais destes, separados por vírgula: ${CHAVES_RESUMO.join(', ')}.`);
+  }
+  return dados;
+}
+
+const ofDados = (d: DivergenciaRodada, dados: readonly string[] | undefined) => dados === undefined || dados.includes(d.chave ?? 'outro');
+
+function rodadaOf(resultado: Resultado, dados: readonly string[] | undefined): Rodada {
+  const divergencias = resultado.divergencias.filter((d) => ofDados(d, dados));
+  return {
+    referencias: resultado.lidos ?? resultado.divergencias.map((d) => d.referencia),
+    falhas: resultado.falhas,
+    divergencias,
+  };
 }
 
 export interface CompararOptions {
@@ -162,14 +255,51 @@ export interface CompararOptions {
   readonly depois: string;
   readonly format: ProgressoFormat;
   readonly output: string | undefined;
+  /** Only divergences of these kinds (`--dado`); absent: all. */
+  readonly dados?: readonly string[];
 }
 
-/** Writes the comparison; returns its total counts (for the summary on stderr). */
-export async function comparar(options: CompararOptions) {
-  const comparacao = await compararRodadas(await readRodada(options.antes), await readRodada(options.depois));
-  const out = await openOutput(options.output);
-  await out.write(Readable.from(comparacaoChunks(comparacao, options.format), { objectMode: false })).catch(async (err: unknown) => {
+/** Writes the comparison; returns it (for the summary on stderr). */
+export async function comparar(options: CompararOptions): Promise<Comparacao> {
+  const [antes, depois] = [await readResultado(options.antes), await readResultado(options.depois)];
+  const comparacao = await compararRodadas(rodadaOf(antes, options.dados), rodadaOf(depois, options.dados));
+  await writeChunks(options.output, comparacaoChunks(comparacao, options.format));
+  return comparacao;
+}
+
+export interface ResumoOptions {
+  readonly resultado: string;
+  readonly format: ProgressoFormat;
+  readonly output: string | undefined;
+}
+
+/** `censo resumo`: the result's counts per school and kind, as the service's `/resumo` (SPEC §10). */
+export async function resumir(options: ResumoOptions): Promise<Resumo> {
+  const resultado = await readResultado(options.resultado);
+  const resumo = new Resumo();
+  // The files in the list's order (the result's), then any school only the rows name.
+  const failed = new Set(resultado.falhas.map((falha) => falha.referencia));
+  if (resultado.lidos !== null) {
+    const lidos = new Set(resultado.lidos);
+    for (const referencia of new Set(resultado.ordem ?? [...resultado.lidos, ...failed]))
+      resumo.arquivo(referencia, !lidos.has(referencia));
+  } else {
+    const seen = new Set<string>();
+    for (const d of resultado.divergencias) {
+      if (seen.has(d.referencia)) continue;
+      seen.add(d.referencia);
+      resumo.arquivo(d.referencia, false);
+    }
+    for (const referencia of failed) resumo.arquivo(referencia, true);
+  }
+  for (const d of resultado.divergencias) resumo.divergencia(d.referencia, d.chave);
+  await writeChunks(options.output, resumoChunks(resumo, options.format));
+  return resumo;
+}
+
+async function writeChunks(output: string | undefined, chunks: AsyncIterable<string | Buffer>): Promise<void> {
+  const out = await openOutput(output);
+  await out.write(Readable.from(chunks, { objectMode: false })).catch(async (err: unknown) => {
     throw await out.abandon(err);
   });
-  return { total: comparacao.total, semPar: comparacao.referencias_sem_par.length };
 }

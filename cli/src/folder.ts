@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { RetornoFormat } from '@censo/shared/local';
 import { errnoCode, InputError, quote, reasonOf } from './failures.js';
 import { retornoFormat } from './inputs.js';
-import { isLoteOutput } from './own-output.js';
+import { LOTE_OUTPUT_NOTE, projectOutputNote } from './own-output.js';
 
 export interface ReturnFile {
   /** Its path below the folder, with `/`: the `arquivo` column. */
@@ -39,7 +39,7 @@ export interface Ignored {
 }
 
 /** Said of an earlier `censo lote` result found among the returns. */
-export const OWN_OUTPUT_NOTE = 'resultado anterior do censo lote';
+export const OWN_OUTPUT_NOTE = LOTE_OUTPUT_NOTE;
 
 /** What to do with a file that is almost a return. */
 const NOTES: Readonly<Record<string, string>> = {
@@ -70,7 +70,10 @@ function skipped(name: string): boolean {
 async function ignoredFile(name: string, file: string): Promise<Ignored> {
   const extension = path.extname(name).slice(1).toLowerCase();
   // A CSV may be this command's own earlier output; a quick look at its header says.
-  if (extension === 'csv' && (await isLoteOutput(file))) return { name, note: OWN_OUTPUT_NOTE };
+  if (extension === 'csv') {
+    const note = await projectOutputNote(file);
+    if (note !== null) return { name, note };
+  }
   return { name, note: NOTES[extension] ?? null };
 }
 

@@ -2,8 +2,11 @@
 // pool, combined into one result whose first column is the file's path relative to the folder.
 // Files run in parallel but are written in a stable order (sorted paths). A file that fails, for
 // whatever reason, is one line on stderr and the batch goes on; only -o failing stops it. An
-// earlier result of this command among the returns is passed over (own-output.ts), and a folder
-// with no return at all is an error, not an empty result.
+// earlier output of the project among the returns is passed over (own-output.ts), and a folder
+// with no return at all is an error, not an empty result. The JSON and the workbook also list
+// every file read, with its count of divergences, and every file that failed, with why (issue 50:
+// a school with no divergence left has no row, and comparing rounds must still know it was read).
+// The CSV's shape is fixed (SPEC §7.3), so it carries no such list.
 import { createReadStream, type Stats } from 'node:fs';
 import { readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
@@ -19,17 +22,17 @@ import {
   LOTE_XLSX_COLUMNS,
   loteCells,
   loteJsonItem,
-  writeXlsx,
+  writeXlsxBook,
   type Divergencia,
   type LoteFormat,
   type VocabularyAdditions,
 } from '@censo/shared/local';
 import { deferred } from './deferred.js';
 import { BadUsage, InputError, quote, reasonOf } from './failures.js';
-import { identityOf, listReturns, OWN_OUTPUT_NOTE, type FolderListing, type Ignored, type ReturnFile } from './folder.js';
+import { identityOf, listReturns, type FolderListing, type Ignored, type ReturnFile } from './folder.js';
 import { onInterrupt, scratchFolder } from './interrupt.js';
 import { openOutput, type Output } from './output.js';
-import { isLoteOutput } from './own-output.js';
+import { projectOutputNote } from './own-output.js';
 import { ignoredText, type LoteSummary } from './summary.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
@@ -45,7 +48,21 @@ export interface LoteOptions {
   readonly concurrency: number | undefined;
   readonly quiet: boolean;
   readonly vocabulary: VocabularyAdditions;
+  /** Only divergences of these kinds (`--dado`: the words of `chave`, `outro`); absent: all. */
+  readonly dados?: readonly string[];
 }
+
+/** A file of the batch as the JSON and the workbook list it: read (with its divergences written) or failed (with why). */
+export interface ArquivoLido {
+  readonly arquivo: string;
+  /** Divergences written for it; null when it failed. */
+  readonly divergencias: number | null;
+  readonly erro: string | null;
+}
+
+/** The workbook's sheet of files (issue 50), its count a number. */
+export const ARQUIVOS_SHEET = 'arquivos';
+export const ARQUIVOS_XLSX_COLUMNS: readonly string[] = ['Arquivo', 'Divergências', 'Falha'];
 
 /**
  * The most files at a time: each one is a thread with up to 512 MiB of heap (JOB_HEAP_LIMIT_MB),
@@ -126,13 +143,14 @@ export async function setOutputApart(output: string, listing: FolderListing): Pr
   const identity = identityOf(info);
   const input = listing.files.find((file) => file.identity === identity);
   if (!input) return listing;
-  if (!(await isLoteOutput(input.path))) {
+  const note = await projectOutputNote(input.path);
+  if (note === null) {
     throw new BadUsage(`-o ${quote(output)} é o retorno ${quote(input.name)} da pasta: escolha outro arquivo de saída.`);
   }
   return {
     files: listing.files.filter((file) => file !== input),
     problems: listing.problems,
-    ignored: [...listing.ignored, { name: input.name, note: OWN_OUTPUT_NOTE }],
+    ignored: [...listing.ignored, { name: input.name, note }],
   };
 }
 
@@ -151,28 +169,47 @@ export function noReturns(folder: string, listing: FolderListing): InputError {
   return new InputError(`Nenhum retorno (.json ou .xlsx) em ${quote(folder)}.${ignored}`);
 }
 
-/** Failed returns and unreadable subfolders, as the summary counts them. */
+/** Failed returns and unreadable subfolders, as the summary counts them; every file, as the outputs list them. */
 export class Failures {
   readonly failed: string[] = [];
   readonly folders: string[] = [];
   readonly ignored: Ignored[];
+  readonly arquivos: ArquivoLido[] = [];
 
-  constructor(listing: FolderListing, report: (name: string, erro: string) => void) {
+  constructor(
+    listing: FolderListing,
+    private readonly report: (name: string, erro: string) => void,
+  ) {
     this.ignored = [...listing.ignored];
     for (const problem of listing.problems) {
-      (problem.kind === 'pasta' ? this.folders : this.failed).push(problem.name);
-      report(problem.name, problem.erro);
+      if (problem.kind === 'pasta') {
+        this.folders.push(problem.name);
+        report(problem.name, problem.erro);
+      } else this.fail(problem.name, problem.erro);
     }
+  }
+
+  /** A return that could not be used: counted, listed with why, and said on stderr. */
+  fail(name: string, erro: string): void {
+    this.failed.push(name);
+    this.arquivos.push({ arquivo: name, divergencias: null, erro });
+    this.report(name, erro);
+  }
+
+  /** A return read, with the divergences written for it. */
+  read(name: string, divergencias: number): void {
+    this.arquivos.push({ arquivo: name, divergencias, erro: null });
   }
 }
 
 /**
- * A return that failed as unreadable may be an earlier result of this command under another
- * name (`divergencias-marco.xlsx`): then it is ignored, not a failure. Only files the job could
- * not use (or found empty) are looked at, so the returns themselves cost nothing more.
+ * A return that failed as unreadable may be an earlier output of the project under another name
+ * (`divergencias-marco.xlsx`, a `censo divergencias` saved in a school's folder): then it is
+ * ignored, not a failure; the note says what it is. Only files the job could not use (or found
+ * empty) are looked at, so the returns themselves cost nothing more.
  */
-export async function isOwnOutput(file: ReturnFile, erro: string): Promise<boolean> {
-  return erro.startsWith('Arquivo retorno ilegível') && (await isLoteOutput(file.path));
+export async function ownOutputNote(file: ReturnFile, erro: string): Promise<string | null> {
+  return erro.startsWith('Arquivo retorno ilegível') ? await projectOutputNote(file.path) : null;
 }
 
 export async function lote(options: LoteOptions): Promise<LoteSummary> {
@@ -214,14 +251,21 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
   // never costs the others.
   const unreadable = (err: unknown) => `Não foi possível ler o arquivo: ${reasonOf(err)}.`;
   const runBatch = (batch: readonly ReturnFile[], resultPath: string): Promise<Outcome[]> =>
-    pool.runLote({ files: batch.map(({ name, path, format }) => ({ name, path, format })), format: options.format, resultPath }).then(
-      (outcomes) =>
-        outcomes.map((o): Outcome => (o.ok ? { ...o, resultPath } : { ok: false, erro: 'erro' in o ? o.erro : unreadable(o.thrown) })),
-      async (err: unknown): Promise<Outcome[]> =>
-        batch.length > 1 && !stopped
-          ? (await Promise.all(batch.map((file, j) => runBatch([file], `${resultPath}.${j}`)))).flat()
-          : batch.map(() => ({ ok: false, erro: unreadable(err) })),
-    );
+    pool
+      .runLote({
+        files: batch.map(({ name, path, format }) => ({ name, path, format })),
+        format: options.format,
+        resultPath,
+        ...(options.dados ? { dados: options.dados } : {}),
+      })
+      .then(
+        (outcomes) =>
+          outcomes.map((o): Outcome => (o.ok ? { ...o, resultPath } : { ok: false, erro: 'erro' in o ? o.erro : unreadable(o.thrown) })),
+        async (err: unknown): Promise<Outcome[]> =>
+          batch.length > 1 && !stopped
+            ? (await Promise.all(batch.map((file, j) => runBatch([file], `${resultPath}.${j}`)))).flat()
+            : batch.map(() => ({ ok: false, erro: unreadable(err) })),
+      );
   // Batches go to the pool in output order, a thread's worth and one more at a time: queued all at
   // once, piscina handed them out of order (a task it could not place at once went to the back),
   // so the output waited for early batches until the end and was then copied while both threads
@@ -253,20 +297,20 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
         if (stopped) return;
         const outcome = settled[j]!;
         if (!outcome.ok) {
-          if (await isOwnOutput(file, outcome.erro)) failures.ignored.push({ name: file.name, note: OWN_OUTPUT_NOTE });
-          else {
-            failures.failed.push(file.name);
-            report(file.name, outcome.erro);
-          }
+          const note = await ownOutputNote(file, outcome.erro);
+          if (note !== null) failures.ignored.push({ name: file.name, note });
+          else failures.fail(file.name, outcome.erro);
           continue;
         }
         // An earlier result with no rows is a readable (empty) list: set apart like the others.
-        if (outcome.rows === 0 && (await isLoteOutput(file.path))) {
-          failures.ignored.push({ name: file.name, note: OWN_OUTPUT_NOTE });
+        const note = outcome.rows === 0 ? await projectOutputNote(file.path) : null;
+        if (note !== null) {
+          failures.ignored.push({ name: file.name, note });
           continue;
         }
         read++;
         rows += outcome.rows;
+        failures.read(file.name, outcome.rows);
         if (outcome.end <= outcome.start) continue;
         if (whole?.path !== outcome.resultPath) {
           // A batch's file is read at once (one read instead of an open, reads and a close per
@@ -284,9 +328,10 @@ export async function lote(options: LoteOptions): Promise<LoteSummary> {
     await writeOut(
       options.format === 'xlsx'
         ? { rows: copiedRows(texts()) }
-        : { text: options.format === 'csv' ? copiedCsv(texts()) : copiedJson(texts()) },
+        : { text: options.format === 'csv' ? copiedCsv(texts()) : copiedJson(texts(), failures.arquivos) },
       out,
       work,
+      failures.arquivos,
     );
   } catch (err) {
     stopped = true;
@@ -343,26 +388,49 @@ export function batchesOf(files: readonly ReturnFile[], threads: number): Return
 const WHOLE_RESULT_BYTES = 32 * 1024 * 1024;
 
 const JSON_OPEN = '{"divergencias":[';
-const JSON_CLOSE = ']}\n';
 
-/** The combined result in `format` (also `lote --servidor`'s, so both write the same bytes). */
-export async function write(format: LoteFormat, results: AsyncIterable<FileResult>, out: Output, work: string): Promise<void> {
+/** The end of the combined JSON: the list of files (complete once the divergences are written). */
+function jsonClose(arquivos: readonly ArquivoLido[]): string {
+  return `],"arquivos":[${arquivos.map((arquivo) => JSON.stringify(arquivo)).join(',')}]}\n`;
+}
+
+/**
+ * The combined result in `format` (also `lote --servidor`'s, so both write the same bytes);
+ * `arquivos` is filled by `results` as it is read, and listed after the divergences.
+ */
+export async function write(
+  format: LoteFormat,
+  results: AsyncIterable<FileResult>,
+  out: Output,
+  work: string,
+  arquivos: readonly ArquivoLido[],
+): Promise<void> {
   await writeOut(
-    format === 'xlsx' ? { rows: xlsxRows(results) } : { text: format === 'csv' ? csvText(results) : jsonText(results) },
+    format === 'xlsx' ? { rows: xlsxRows(results) } : { text: format === 'csv' ? csvText(results) : jsonText(results, arquivos) },
     out,
     work,
+    arquivos,
   );
+}
+
+/** The sheet of files, read once the divergences' sheets are written (the list is complete by then). */
+async function* arquivosRows(arquivos: readonly ArquivoLido[]): AsyncGenerator<(string | number)[]> {
+  for (const { arquivo, divergencias, erro } of arquivos) yield [arquivo, divergencias ?? '', erro ?? ''];
 }
 
 async function writeOut(
   source: { readonly rows: AsyncIterable<string[]> } | { readonly text: AsyncIterable<string | Buffer> },
   out: Output,
   work: string,
+  arquivos: readonly ArquivoLido[],
 ): Promise<void> {
   if ('rows' in source) {
-    // The zip is written to a file first: writeXlsx streams into a path, and -o may be stdout.
+    // The zip is written to a file first: writeXlsxBook streams into a path, and -o may be stdout.
     const workbook = path.join(work, 'divergencias.xlsx');
-    await writeXlsx(workbook, 'divergencias', LOTE_XLSX_COLUMNS, source.rows);
+    await writeXlsxBook(workbook, [
+      { name: 'divergencias', columns: LOTE_XLSX_COLUMNS, rows: source.rows },
+      { name: ARQUIVOS_SHEET, columns: ARQUIVOS_XLSX_COLUMNS, rows: arquivosRows(arquivos) },
+    ]);
     await out.write(createReadStream(workbook));
   } else {
     await out.write(Readable.from(source.text));
@@ -378,7 +446,7 @@ async function* csvText(results: AsyncIterable<FileResult>): AsyncGenerator<stri
   }
 }
 
-async function* jsonText(results: AsyncIterable<FileResult>): AsyncGenerator<string> {
+async function* jsonText(results: AsyncIterable<FileResult>, arquivos: readonly ArquivoLido[]): AsyncGenerator<string> {
   yield JSON_OPEN;
   let first = true;
   for await (const { name, divergencias } of results) {
@@ -389,7 +457,7 @@ async function* jsonText(results: AsyncIterable<FileResult>): AsyncGenerator<str
     }
     if (chunk) yield chunk;
   }
-  yield JSON_CLOSE;
+  yield jsonClose(arquivos);
 }
 
 /** The workbook's rows in words, as the job threads write them for the local lote (runLoteBatch). */
@@ -410,7 +478,7 @@ async function* copiedCsv(texts: AsyncIterable<FileText>): AsyncGenerator<string
   for await (const text of texts) yield* bytesOf(text);
 }
 
-async function* copiedJson(texts: AsyncIterable<FileText>): AsyncGenerator<string | Buffer> {
+async function* copiedJson(texts: AsyncIterable<FileText>, arquivos: readonly ArquivoLido[]): AsyncGenerator<string | Buffer> {
   yield JSON_OPEN;
   let first = true;
   for await (const text of texts) {
@@ -418,7 +486,7 @@ async function* copiedJson(texts: AsyncIterable<FileText>): AsyncGenerator<strin
     first = false;
     yield* bytesOf(text);
   }
-  yield JSON_CLOSE;
+  yield jsonClose(arquivos);
 }
 
 async function* copiedRows(texts: AsyncIterable<FileText>): AsyncGenerator<string[]> {

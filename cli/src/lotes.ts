@@ -27,6 +27,7 @@ export async function listLotes(options: ServerOptions): Promise<LoteMonitor[]> 
     const query: string = cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`;
     const page: { lotes: LoteMonitor[]; next_cursor: string | null } = await servidor.json(
       await servidor.call('GET', `/api/lotes?limit=${PAGE}${query}`),
+      (body) => Array.isArray(body.lotes),
     );
     lotes.push(...page.lotes);
     cursor = page.next_cursor;

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as Commander from 'commander';
 import { ConfigError, loadColumnsFile, type OutputFormat } from '@censo/shared/local';
-import { comparar } from './comparar.js';
+import { comparar, dadosOf, resumir } from './comparar.js';
 import { corrigir, listOne } from './single.js';
 import { lote, maxConcurrency, type LoteFormat } from './lote.js';
 import { apagarLote, listLotes, lotesTable } from './lotes.js';
@@ -15,7 +15,7 @@ import { BadUsage, errnoCode, fail, InputError, quote, reasonOf } from './failur
 import { retornoFormat } from './inputs.js';
 import { handleInterrupts } from './interrupt.js';
 import { listOutput, textOutput } from './output.js';
-import { incomplete, summaryText } from './summary.js';
+import { comparacaoSummaryText, incomplete, summaryText } from './summary.js';
 import { CensoCommand, PORTUGUESE_HELP, singleDashOption } from './usage.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
@@ -30,6 +30,7 @@ type LoteCommandOptions = {
   servidor?: string;
   chave?: string;
   novoLote?: boolean;
+  dado?: string;
 };
 
 /** cli/package.json, next to dist/ in the repository and in an installed copy alike. */
@@ -68,6 +69,11 @@ async function main(argv: readonly string[]): Promise<number> {
   const format = (formats: readonly string[]) =>
     new Option('-f, --format <formato>', `formato da saída: ${formats.join(', ')} (padrão: a extensão de -o, senão json)`).choices(formats);
   const output = () => new Option('-o, --output <arquivo>', 'grava no arquivo em vez da saída padrão (- é a saída padrão)');
+  const dado = () =>
+    new Option(
+      '--dado <dados>',
+      'só as divergências destes dados, separados por vírgula: cpf, nome, data_nascimento, inep, nome_mae, nome_pai, outro',
+    );
   let status = 0;
 
   program
@@ -125,15 +131,17 @@ async function main(argv: readonly string[]): Promise<number> {
     .option('--servidor <url>', 'envia a pasta a um censo-api como um lote (chave em CENSO_API_KEY ou --chave); rodar de novo retoma')
     .option('--chave <chave>', 'chave da API para --servidor (padrão: CENSO_API_KEY)')
     .option('--novo-lote', 'com --servidor: envia a pasta num lote novo em vez de retomar o da mesma pasta')
+    .addOption(dado())
     .action(async (pasta: string, opts: LoteCommandOptions) => {
       if (opts.novoLote && opts.servidor === undefined) throw new BadUsage('--novo-lote só se usa com --servidor.');
+      const dados = dadosOf(opts.dado);
       const { format, output } = listOutput(opts.format, opts.output, FORMATS);
       let concurrency = opts.concurrency;
       if (concurrency !== undefined && concurrency > maxConcurrency()) {
         process.stderr.write(`censo: --concurrency ${concurrency} reduzido para ${maxConcurrency()} (o dobro das CPUs desta máquina).\n`);
         concurrency = maxConcurrency();
       }
-      const common = { folder: pasta, format, output, concurrency, quiet: quiet() };
+      const common = { folder: pasta, format, output, concurrency, quiet: quiet(), ...(dados ? { dados } : {}) };
       const summary =
         opts.servidor !== undefined || opts.chave !== undefined
           ? await loteServidor({ ...common, servidor: opts.servidor, chave: opts.chave, novoLote: Boolean(opts.novoLote) })
@@ -175,13 +183,24 @@ async function main(argv: readonly string[]): Promise<number> {
     .argument('<depois>', 'resultado do censo lote da rodada atual (.json, .csv ou .xlsx)')
     .addOption(format(FORMATS))
     .addOption(output())
-    .action(async (antes: string, depois: string, opts: { format?: OutputFormat; output?: string }) => {
+    .addOption(dado())
+    .action(async (antes: string, depois: string, opts: { format?: OutputFormat; output?: string; dado?: string }) => {
+      const dados = dadosOf(opts.dado);
       const { format, output } = listOutput(opts.format, opts.output, FORMATS);
-      const { total, semPar } = await comparar({ antes, depois, format, output });
-      if (!quiet()) {
-        const apart = semPar === 0 ? '' : `; escolas em só uma rodada (não comparadas): ${semPar}`;
-        process.stderr.write(`Resolvidas: ${total.resolvidas}; persistentes: ${total.persistentes}; novas: ${total.novas}${apart}\n`);
-      }
+      const comparacao = await comparar({ antes, depois, format, output, ...(dados ? { dados } : {}) });
+      if (!quiet()) process.stderr.write(comparacaoSummaryText(comparacao));
+    });
+
+  program
+    .command('resumo')
+    .description('as contagens por escola e por dado de um resultado do censo lote (arquivos, falhas, divergências)')
+    .usage('[opções] <resultado>')
+    .argument('<resultado>', 'resultado do censo lote (.json, .csv ou .xlsx)')
+    .addOption(format(FORMATS))
+    .addOption(output())
+    .action(async (resultado: string, opts: { format?: OutputFormat; output?: string }) => {
+      const { format, output } = listOutput(opts.format, opts.output, FORMATS);
+      await resumir({ resultado, format, output });
     });
 
   try {

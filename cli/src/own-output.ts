@@ -1,21 +1,65 @@
-// Whether a file in a batch's folder is an earlier result of `censo lote` (or of the service's
-// batch download) rather than a school's return: staff keep the combined output beside the
-// returns (`censo lote . -o divergencias.xlsx`), and the next run must pass over it and say so,
-// not count it as a return that failed. Only the file's first bytes are read (a JSON's opening, a
-// CSV's header, an xlsx's workbook and first sheet), never the whole file.
+// Whether a file in a batch's folder is an output of this project rather than a school's return:
+// staff keep outputs beside the returns (`censo lote . -o divergencias.xlsx`, `censo divergencias
+// escola-a/retorno.json -o escola-a/divergencias.json`, issue 50), and the next run must pass over
+// them and say so, not count them as returns that failed. Every output the project writes is
+// known by its start: `censo lote`'s and the service's batch exports, `censo divergencias`,
+// `retorno-rf`, `comparar` and `resumo`, and the service's answers of the same. Only the file's
+// first bytes are read (a JSON's opening, a CSV's header, an xlsx's workbook and first sheet),
+// never the whole file.
 import { open, type FileHandle } from 'node:fs/promises';
 import { constants, inflateRawSync } from 'node:zlib';
-import { csvLine, escapedCellText, LOTE_COLUMNS, LOTE_XLSX_COLUMNS } from '@censo/shared/local';
+import {
+  COMPARACAO_COLUMNS,
+  csvLine,
+  DIVERGENCIA_COLUMNS,
+  DIVERGENCIAS_PLANILHA,
+  escapedCellText,
+  LOTE_COLUMNS,
+  LOTE_XLSX_COLUMNS,
+  PESSOA_COLUMNS,
+  PESSOAS_PLANILHA,
+  RESUMO_COLUMNS,
+} from '@censo/shared/local';
 
-/** `{"divergencias":[` then `]` or an item whose first key is the batch's own (`arquivo`, or the service's `referencia`). */
-const JSON_OUTPUT = /^\uFEFF?\s*\{\s*"divergencias"\s*:\s*\[\s*(\]|\{\s*"(arquivo|referencia)"\s*:)/;
+/** Said of an earlier `censo lote` result found among the returns. */
+export const LOTE_OUTPUT_NOTE = 'resultado anterior do censo lote';
+/** Said of any other output of the project found among the returns. */
+export const PROJECT_OUTPUT_NOTE = 'resultado do censo, não é um retorno';
+
 /**
- * Header cells a batch workbook has and no return does: its columns in words (`Arquivo`, `Valor
- * da Receita Federal`, SPEC §3.5), or as named before they were put in words (`codigo_na_escola`).
+ * `{"divergencias":[` (a batch's, `censo divergencias`'), `{"pessoas":[`, `{"comparacao":[`,
+ * `{"resumo":[` or `{"falhas":[`, then `]` or an item whose first key is one of the project's own.
+ * A return's JSON has INEP's keys (`Registro`, `Código na Escola`…), never these.
  */
-const WORKBOOK_HEADERS = [[LOTE_XLSX_COLUMNS[0]!, LOTE_XLSX_COLUMNS[5]!], [LOTE_COLUMNS[1]!]].map((cells) =>
-  cells.map((cell) => `>${escapedCellText(cell)}<`),
+const FIRST_KEYS = ['arquivo', 'referencia', DIVERGENCIA_COLUMNS[0], PESSOA_COLUMNS[0], COMPARACAO_COLUMNS[0]];
+const JSON_LOTE = /^\uFEFF?\s*\{\s*"divergencias"\s*:\s*\[\s*(\]|\{\s*"(arquivo|referencia)"\s*:)/;
+const JSON_OUTPUT = new RegExp(
+  `^\\uFEFF?\\s*\\{\\s*"(divergencias|pessoas|comparacao|resumo|falhas)"\\s*:\\s*\\[\\s*(\\]|\\{\\s*"(${[...new Set(FIRST_KEYS)].join('|')})"\\s*:)`,
 );
+
+/** The CSV headers the project writes (every CSV is the JSON's keys, SPEC §3.5). */
+const CSV_HEADERS = [
+  DIVERGENCIA_COLUMNS,
+  PESSOA_COLUMNS,
+  COMPARACAO_COLUMNS,
+  RESUMO_COLUMNS,
+  ['referencia', 'arquivo', ...DIVERGENCIA_COLUMNS],
+  ['referencia', 'arquivo', 'status', 'erro'],
+].map((columns) => csvLine(columns));
+
+/** Header cells a workbook of the project has and no return does, by the name of its first sheet. */
+const WORKBOOK_HEADERS: ReadonlyArray<{ readonly sheet: string; readonly cells: readonly string[]; readonly lote: boolean }> = [
+  // `censo lote`'s, in words (SPEC §3.5), or as named before they were put in words.
+  { sheet: 'divergencias', cells: [LOTE_XLSX_COLUMNS[0]!, LOTE_XLSX_COLUMNS[5]!], lote: true },
+  { sheet: 'divergencias', cells: [LOTE_COLUMNS[1]!], lote: true },
+  // `censo divergencias` and the service's answers and batch exports.
+  { sheet: 'divergencias', cells: [DIVERGENCIAS_PLANILHA.columns[1]!, DIVERGENCIAS_PLANILHA.columns[4]!], lote: false },
+  { sheet: 'pessoas', cells: [PESSOAS_PLANILHA.columns[1]!, PESSOAS_PLANILHA.columns[6]!], lote: false },
+  { sheet: 'comparacao', cells: ['Situação', 'Valor enviado (rodada anterior)'], lote: false },
+  { sheet: 'resumo', cells: ['Referência', 'Arquivos', 'Falhas', 'Divergências'], lote: false },
+  { sheet: 'Falhas', cells: ['Referência', 'Arquivo'], lote: false },
+  { sheet: 'falhas', cells: ['Referência', 'Arquivo'], lote: false },
+].map(({ sheet, cells, lote }) => ({ sheet, cells: cells.map((cell) => `>${escapedCellText(cell)}<`), lote }));
 
 async function head(handle: FileHandle, bytes: number, position = 0): Promise<Buffer> {
   const buffer = Buffer.alloc(bytes);
@@ -62,31 +106,45 @@ async function zipEntries(handle: FileHandle, names: readonly string[], limit: n
   return found;
 }
 
-async function isXlsxOutput(handle: FileHandle): Promise<boolean> {
-  // Its first sheet is `divergencias`, and its header is the batch's, inline (as written) or in
-  // the shared strings (after a spreadsheet program saved it again). The small workbook part
-  // first: a school's return stops there, without inflating the start of its sheet and strings
-  // (1.1 ms a file, a fifth of `lote --servidor`'s own CPU on a state's burst).
+/** The note for a workbook of the project, or null. */
+async function xlsxOutput(handle: FileHandle): Promise<string | null> {
+  // Its first sheet's name is one of the project's, and its header is one of the project's,
+  // inline (as written) or in the shared strings (after a spreadsheet program saved it again).
+  // The small workbook part first: a school's return stops there, without inflating the start of
+  // its sheet and strings (1.1 ms a file, a fifth of `lote --servidor`'s own CPU on a state's burst).
   const workbook = await zipEntries(handle, ['xl/workbook.xml'], 64 * 1024);
-  const firstSheet = /<(?:\w+:)?sheet\b[^>]*\bname="([^"]*)"/.exec(workbook.get('xl/workbook.xml') ?? '');
-  if (firstSheet?.[1] !== 'divergencias') return false;
+  const firstSheet = /<(?:\w+:)?sheet\b[^>]*\bname="([^"]*)"/.exec(workbook.get('xl/workbook.xml') ?? '')?.[1];
+  const candidates = WORKBOOK_HEADERS.filter((header) => header.sheet === firstSheet);
+  if (candidates.length === 0) return null;
   const parts = await zipEntries(handle, ['xl/worksheets/sheet1.xml', 'xl/sharedStrings.xml'], 64 * 1024);
   const cells = (parts.get('xl/worksheets/sheet1.xml') ?? '') + (parts.get('xl/sharedStrings.xml') ?? '');
-  return WORKBOOK_HEADERS.some((header) => header.every((cell) => cells.includes(cell)));
+  const found = candidates.find((header) => header.cells.every((cell) => cells.includes(cell)));
+  return found === undefined ? null : found.lote ? LOTE_OUTPUT_NOTE : PROJECT_OUTPUT_NOTE;
 }
 
-/** True when `file` is a batch output (by its content; its name says nothing). Unreadable: false. */
-export async function isLoteOutput(file: string): Promise<boolean> {
+/**
+ * The note to show when `file` is an output of the project (by its content; its name says
+ * nothing): `LOTE_OUTPUT_NOTE` for a batch's, `PROJECT_OUTPUT_NOTE` for any other. Null for
+ * anything else, an unreadable file included.
+ */
+export async function projectOutputNote(file: string): Promise<string | null> {
   const handle = await open(file, 'r').catch(() => null);
-  if (handle === null) return false;
+  if (handle === null) return null;
   try {
     const start = await head(handle, 4096);
-    if (start[0] === 0x50 && start[1] === 0x4b) return await isXlsxOutput(handle);
-    const text = start.toString('utf8');
-    return JSON_OUTPUT.test(text) || text.startsWith(csvLine(LOTE_COLUMNS)) || text.startsWith(`\uFEFF${csvLine(LOTE_COLUMNS)}`);
+    if (start[0] === 0x50 && start[1] === 0x4b) return await xlsxOutput(handle);
+    const text = start.toString('utf8').replace(/^\uFEFF/, '');
+    if (JSON_LOTE.test(text) || text.startsWith(csvLine(LOTE_COLUMNS))) return LOTE_OUTPUT_NOTE;
+    if (JSON_OUTPUT.test(text) || CSV_HEADERS.some((header) => text.startsWith(header))) return PROJECT_OUTPUT_NOTE;
+    return null;
   } catch {
-    return false;
+    return null;
   } finally {
     await handle.close();
   }
+}
+
+/** True when `file` is an output of the project (see projectOutputNote). */
+export async function isProjectOutput(file: string): Promise<boolean> {
+  return (await projectOutputNote(file)) !== null;
 }

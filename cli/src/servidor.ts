@@ -26,7 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createRequire } from 'node:module';
 import { getPriority, setPriority } from 'node:os';
 import type * as CliProgress from 'cli-progress';
-import { BATCH_NICENESS, csvLine, LOTE_COLUMNS, type Divergencia } from '@censo/shared/local';
+import { BATCH_NICENESS, csvLine, LOTE_COLUMNS, ofDados, type Divergencia } from '@censo/shared/local';
 import { ApiClient, type ServerOptions } from './api-client.js';
 import { withoutSecondField } from './combined-csv.js';
 import { deferred } from './deferred.js';
@@ -34,8 +34,8 @@ import { InputError, quote } from './failures.js';
 import { interruptNote, onInterrupt, scratchFolder } from './interrupt.js';
 import { Failures, noReturns, returnsToRead, write, type FileResult, type LoteFormat, type LoteSummary } from './lote.js';
 import { openOutput } from './output.js';
-import { isLoteOutput } from './own-output.js';
-import { OWN_OUTPUT_NOTE, type FolderListing, type ReturnFile } from './folder.js';
+import { projectOutputNote } from './own-output.js';
+import { type FolderListing, type ReturnFile } from './folder.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
 const cliProgress = createRequire(import.meta.url)('cli-progress') as typeof CliProgress;
@@ -49,6 +49,8 @@ export interface LoteServidorOptions extends ServerOptions {
   readonly quiet: boolean;
   /** A new batch, never one found again by the folder's key. */
   readonly novoLote: boolean;
+  /** Only divergences of these kinds (`--dado`); absent: all. */
+  readonly dados?: readonly string[];
 }
 
 interface Arquivo {
@@ -124,6 +126,7 @@ async function* batchTasks(servidor: ApiClient, lote: string): AsyncGenerator<Ta
     const query: string = cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`;
     const page: { tarefas: Tarefa[]; next_cursor: string | null } = await servidor.json(
       await servidor.call('GET', `/api/lotes/${lote}/tarefas?limit=1000${query}`),
+      (body) => Array.isArray(body.tarefas),
     );
     yield* page.tarefas;
     cursor = page.next_cursor;
@@ -197,7 +200,7 @@ async function sendGroup(servidor: ApiClient, lote: string, group: readonly File
     }
     const response = await servidor.call('POST', route, { body: form, headers: { 'idempotency-key': key } });
     if (response.status === 202) {
-      const { tarefas } = (await response.json()) as { tarefas?: Tarefa[] };
+      const { tarefas } = await servidor.body<{ tarefas?: Tarefa[] }>(response);
       // A task for each file, in their order (the i-th referencia is the i-th file's).
       if (!Array.isArray(tarefas) || tarefas.length !== group.length || tarefas.some((task, i) => task?.referencia !== group[i]!.name)) {
         throw new InputError(
@@ -229,7 +232,7 @@ async function send(servidor: ApiClient, lote: string, file: FileToSend): Promis
     form.append('referencia', file.name);
     form.append('retorno', await openAsBlob(file.path), file.name);
     const response = await servidor.call('POST', `/api/lotes/${lote}/divergencias-rf`, { body: form, headers: { 'idempotency-key': key } });
-    if (response.status === 202) return (await response.json()) as Tarefa;
+    if (response.status === 202) return servidor.body<Tarefa>(response, (task) => typeof task.id === 'string');
     // Busy (the backlog, the rate limit, the same file still arriving from an earlier run): wait as told.
     if (isBusy(response) && attempt < BUSY_RETRIES) {
       await response.arrayBuffer();
@@ -257,7 +260,10 @@ async function answerOf(servidor: ApiClient, sent: SentId): Promise<Answer> {
   if (!('id' in sent)) return sent;
   for (;;) {
     const response = await servidor.call('GET', `/api/tarefas/${sent.id}/resultado?format=json`);
-    if (response.ok) return { divergencias: ((await response.json()) as { divergencias: Divergencia[] }).divergencias };
+    if (response.ok) {
+      const body = await servidor.body<{ divergencias: Divergencia[] }>(response, (answer) => Array.isArray(answer.divergencias));
+      return { divergencias: body.divergencias };
+    }
     // 409 with Retry-After: still waiting or running. Without it (cancelled), and every other
     // status (the job's own 400/422, an expired task), the service's words are the file's failure.
     if (response.status === 409 && response.headers.has('retry-after')) {
@@ -286,7 +292,7 @@ async function openBatch(
     const erro = (await servidor.erro(response)) ?? 'HTTP 429';
     throw new InputError(`${erro} Veja-os com censo lotes --servidor e apague os que não servem mais com --apagar <id>.`);
   }
-  const lote = await servidor.json<Lote>(response);
+  const lote = await servidor.json<Lote>(response, (answer) => typeof answer.id === 'string');
   return { lote, resumed: response.headers.get('idempotent-replayed') === 'true' };
 }
 
@@ -314,7 +320,8 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
   // An earlier result kept among the returns holds every school's rows: never sent.
   const files: ReturnFile[] = [];
   for (const file of listing.files) {
-    if (await isLoteOutput(file.path)) ignored.push({ name: file.name, note: OWN_OUTPUT_NOTE });
+    const note = await projectOutputNote(file.path);
+    if (note !== null) ignored.push({ name: file.name, note });
     else files.push(file);
   }
   if (files.length === 0) throw noReturns(options.folder, { ...listing, ignored });
@@ -421,7 +428,7 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
     while (!finished.signal.aborted) {
       const response = await servidor.call('GET', `/api/lotes/${lote.id}`);
       const wait = retryAfterMs(response);
-      const { tarefas } = await servidor.json<Lote>(response);
+      const { tarefas } = await servidor.json<Lote>(response, (answer) => typeof answer.tarefas === 'object' && answer.tarefas !== null);
       Object.assign(states, { aguardando: tarefas.aguardando, processando: tarefas.processando, falhou: tarefas.falhou });
       shown.update(tarefas.concluida + tarefas.falhou + tarefas.cancelada, { enviados, ...states });
       await sleep(wait, undefined, { signal: finished.signal });
@@ -448,13 +455,14 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
       look(i + READ_AHEAD);
       const { name } = files[i]!;
       if ('erro' in answer) {
-        failures.failed.push(name);
-        report(name, answer.erro);
+        failures.fail(name, answer.erro);
         continue;
       }
+      const divergencias = options.dados ? answer.divergencias.filter((d) => ofDados(d, options.dados)) : answer.divergencias;
       read++;
-      rows += answer.divergencias.length;
-      yield { name, divergencias: answer.divergencias };
+      rows += divergencias.length;
+      failures.read(name, divergencias.length);
+      yield { name, divergencias };
     }
   }
 
@@ -472,7 +480,7 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
       const response = await servidor.call('GET', `/api/lotes/${lote.id}`);
       if (!response.ok) return null;
       const wait = Math.min(retryAfterMs(response), FIRST_LOOK_MS * 2 ** Math.min(look, 10));
-      const { estado } = (await response.json()) as Lote;
+      const { estado } = await servidor.body<Lote>(response);
       if (estado === 'concluido') break;
       if (estado === 'cancelado') return null;
       await sleep(wait);
@@ -497,8 +505,7 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
         read++;
         return;
       }
-      failures.failed.push(file.name);
-      report(file.name, erro);
+      failures.fail(file.name, erro);
     });
     const response = await servidor.call('GET', `/api/lotes/${lote.id}/divergencias?format=csv`);
     if (!response.ok || response.body === null) throw await servidor.refusal(response);
@@ -513,9 +520,13 @@ export async function loteServidor(options: LoteServidorOptions): Promise<LoteSu
   const scratch = scratchFolder('censo-lote-');
   const following = options.quiet || !process.stderr.isTTY ? Promise.resolve() : followStates().catch(() => {});
   try {
-    const combined = options.format === 'csv' ? await sendAll().then(combinedCsv) : null;
+    // With --dado the batch's combined CSV holds every kind: read file by file, and filter.
+    const combined = options.format === 'csv' && !options.dados ? await sendAll().then(combinedCsv) : null;
     if (combined !== null) await out.write(Readable.from(combined));
-    else await Promise.all([options.format === 'csv' ? undefined : sendAll(), write(options.format, results(), out, scratch.path)]);
+    else {
+      const sending = options.format === 'csv' && !options.dados ? undefined : sendAll();
+      await Promise.all([sending, write(options.format, results(), out, scratch.path, failures.arquivos)]);
+    }
   } catch (err) {
     throw await out.abandon(err);
   } finally {

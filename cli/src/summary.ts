@@ -1,6 +1,7 @@
 // What a batch (`censo lote`, local or on a server) did, said at its end on stderr: how many
 // returns it found, read and could not read, which ones failed and which files it did not read,
 // so a combined output never looks complete when it is not.
+import { semParText, type Comparacao } from '@censo/shared/local';
 import { quote } from './failures.js';
 import type { Ignored } from './folder.js';
 
@@ -51,4 +52,25 @@ export function ignoredText(ignored: readonly Ignored[]): string {
 /** Exit 1 when anything that should have been read was not. */
 export function incomplete(summary: LoteSummary): boolean {
   return summary.failed.length > 0 || summary.folders.length > 0;
+}
+
+/**
+ * `censo comparar`'s lines on stderr: the totals, the schools paired by their folder, and every
+ * school not compared with why (issue 50: a school left out is never only a count).
+ */
+export function comparacaoSummaryText(c: Comparacao): string {
+  const { total, resumo, referencias_sem_par: semPar } = c;
+  let text = `Resolvidas: ${total.resolvidas}; persistentes: ${total.persistentes}; novas: ${total.novas}`;
+  text += semPar.length === 0 ? '\n' : `; escolas em só uma rodada (não comparadas): ${semPar.length}\n`;
+  const renamed = resumo.filter((linha) => linha.referencia_anterior !== undefined);
+  if (renamed.length > 0) {
+    const pairs = renamed.map((linha) => `${quote(linha.referencia_anterior!)} → ${quote(linha.referencia)}`);
+    text += `Pareadas pela pasta (arquivo renomeado): ${names(pairs)}.\n`;
+  }
+  for (const item of semPar.slice(0, LISTED)) {
+    // The failure's own words end with a full stop, the line too: one of them.
+    text += `Não comparada: ${quote(item.referencia)} (só na rodada ${item.rodada}: ${semParText(item).replace(/\.$/, '')}).\n`;
+  }
+  if (semPar.length > LISTED) text += `Não comparadas: e mais ${semPar.length - LISTED} (todas no resultado).\n`;
+  return text;
 }

@@ -344,7 +344,8 @@ describe('as IT staff run it', () => {
     expect(run.code).toBe(0);
     const workbook = new ExcelJS.Workbook();
     await workbook.xlsx.load((await readFile(xlsx)) as unknown as ExcelJS.Buffer);
-    expect(workbook.worksheets.map((s) => s.name)).toEqual(['divergencias']);
+    // Then the files read (issue 50), on a sheet of their own.
+    expect(workbook.worksheets.map((s) => s.name)).toEqual(['divergencias', 'arquivos']);
     const rows: string[][] = [];
     workbook.worksheets[0]!.eachRow({ includeEmpty: true }, (row) => {
       const cells = Array.from({ length: LOTE_XLSX_COLUMNS.length }, (_, i) => row.getCell(i + 1).value);

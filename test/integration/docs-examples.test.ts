@@ -269,16 +269,36 @@ describe('docs/integracao.md', () => {
   });
 
   describe('lote-sh: sh lote.sh retornos', () => {
-    it('sends every return below the folder, named by its path, and saves divergencias.csv', { timeout: 60_000 }, async () => {
-      const dir = await folder('lote-sh');
-      const result = await runExample('lote-sh', dir, 'lote.sh', ['retornos']);
-      expect(result.code, result.stderr).toBe(0);
-      expect(result.stdout).toContain(REFERENCIAS.map((r) => `enviado: ${r}`).join('\n'));
-      const [header, ...rows] = csvRows(await readFile(path.join(dir, 'divergencias.csv'), 'utf8'));
-      expect(header!.slice(0, 3)).toEqual(['referencia', 'arquivo', 'codigo_na_escola']);
-      expect(rows).toHaveLength(REFERENCIAS.length * divergencias.length);
-      expect(new Set(rows.map((row) => `${row[0]} ${row[1]}`))).toEqual(new Set(REFERENCIAS.map((r) => `${r} ${path.basename(r)}`)));
-    });
+    /**
+     * What lote.sh wrote beside the folder (issue 50: not ./divergencias.csv, which the next run
+     * overwrote) and the batch it named after the folder and the same date and time.
+     */
+    async function loteShOutput(dir: string, stdout: string): Promise<string> {
+      const written = readdirSync(dir).filter((name) => name.endsWith('.csv'));
+      expect(written).toHaveLength(1);
+      const [, dia, hora, minuto] = /^retornos-divergencias-(\d{4}-\d{2}-\d{2})-(\d{2})(\d{2})\.csv$/.exec(written[0]!) ?? [];
+      expect(dia, written[0]).toBeDefined();
+      expect(stdout).toContain(`divergências gravadas em ${path.join(dir, written[0]!)}`);
+      const id = /^lote (\S+)$/m.exec(stdout)?.[1];
+      const lote = (await request(server, 'GET', `/api/lotes/${id}`, { headers: { 'x-api-key': API_KEY } })).json();
+      expect(lote.nome).toBe(`retornos ${dia} ${hora}:${minuto}`);
+      return path.join(dir, written[0]!);
+    }
+
+    it(
+      'sends every return below the folder, named by its path, and saves <pasta>-divergencias-<data>.csv beside it',
+      { timeout: 60_000 },
+      async () => {
+        const dir = await folder('lote-sh');
+        const result = await runExample('lote-sh', dir, 'lote.sh', ['retornos']);
+        expect(result.code, result.stderr).toBe(0);
+        expect(result.stdout).toContain(REFERENCIAS.map((r) => `enviado: ${r}`).join('\n'));
+        const [header, ...rows] = csvRows(await readFile(await loteShOutput(dir, result.stdout), 'utf8'));
+        expect(header!.slice(0, 3)).toEqual(['referencia', 'arquivo', 'codigo_na_escola']);
+        expect(rows).toHaveLength(REFERENCIAS.length * divergencias.length);
+        expect(new Set(rows.map((row) => `${row[0]} ${row[1]}`))).toEqual(new Set(REFERENCIAS.map((r) => `${r} ${path.basename(r)}`)));
+      },
+    );
 
     it('lists the file the service could not read and the one it refused, and exits 1', { timeout: 60_000 }, async () => {
       const dir = await folder('lote-sh-falhas');
@@ -288,7 +308,7 @@ describe('docs/integracao.md', () => {
       expect(result.stderr).toContain('escola-c/quebrado.json,quebrado.json,400,Arquivo retorno ilegível: ');
       expect(result.stderr).toContain('grande.xlsx: 413 {"erro":"Arquivo excede o limite de 25 MB."}');
       // The failures take nothing from the other schools.
-      const rows = csvRows(await readFile(path.join(dir, 'divergencias.csv'), 'utf8')).slice(1);
+      const rows = csvRows(await readFile(await loteShOutput(dir, result.stdout), 'utf8')).slice(1);
       expect(rows).toHaveLength(REFERENCIAS.length * divergencias.length);
     });
   });

@@ -91,7 +91,10 @@ function expectedResumo(tasks: Array<{ referencia: string; estado: string }>, ro
 }
 
 /** The judgment, counted here: a key is (referencia, codigo, chave or campo); present = a file read in the round. */
-function expectedCounts(before: { rows: Row[]; read: Set<string> }, after: { rows: Row[]; read: Set<string> }) {
+function expectedCounts(
+  before: { rows: Row[]; read: Set<string>; failed: Map<string, string> },
+  after: { rows: Row[]; read: Set<string>; failed: Map<string, string> },
+) {
   const key = (r: Row) => `${r.codigo_na_escola}|${r.chave ?? `campo:${r.campo}`}`;
   const keysOf = (rows: Row[], referencia: string) => new Set(rows.filter((r) => r.referencia === referencia).map(key));
   const resumo: Array<Record<string, number | string>> = [];
@@ -106,9 +109,16 @@ function expectedCounts(before: { rows: Row[]; read: Set<string> }, after: { row
       novas: [...later].filter((k) => !earlier.has(k)).length,
     });
   }
+  // Why each is apart (issue 50): the other round's file failed (with its erro), or there is none.
+  const why = (other: { failed: Map<string, string> }, referencia: string) =>
+    other.failed.has(referencia) ? { motivo: 'falhou', erro: other.failed.get(referencia) } : { motivo: 'sem_arquivo', erro: null };
   const semPar = [
-    ...[...after.read].filter((r) => !before.read.has(r)).map((referencia) => ({ referencia, rodada: 'atual' })),
-    ...[...before.read].filter((r) => !after.read.has(r)).map((referencia) => ({ referencia, rodada: 'anterior' })),
+    ...[...after.read]
+      .filter((r) => !before.read.has(r))
+      .map((referencia) => ({ referencia, rodada: 'atual', ...why(before, referencia) })),
+    ...[...before.read]
+      .filter((r) => !after.read.has(r))
+      .map((referencia) => ({ referencia, rodada: 'anterior', ...why(after, referencia) })),
   ];
   return { resumo, semPar };
 }
@@ -164,10 +174,11 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     const rows = ((await request(server, 'GET', `/api/lotes/${lote}/divergencias`)).json() as { divergencias: Row[] }).divergencias;
     const tasks = (
       (await request(server, 'GET', `/api/lotes/${lote}/tarefas?limit=1000`)).json() as {
-        tarefas: Array<{ referencia: string; estado: string }>;
+        tarefas: Array<{ referencia: string; estado: string; erro?: { erro: string } | null }>;
       }
     ).tarefas;
-    return { rows, tasks, read: new Set(tasks.filter((t) => t.estado === 'concluida').map((t) => t.referencia)) };
+    const failed = new Map(tasks.filter((t) => t.estado === 'falhou').map((t) => [t.referencia, t.erro!.erro]));
+    return { rows, tasks, read: new Set(tasks.filter((t) => t.estado === 'concluida').map((t) => t.referencia)), failed };
   }
 
   it('the summary: one row per school in file order, files, failures and divergences by kind, and the total', async () => {
@@ -267,7 +278,13 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       const saida = path.join(out, `comparacao.${format}`);
       const run = await censo(['comparar', results[0]!, results[1]!, '-o', saida]);
       expect(run.code, run.stderr).toBe(0);
-      expect(run.stderr).toBe('Resolvidas: 4; persistentes: 2; novas: 1; escolas em só uma rodada (não comparadas): 3\n');
+      // Every school apart is named, with why (issue 50).
+      expect(run.stderr).toBe(
+        'Resolvidas: 4; persistentes: 2; novas: 1; escolas em só uma rodada (não comparadas): 3\n' +
+          'Não comparada: "escola-d/retorno.json" (só na rodada atual: sem arquivo na rodada anterior).\n' +
+          'Não comparada: "escola-e/retorno.json" (só na rodada atual: o arquivo da rodada anterior falhou: Arquivo retorno ilegível: não é um JSON válido).\n' +
+          'Não comparada: "escola-c/retorno.json" (só na rodada anterior: sem arquivo na rodada atual).\n',
+      );
       const route = await request(server, 'GET', `/api/lotes/${lotes[1]}/comparacao?anterior=${lotes[0]}&format=${format}`);
       const written = await readFile(saida);
       if (format === 'xlsx') {

@@ -41,6 +41,16 @@ export interface LoteBatch {
   readonly format: LoteFormat;
   /** Every file's text, one after another; a failed file's partial text lies outside every range. */
   readonly resultPath: string;
+  /**
+   * Only the divergences of these kinds (`censo lote --dado`, issue 50): the words of `chave`,
+   * `outro` for one without it. Absent: every divergence.
+   */
+  readonly dados?: readonly string[];
+}
+
+/** Whether a divergence is of one of `dados` (none given: every one is). */
+export function ofDados(divergencia: Pick<Divergencia, 'chave'>, dados: readonly string[] | undefined): boolean {
+  return dados === undefined || dados.includes(divergencia.chave ?? 'outro');
 }
 
 /**
@@ -68,6 +78,7 @@ export async function runLoteBatch(batch: LoteBatch, options: { readonly vocabul
         const read = readRetornoBatches(file, vocabulary ? { names: vocabulary.columns } : {});
         for await (const found of divergenciaBatches(read, vocabulary?.labels)) {
           for (const divergencia of found) {
+            if (!ofDados(divergencia, batch.dados)) continue;
             if (batch.format === 'csv') out.add(csvLine(loteCells(file.name, divergencia)));
             else if (batch.format === 'json') out.add((rows === 0 ? '' : ',') + loteJsonItem(file.name, divergencia));
             else out.add((rows === 0 ? '' : ',') + JSON.stringify(LOTE_ARQUIVO_PLANILHA.cells({ arquivo: file.name, ...divergencia })));

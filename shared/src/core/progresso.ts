@@ -4,7 +4,7 @@
 // both write the answer with the same functions here, so the two give the same bytes.
 import { csvChunks } from './output/csv.js';
 import { dadoOf, type Planilha } from './output/planilha.js';
-import { xlsxBookChunks } from './output/xlsx.js';
+import { xlsxBookChunks, type XlsxCell } from './output/xlsx.js';
 import type { Chave } from './types.js';
 
 export type ProgressoFormat = 'json' | 'csv' | 'xlsx';
@@ -70,17 +70,18 @@ export class Resumo {
 /** The total row of a summary's CSV and workbook. */
 export const TOTAL = 'Total';
 
-const RESUMO_PLANILHA: Planilha = {
-  columns: ['Referência', 'Arquivos', 'Falhas', 'Divergências', ...CHAVES_RESUMO.map((chave) => dadoOf(chave))],
-  cells: (item) => RESUMO_COLUMNS.map((column) => String((item as Record<string, unknown>)[column])),
-};
+const RESUMO_WORDS = ['Referência', 'Arquivos', 'Falhas', 'Divergências', ...CHAVES_RESUMO.map((chave) => dadoOf(chave))];
+
+/** A summary row in the workbook: the school as text, its counts as numbers (issue 50: `=SOMA()` works on them). */
+const resumoCells = (linha: LinhaResumo): XlsxCell[] => RESUMO_COLUMNS.map((column) => linha[column]);
 
 /** The summary as an answer: `{"resumo": [...], "total": {...}}`, or rows then the total row. */
 export async function* resumoChunks(resumo: Resumo, format: ProgressoFormat): AsyncGenerator<string | Buffer> {
   const linhas = resumo.linhas;
   const total = { referencia: TOTAL, ...resumo.total };
   if (format === 'json') {
-    yield JSON.stringify({ resumo: linhas, total: resumo.total });
+    // A JSON text ends its line (issue 50): on a terminal, what follows starts on a line of its own.
+    yield `${JSON.stringify({ resumo: linhas, total: resumo.total })}\n`;
     return;
   }
   if (format === 'csv') {
@@ -90,7 +91,7 @@ export async function* resumoChunks(resumo: Resumo, format: ProgressoFormat): As
     );
     return;
   }
-  yield* xlsxBookChunks([{ name: 'resumo', columns: RESUMO_PLANILHA.columns, rows: rowsOf([...linhas, total], RESUMO_PLANILHA.cells) }]);
+  yield* xlsxBookChunks([{ name: 'resumo', columns: RESUMO_WORDS, rows: rowsOf([...linhas, total], resumoCells) }]);
 }
 
 // ------------------------------------------------------------------------------------ comparison
@@ -105,10 +106,21 @@ export interface DivergenciaRodada {
   readonly chave: Chave | null;
 }
 
-/** One round: the schools it holds (in its order) and their divergences. */
+/** A file of a round that could not be read, and the failure's words (the service's `erro`). */
+export interface FalhaRodada {
+  readonly referencia: string;
+  readonly erro: string;
+}
+
+/** One round: the schools it holds (in its order), the files that failed, and their divergences. */
 export interface Rodada {
   /** The schools with a file read in this round, whether or not it had divergences. */
   readonly referencias: Iterable<string>;
+  /**
+   * Files of this round that failed (issue 50): a school whose file failed is said to have failed,
+   * not to be missing. A school also read in this round is not a failure of it.
+   */
+  readonly falhas?: Iterable<FalhaRodada>;
   readonly divergencias: AsyncIterable<DivergenciaRodada> | Iterable<DivergenciaRodada>;
 }
 
@@ -144,47 +156,120 @@ export interface ContagemComparacao {
   novas: number;
 }
 
+/** Why a school was not compared: no file of it in the other round, or that file failed. */
+export type MotivoSemPar = 'sem_arquivo' | 'falhou';
+
+export interface SemPar {
+  /** The school as the round that has it read names it. */
+  readonly referencia: string;
+  /** The round in which it was read. */
+  readonly rodada: 'anterior' | 'atual';
+  readonly motivo: MotivoSemPar;
+  /** With `falhou`: the other round's failure, in the service's words; else null. */
+  readonly erro: string | null;
+}
+
+/** A school's counts; `referencia_anterior` when the earlier round named it otherwise (paired by its folder). */
+export type ResumoComparacao = { referencia: string; referencia_anterior?: string } & ContagemComparacao;
+
 export interface Comparacao {
   readonly comparacao: LinhaComparacao[];
-  readonly resumo: Array<{ referencia: string } & ContagemComparacao>;
+  readonly resumo: ResumoComparacao[];
   readonly total: ContagemComparacao;
-  /** Schools in one round only: listed, not judged (nothing to compare them with). */
-  readonly referencias_sem_par: Array<{ referencia: string; rodada: 'anterior' | 'atual' }>;
+  /** Schools in one round only, and why: listed, not judged (nothing to compare them with). */
+  readonly referencias_sem_par: SemPar[];
 }
 
 /** What identifies a divergence across rounds (SPEC §10): the school, the person, and the field (`campo` when no `chave`). */
 const keyOf = (d: DivergenciaRodada): string => JSON.stringify([d.codigo_na_escola, d.chave ?? `campo:${d.campo}`]);
 
+/** A round's schools: the divergences of each read one by key, and the failure of each that only failed. */
+interface Escolas {
+  readonly lidas: Map<string, Map<string, DivergenciaRodada>>;
+  readonly falhas: Map<string, string>;
+}
+
 /** A round's divergences by school, then by key; a key seen twice keeps its later row (as the merge does, SPEC §3.2). */
-async function byReferencia(rodada: Rodada): Promise<Map<string, Map<string, DivergenciaRodada>>> {
-  const schools = new Map<string, Map<string, DivergenciaRodada>>();
-  for (const referencia of rodada.referencias) if (!schools.has(referencia)) schools.set(referencia, new Map());
+async function byReferencia(rodada: Rodada): Promise<Escolas> {
+  const lidas = new Map<string, Map<string, DivergenciaRodada>>();
+  for (const referencia of rodada.referencias) if (!lidas.has(referencia)) lidas.set(referencia, new Map());
   for await (const d of rodada.divergencias) {
-    let school = schools.get(d.referencia);
-    if (!school) schools.set(d.referencia, (school = new Map()));
+    let school = lidas.get(d.referencia);
+    if (!school) lidas.set(d.referencia, (school = new Map()));
     const key = keyOf(d);
     school.delete(key);
     school.set(key, d);
   }
-  return schools;
+  const falhas = new Map<string, string>();
+  for (const { referencia, erro } of rodada.falhas ?? [])
+    if (!lidas.has(referencia) && !falhas.has(referencia)) falhas.set(referencia, erro);
+  return { lidas, falhas };
+}
+
+/**
+ * The folder part of a school's name (`escola-a/retorno.json` → `escola-a`), or null when it has
+ * none: `censo lote` (and `lote --servidor`, SPEC §7.3) name a school by its file's path, and a
+ * school's folder keeps its name between rounds while INEP's file inside it often does not.
+ */
+export function pastaOf(referencia: string): string | null {
+  const slash = referencia.lastIndexOf('/');
+  return slash > 0 ? referencia.slice(0, slash) : null;
+}
+
+/** Each folder that holds exactly one school of the round (read or failed), to that school. */
+function soleByFolder(escolas: Escolas): Map<string, string> {
+  const count = new Map<string, number>();
+  const sole = new Map<string, string>();
+  for (const referencia of [...escolas.lidas.keys(), ...escolas.falhas.keys()]) {
+    const pasta = pastaOf(referencia);
+    if (pasta === null) continue;
+    count.set(pasta, (count.get(pasta) ?? 0) + 1);
+    sole.set(pasta, referencia);
+  }
+  for (const [pasta, n] of count) if (n > 1) sole.delete(pasta);
+  return sole;
+}
+
+/**
+ * Which school of the earlier round each school of the later one is (SPEC §10, decided in issue
+ * 50): the same `referencia`; else, when neither round has that `referencia`, the one school of
+ * the same folder, when the folder holds exactly one school in each round (a renamed file).
+ */
+function pairs(antes: Escolas, depois: Escolas): Map<string, string> {
+  const has = (escolas: Escolas, referencia: string) => escolas.lidas.has(referencia) || escolas.falhas.has(referencia);
+  const paired = new Map<string, string>();
+  for (const referencia of [...depois.lidas.keys(), ...depois.falhas.keys()])
+    if (has(antes, referencia)) paired.set(referencia, referencia);
+  const earlierByFolder = soleByFolder(antes);
+  for (const [pasta, referencia] of soleByFolder(depois)) {
+    const earlier = earlierByFolder.get(pasta);
+    if (earlier === undefined || paired.has(referencia) || has(depois, earlier) || has(antes, referencia)) continue;
+    paired.set(referencia, earlier);
+  }
+  return paired;
 }
 
 /**
  * Every divergence of either round judged: `resolvida` (earlier only), `persistente` (both; the
  * later one's values), `nova` (later only). Schools in the later round's order; within a school,
- * the earlier round's divergences in their order, then the new ones in theirs.
+ * the earlier round's divergences in their order, then the new ones in theirs. A school read in
+ * one round only is listed in `referencias_sem_par`, with why.
  */
 export async function compararRodadas(anterior: Rodada, atual: Rodada): Promise<Comparacao> {
   const antes = await byReferencia(anterior);
   const depois = await byReferencia(atual);
+  const paired = pairs(antes, depois);
+  const earlierPaired = new Set(paired.values());
   const comparacao: LinhaComparacao[] = [];
-  const resumo: Comparacao['resumo'] = [];
+  const resumo: ResumoComparacao[] = [];
   const total: ContagemComparacao = { resolvidas: 0, persistentes: 0, novas: 0 };
-  const semPar: Comparacao['referencias_sem_par'] = [];
-  for (const [referencia, agora] of depois) {
-    const earlier = antes.get(referencia);
+  const semPar: SemPar[] = [];
+  for (const [referencia, agora] of depois.lidas) {
+    const earlierName = paired.get(referencia);
+    const earlier = earlierName === undefined ? undefined : antes.lidas.get(earlierName);
     if (!earlier) {
-      semPar.push({ referencia, rodada: 'atual' });
+      const erro = earlierName === undefined ? undefined : antes.falhas.get(earlierName);
+      semPar.push({ referencia, rodada: 'atual', motivo: erro === undefined ? 'sem_arquivo' : 'falhou', erro: erro ?? null });
       continue;
     }
     const counts: ContagemComparacao = { resolvidas: 0, persistentes: 0, novas: 0 };
@@ -220,13 +305,27 @@ export async function compararRodadas(anterior: Rodada, atual: Rodada): Promise<
       });
       counts.novas++;
     }
-    resumo.push({ referencia, ...counts });
+    resumo.push(earlierName === referencia ? { referencia, ...counts } : { referencia, referencia_anterior: earlierName!, ...counts });
     total.resolvidas += counts.resolvidas;
     total.persistentes += counts.persistentes;
     total.novas += counts.novas;
   }
-  for (const referencia of antes.keys()) if (!depois.has(referencia)) semPar.push({ referencia, rodada: 'anterior' });
+  const laterOf = new Map([...paired].map(([later, earlier]) => [earlier, later]));
+  for (const referencia of antes.lidas.keys()) {
+    if (earlierPaired.has(referencia) && depois.lidas.has(laterOf.get(referencia)!)) continue;
+    const later = laterOf.get(referencia);
+    const erro = later === undefined ? undefined : depois.falhas.get(later);
+    semPar.push({ referencia, rodada: 'anterior', motivo: erro === undefined ? 'sem_arquivo' : 'falhou', erro: erro ?? null });
+  }
   return { comparacao, resumo, total, referencias_sem_par: semPar };
+}
+
+/** Why a school was not compared, in words (the terminal, the workbook). */
+export function semParText(item: SemPar): string {
+  const outra = item.rodada === 'anterior' ? 'atual' : 'anterior';
+  return item.motivo === 'falhou'
+    ? `o arquivo da rodada ${outra} falhou: ${item.erro ?? ''}`.replace(/: $/, '')
+    : `sem arquivo na rodada ${outra}`;
 }
 
 const SITUACAO: Readonly<Record<Situacao, string>> = { resolvida: 'Resolvida', persistente: 'Persistente', nova: 'Nova' };
@@ -259,17 +358,24 @@ const COMPARACAO_PLANILHA: Planilha = {
   },
 };
 
-const CONTAGEM_PLANILHA: Planilha = {
-  columns: ['Referência', 'Resolvidas', 'Persistentes', 'Novas'],
-  cells: (item) => {
-    const linha = item as { referencia: string } & ContagemComparacao;
-    return [linha.referencia, String(linha.resolvidas), String(linha.persistentes), String(linha.novas)];
-  },
-};
+/** A school's counts in the workbook: the names as text, the counts as numbers (issue 50). */
+const CONTAGEM_WORDS = ['Referência', 'Resolvidas', 'Persistentes', 'Novas', 'Referência na rodada anterior'];
+const contagemCells = (linha: ResumoComparacao): XlsxCell[] => [
+  linha.referencia,
+  linha.resolvidas,
+  linha.persistentes,
+  linha.novas,
+  linha.referencia_anterior ?? '',
+];
+
+const RODADA_WORDS: Readonly<Record<SemPar['rodada'], string>> = { anterior: 'Só na rodada anterior', atual: 'Só na rodada atual' };
+const SEM_PAR_WORDS = ['Referência', 'Rodada', 'Motivo'];
+const semParCells = (item: SemPar): XlsxCell[] => [item.referencia, RODADA_WORDS[item.rodada], semParText(item)];
 
 /**
  * The comparison as an answer. json: the whole object; csv: the judged rows (the counts are the
- * json's and the workbook's); xlsx: the rows, then a sheet of counts per school with the total.
+ * json's and the workbook's); xlsx: the rows, a sheet of counts per school with the total, and a
+ * sheet naming the schools not compared and why (`sem par`, issue 50).
  */
 export async function* comparacaoChunks(c: Comparacao, format: ProgressoFormat): AsyncGenerator<string | Buffer> {
   if (format === 'json') {
@@ -284,7 +390,8 @@ export async function* comparacaoChunks(c: Comparacao, format: ProgressoFormat):
           .join(',')
       );
     }
-    yield `],"resumo":${JSON.stringify(c.resumo)},"total":${JSON.stringify(c.total)},"referencias_sem_par":${JSON.stringify(c.referencias_sem_par)}}`;
+    // A JSON text ends its line (issue 50): on a terminal, the summary after it starts on a line of its own.
+    yield `],"resumo":${JSON.stringify(c.resumo)},"total":${JSON.stringify(c.total)},"referencias_sem_par":${JSON.stringify(c.referencias_sem_par)}}\n`;
     return;
   }
   if (format === 'csv') {
@@ -296,14 +403,11 @@ export async function* comparacaoChunks(c: Comparacao, format: ProgressoFormat):
   }
   yield* xlsxBookChunks([
     { name: 'comparacao', columns: COMPARACAO_PLANILHA.columns, rows: rowsOf(c.comparacao, COMPARACAO_PLANILHA.cells) },
-    {
-      name: 'resumo',
-      columns: CONTAGEM_PLANILHA.columns,
-      rows: rowsOf([...c.resumo, { referencia: TOTAL, ...c.total }], CONTAGEM_PLANILHA.cells),
-    },
+    { name: 'resumo', columns: CONTAGEM_WORDS, rows: rowsOf([...c.resumo, { referencia: TOTAL, ...c.total }], contagemCells) },
+    { name: 'sem par', columns: SEM_PAR_WORDS, rows: rowsOf(c.referencias_sem_par, semParCells) },
   ]);
 }
 
-async function* rowsOf<T>(items: readonly T[], cells: (item: T) => string[]): AsyncGenerator<string[]> {
+async function* rowsOf<T, C>(items: readonly T[], cells: (item: T) => C[]): AsyncGenerator<C[]> {
   for (const item of items) yield cells(item);
 }

@@ -454,9 +454,13 @@ export const loteComparacaoSchema = {
   summary: 'Compara o lote com a rodada anterior: cada divergência resolvida, persistente ou nova, por escola',
   description:
     'Chave de cada divergência: (`referencia`, `codigo_na_escola`, `chave` — ou `campo` quando não há chave). `resolvida`: só na rodada anterior; ' +
-    '`persistente`: nas duas (valores da atual); `nova`: só na atual. Uma `referencia` presente em só uma rodada vai para `referencias_sem_par` ' +
-    'e não é julgada. Os dois lotes devem ser de quem pergunta e estar concluidos. json: `{"comparacao", "resumo", "total", "referencias_sem_par"}`; ' +
-    'csv: as linhas; xlsx: as linhas e a planilha `resumo` com as contagens por escola e o total (SPEC §10).',
+    '`persistente`: nas duas (valores da atual); `nova`: só na atual. Uma escola é a mesma nas duas rodadas pela `referencia`; sem a mesma ' +
+    '`referencia`, pela pasta (a parte antes do último `/`) quando a pasta tem uma só escola em cada rodada (arquivo renomeado; o `resumo` ' +
+    'traz então `referencia_anterior`). Uma escola lida em só uma rodada vai para `referencias_sem_par` (`referencia`, `rodada`, `motivo` ' +
+    '`sem_arquivo` ou `falhou`, e o `erro` da falha) e não é julgada. Os dois lotes devem ser de quem pergunta e estar concluidos. ' +
+    'json: `{"comparacao", "resumo", "total", "referencias_sem_par"}`; csv: as linhas; xlsx: as linhas, a planilha `resumo` com as ' +
+    'contagens por escola e o total (números) e a planilha `sem par` (SPEC §10). No máximo 400000 divergências nas duas rodadas juntas ' +
+    '(422), e no máximo isso em comparações ao mesmo tempo por processo (503 com Retry-After).',
   security: apiKeySecurity,
   params: idParam,
   querystring: {
@@ -472,11 +476,15 @@ export const loteComparacaoSchema = {
       }),
     },
     ...errorResponses({
-      400: '`Parâmetro format deve ser json, csv ou xlsx.` ou `anterior` ausente ou inválido.',
+      400: '`Parâmetro format deve ser json, csv ou xlsx.` ou `anterior` ausente ou igual ao próprio lote.',
       409: '`Lote ainda não concluído.` (com Retry-After), para qualquer dos dois lotes.',
+      422: '`Comparação grande demais: …` (mais de 400000 divergências nas duas rodadas).',
     }),
     ...loteNotFound,
     ...readErrors,
+    ...errorResponses({
+      503: `${authErrors[503]} Ou \`Comparações demais em andamento, tente novamente em instantes.\` (com Retry-After).`,
+    }),
   },
 } as const;
 

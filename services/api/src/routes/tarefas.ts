@@ -344,7 +344,9 @@ async function routes(app: FastifyInstance): Promise<void> {
     const format = requestedFormat(request.query);
     if (format === null) throw new BadInputError(FORMAT_ERROR);
     const anteriorId = (request.query as Record<string, unknown>).anterior;
-    if (typeof anteriorId !== 'string' || !isId(anteriorId) || anteriorId === id) throw invalido.anterior();
+    if (typeof anteriorId !== 'string' || anteriorId === '' || anteriorId === id) throw invalido.anterior();
+    // An id that cannot exist is as unknown as one that does not (issue 50): one answer, 404, as for `:id`.
+    if (!isId(anteriorId)) throw loteNaoEncontrado();
     const dono = donoDe(request);
     // Both rounds the caller's (SPEC §7.1): another's earlier batch is as unknown as a made-up id.
     const [lote, anterior] = await Promise.all([service.lote(id, dono), service.lote(anteriorId, dono)]);

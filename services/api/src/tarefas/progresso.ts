@@ -4,12 +4,14 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import {
+  CensoError,
   compararRodadas,
   comparacaoChunks,
   Resumo,
   resumoChunks,
   type Chave,
   type DivergenciaRodada,
+  type FalhaRodada,
   type OutputFormat,
   type Rodada,
   type Storage,
@@ -34,13 +36,82 @@ async function resumoOf(service: TarefasService, storage: Storage, loteId: strin
   return resumo;
 }
 
-/** A round as the comparison sees it: the schools whose file was read (failed files are not), and the divergences. */
-async function rodadaOf(service: TarefasService, storage: Storage, loteId: string): Promise<Rodada> {
-  const referencias: string[] = [];
-  for await (const record of service.loteTarefas(loteId)) {
-    if (record.rota === 'divergencias-rf' && record.estado === 'concluida') referencias.push(record.referencia ?? '');
+/**
+ * The most divergences (both rounds together) one comparison may hold, and all of this process's
+ * comparisons at once (issue 50): the comparison holds both rounds in memory (about 1 KiB a
+ * divergence, measured: 400,000 peaked at ~380 MiB), and the Kubernetes recipe gives the API
+ * 1 GiB. One comparison beyond it is refused (422); one that would take the process beyond it
+ * while others run waits for them (503 with Retry-After).
+ */
+export const COMPARACAO_MAX_DIVERGENCIAS = 400_000;
+
+/** The bound in force: COMPARACAO_MAX_DIVERGENCIAS, lowered only by tests (a state's rounds are too large for one). */
+export const comparacaoLimite = { divergencias: COMPARACAO_MAX_DIVERGENCIAS };
+
+/** 422: a comparison larger than COMPARACAO_MAX_DIVERGENCIAS (docs/integracao.md). */
+export class ComparacaoGrandeError extends CensoError {
+  readonly status = 422;
+  readonly code = 'COMPARACAO_GRANDE';
+  constructor(divergencias: number) {
+    super(
+      `Comparação grande demais: ${divergencias} divergências nas duas rodadas, o limite é ${comparacaoLimite.divergencias}. ` +
+        'Compare por partes (lotes menores) ou use o censo comparar.',
+    );
   }
-  return { referencias, divergencias: loteDivergencias(service, storage, loteId) as AsyncIterable<DivergenciaRodada> };
+}
+
+/** 503: the process is comparing as much as it may at once (Retry-After added by the error handler). */
+export class ComparacoesOcupadasError extends CensoError {
+  readonly status = 503;
+  readonly code = 'COMPARACOES_OCUPADAS';
+  constructor() {
+    super('Comparações demais em andamento, tente novamente em instantes.');
+  }
+}
+
+/** Divergences held by this process's comparisons now. */
+let emAndamento = 0;
+
+/** How many divergences this process's comparisons hold now (tests: it returns to 0 after each answer). */
+export const comparacoesEmAndamento = (): number => emAndamento;
+
+/** A round's tasks in one pass: the schools read, the failed files with their erro, and how many divergences it holds. */
+async function tarefasDaRodada(service: TarefasService, loteId: string) {
+  const referencias: string[] = [];
+  const falhas: FalhaRodada[] = [];
+  let divergencias = 0;
+  for await (const record of service.loteTarefas(loteId)) {
+    if (record.rota !== 'divergencias-rf') continue;
+    if (record.estado === 'concluida') {
+      referencias.push(record.referencia ?? '');
+      divergencias += record.resultado?.count ?? 0;
+    } else if (record.estado === 'falhou') {
+      falhas.push({ referencia: record.referencia ?? '', erro: record.erro?.erro ?? `HTTP ${record.erro?.status ?? 500}` });
+    }
+  }
+  return { referencias, falhas, divergencias };
+}
+
+function rodadaOf(
+  service: TarefasService,
+  storage: Storage,
+  loteId: string,
+  tarefas: { readonly referencias: string[]; readonly falhas: FalhaRodada[] },
+): Rodada {
+  return {
+    referencias: tarefas.referencias,
+    falhas: tarefas.falhas,
+    divergencias: loteDivergencias(service, storage, loteId) as AsyncIterable<DivergenciaRodada>,
+  };
+}
+
+/** The chunks, then `release` (also when the reader stops early). */
+async function* releasing(chunks: AsyncIterable<string | Buffer>, release: () => void): AsyncGenerator<string | Buffer> {
+  try {
+    yield* chunks;
+  } finally {
+    release();
+  }
 }
 
 function send(reply: FastifyReply, name: string, format: OutputFormat, chunks: AsyncIterable<string | Buffer>): FastifyReply {
@@ -67,6 +138,26 @@ export async function sendComparacao(
   ids: { readonly anterior: string; readonly atual: string },
   format: OutputFormat,
 ): Promise<FastifyReply> {
-  const comparacao = await compararRodadas(await rodadaOf(service, storage, ids.anterior), await rodadaOf(service, storage, ids.atual));
-  return send(reply, 'comparacao', format, comparacaoChunks(comparacao, format));
+  const [antes, depois] = [await tarefasDaRodada(service, ids.anterior), await tarefasDaRodada(service, ids.atual)];
+  // Counted from the tasks' records before a divergence is read: refused or held off at no cost.
+  const divergencias = antes.divergencias + depois.divergencias;
+  if (divergencias > comparacaoLimite.divergencias) throw new ComparacaoGrandeError(divergencias);
+  if (emAndamento + divergencias > comparacaoLimite.divergencias) throw new ComparacoesOcupadasError();
+  emAndamento += divergencias;
+  let comparacao;
+  try {
+    comparacao = await compararRodadas(rodadaOf(service, storage, ids.anterior, antes), rodadaOf(service, storage, ids.atual, depois));
+  } catch (err) {
+    emAndamento -= divergencias;
+    throw err;
+  }
+  // Held until the answer is sent (or the client is gone): the judged rows live as long as that.
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    emAndamento -= divergencias;
+  };
+  reply.raw.once('close', release);
+  return send(reply, 'comparacao', format, releasing(comparacaoChunks(comparacao, format), release));
 }

@@ -1,7 +1,9 @@
 // A streaming xlsx writer for the spreadsheet answers (SPEC §3.5): one sheet (more past Excel's
-// row limit, SPEC §7.3), the header row bold and frozen, every cell an inline string styled as
-// text (`@`), so a CPF keeps its leading zeros in any spreadsheet program. The sheet XML is
-// produced row by row into the zip (zip-writer.ts), so 150,000 rows never become one string.
+// row limit, SPEC §7.3), the header row bold and frozen with an autofilter over it, every text
+// cell an inline string styled as text (`@`), so a CPF keeps its leading zeros in any spreadsheet
+// program. A cell given as a number (a summary's counts, issue 50) is a numeric cell, so that
+// `=SOMA()` and sorting work on it. The sheet XML is produced row by row into the zip
+// (zip-writer.ts), so 150,000 rows never become one string.
 import { Readable } from 'node:stream';
 import { ResultFile } from './result-file.js';
 import { zipArchive, type ZipPart } from './zip-writer.js';
@@ -57,10 +59,27 @@ function sheetNames(name: string, sheets: number): string[] {
   return Array.from({ length: sheets }, (_, i) => (i === 0 ? name : `${name.slice(0, 25)} ${i + 1}`));
 }
 
-function workbook(names: readonly string[]): string {
-  const sheets = names.map((name, i) => `<sheet name="${escapeXml(name)}" sheetId="${i + 1}" r:id="rId${i + 1}"/>`).join('');
-  return `${XML_HEAD}<workbook xmlns="${MAIN_NS}" xmlns:r="${REL_NS}"><sheets>${sheets}</sheets></workbook>`;
+/** A sheet as the workbook part names it: its name and the range its autofilter covers. */
+interface SheetInfo {
+  readonly name: string;
+  readonly filter: string;
 }
+
+function workbook(sheets: readonly SheetInfo[]): string {
+  const list = sheets.map(({ name }, i) => `<sheet name="${escapeXml(name)}" sheetId="${i + 1}" r:id="rId${i + 1}"/>`).join('');
+  // Excel keeps a sheet's autofilter range as this hidden name too; without it some versions
+  // show the filter buttons but lose the range when the file is saved again.
+  const names = sheets
+    .map(
+      ({ name, filter }, i) =>
+        `<definedName name="_xlnm._FilterDatabase" localSheetId="${i}" hidden="1">${escapeXml(`'${name.replace(/'/g, "''")}'!${absolute(filter)}`)}</definedName>`,
+    )
+    .join('');
+  return `${XML_HEAD}<workbook xmlns="${MAIN_NS}" xmlns:r="${REL_NS}"><sheets>${list}</sheets><definedNames>${names}</definedNames></workbook>`;
+}
+
+/** `A1:C9` as `$A$1:$C$9`. */
+const absolute = (range: string): string => range.replace(/([A-Z]+)(\d+)/g, '$$$1$$$2');
 
 // Characters XML 1.0 cannot carry at all (C0 controls but tab/LF/CR, U+FFFE/U+FFFF, lone surrogates).
 const NOT_XML =
@@ -108,12 +127,21 @@ function columnName(index: number): string {
 // off the rest makes the sheet a fifth smaller, and so cheaper to deflate.
 const SPACE_TO_KEEP = /^\s|\s$|\s\s|[^\S ]/;
 
-function rowXml(number: number, values: readonly string[], style: number, letters: readonly string[]): string {
+/** A cell's value: text (a text cell), or a number (a numeric cell, general format). */
+export type XlsxCell = string | number;
+
+function rowXml(number: number, values: readonly XlsxCell[], style: number, letters: readonly string[]): string {
   let xml = `<row r="${number}">`;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    const t = SPACE_TO_KEEP.test(value) ? '<t xml:space="preserve">' : '<t>';
-    xml += `<c r="${letters[i]}${number}" t="inlineStr" s="${style}"><is>${t}${cellText(value)}</t></is></c>`;
+    // A finite number is a numeric cell (a count); anything else, NaN included, is text.
+    if (typeof value === 'number' && Number.isFinite(value)) {
+      xml += `<c r="${letters[i]}${number}"><v>${value}</v></c>`;
+      continue;
+    }
+    const text = String(value);
+    const t = SPACE_TO_KEEP.test(text) ? '<t xml:space="preserve">' : '<t>';
+    xml += `<c r="${letters[i]}${number}" t="inlineStr" s="${style}"><is>${t}${cellText(text)}</t></is></c>`;
   }
   return `${xml}</row>`;
 }
@@ -124,24 +152,29 @@ const MIN_WIDTH = 6;
 const MAX_WIDTH = 60;
 
 /** Each column's width in characters: its longest text among the header and the first rows, within bounds. */
-function columnWidths(columns: readonly string[], rows: readonly (readonly string[])[]): number[] {
+function columnWidths(columns: readonly string[], rows: readonly XlsxRow[]): number[] {
   return columns.map((header, i) => {
     let longest = header.length;
-    for (const row of rows) longest = Math.max(longest, row[i]?.length ?? 0);
+    for (const row of rows) longest = Math.max(longest, String(row[i] ?? '').length);
     return Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, longest + 2));
   });
 }
 
+/** Row arrays as a workbook takes them: text cells, or numbers for numeric cells. */
+type XlsxRow = readonly XlsxCell[];
+
 async function* sheetXml(
   columns: readonly string[],
-  rows: AsyncIterable<readonly string[]> | Iterable<readonly string[]>,
+  rows: AsyncIterable<XlsxRow> | Iterable<XlsxRow>,
+  /** Told the range the sheet's autofilter covers, once its last row is written. */
+  filtered: (range: string) => void,
 ): AsyncGenerator<Buffer> {
   const letters = columns.map((_, i) => columnName(i));
   // Columns sized to their content (SPEC §3.5, session 4) from the rows read ahead; the rest stream.
-  const source = (rows as AsyncIterable<readonly string[]>)[Symbol.asyncIterator]
-    ? (rows as AsyncIterable<readonly string[]>)[Symbol.asyncIterator]()
-    : (rows as Iterable<readonly string[]>)[Symbol.iterator]();
-  const first: (readonly string[])[] = [];
+  const source = (rows as AsyncIterable<XlsxRow>)[Symbol.asyncIterator]
+    ? (rows as AsyncIterable<XlsxRow>)[Symbol.asyncIterator]()
+    : (rows as Iterable<XlsxRow>)[Symbol.iterator]();
+  const first: XlsxRow[] = [];
   let next = await source.next();
   while (!next.done && first.length < SIZING_ROWS) {
     first.push(next.value);
@@ -171,7 +204,11 @@ async function* sheetXml(
       batch = '';
     }
   }
-  yield Buffer.from(`${batch}</sheetData></worksheet>`);
+  // The autofilter over the header and every row (issue 50): it comes after the data in the
+  // schema's order, so the streamed sheet knows its last row by then.
+  const range = `A1:${letters[letters.length - 1] ?? 'A'}${number}`;
+  filtered(range);
+  yield Buffer.from(`${batch}</sheetData><autoFilter ref="${range}"/></worksheet>`);
 }
 
 export interface XlsxOptions {
@@ -183,7 +220,8 @@ export interface XlsxOptions {
 export interface XlsxTable {
   readonly name: string;
   readonly columns: readonly string[];
-  readonly rows: AsyncIterable<readonly string[]>;
+  /** Text cells; a number is written as a numeric cell (summaries' counts only, SPEC §3.5). */
+  readonly rows: AsyncIterable<readonly XlsxCell[]>;
 }
 
 /**
@@ -228,11 +266,12 @@ async function* workbookParts(tables: readonly XlsxTable[], options: XlsxOptions
     yield { name: '_rels/.rels', data: Buffer.from(ROOT_RELS) };
     yield { name: 'xl/styles.xml', data: Buffer.from(STYLES) };
     const names: string[] = [];
+    const filters: string[] = [];
     for (const [t, table] of tables.entries()) {
       const source = sources[t]!;
       // The row after a sheet's last one, read ahead: a last full sheet gets no empty follower.
-      const ahead: { row: IteratorResult<readonly string[]> | null } = { row: null };
-      const sheetRows = async function* (): AsyncGenerator<readonly string[]> {
+      const ahead: { row: IteratorResult<XlsxRow> | null } = { row: null };
+      const sheetRows = async function* (): AsyncGenerator<XlsxRow> {
         for (let taken = 0; taken < perSheet; taken++) {
           const row = ahead.row ?? (await source.next());
           ahead.row = null;
@@ -245,15 +284,30 @@ async function* workbookParts(tables: readonly XlsxTable[], options: XlsxOptions
       do {
         sheets++;
         // The archive reads a sheet to its end before it asks for the next part.
-        yield { name: `xl/worksheets/sheet${names.length + sheets}.xml`, data: sheetXml(table.columns, sheetRows()) };
+        yield {
+          name: `xl/worksheets/sheet${names.length + sheets}.xml`,
+          data: sheetXml(table.columns, sheetRows(), (range) => filters.push(range)),
+        };
       } while (ahead.row !== null && !ahead.row.done);
       names.push(...sheetNames(table.name, sheets));
     }
-    yield { name: 'xl/workbook.xml', data: Buffer.from(workbook(names)) };
+    yield { name: 'xl/workbook.xml', data: Buffer.from(workbook(names.map((name, i) => ({ name, filter: filters[i]! })))) };
     yield { name: 'xl/_rels/workbook.xml.rels', data: Buffer.from(workbookRels(names.length)) };
   } finally {
     // A reader gone or an error ends the rows too (a no-op once they are all read).
     await Promise.all(sources.map((source) => Promise.resolve(source.return?.()).catch(() => undefined)));
+  }
+}
+
+/** Writes the workbook of `xlsxBookChunks` to `path`; returns its size. */
+export async function writeXlsxBook(path: string, tables: readonly XlsxTable[]): Promise<{ bytes: number }> {
+  const out = new ResultFile(path);
+  try {
+    for await (const chunk of xlsxBookChunks(tables)) out.addBytes(chunk);
+    out.flush();
+    return { bytes: out.position() };
+  } finally {
+    out.close();
   }
 }
 
