@@ -31,6 +31,17 @@ const NOT_LOADED = /^(?:.+\.(?:d\.[cm]?ts|map|md|markdown)|test|tests|__tests__|
 
 const BARE_IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|\)\(\s*)['"]([^'"]+)['"]/g;
 
+/**
+ * A compiled file without its comment lines: tsc keeps comments, and prose such as `tell "a" from
+ * "changed since"` would read as an import. tsc writes every comment line starting with `//`,
+ * `/*` or `*`, and no line of code starts so.
+ */
+const codeOf = (text) =>
+  text
+    .split('\n')
+    .filter((line) => !/^\s*(?:\/\/|\/\*|\*)/.test(line))
+    .join('\n');
+
 const readJson = async (file) => JSON.parse(await readFile(file, 'utf8'));
 
 /** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`. */
@@ -50,7 +61,7 @@ async function closure(base, entries) {
     const file = pending.pop();
     if (files.has(file)) continue;
     files.add(file);
-    for (const [, specifier] of (await readFile(file, 'utf8')).matchAll(BARE_IMPORT)) {
+    for (const [, specifier] of codeOf(await readFile(file, 'utf8')).matchAll(BARE_IMPORT)) {
       if (specifier.startsWith('.')) pending.push(path.resolve(path.dirname(file), specifier));
       else if (!isBuiltin(specifier)) packages.add(packageName(specifier));
     }

@@ -8,6 +8,7 @@ import type * as Commander from 'commander';
 import { ConfigError, loadColumnsFile, type OutputFormat } from '@censo/shared/local';
 import { comparar, dadosOf, resumir } from './comparar.js';
 import { corrigir, listOne } from './single.js';
+import { ieducar } from './ieducar.js';
 import { lote, maxConcurrency, type LoteFormat } from './lote.js';
 import { apagarLote, listLotes, lotesTable } from './lotes.js';
 import { loteServidor } from './servidor.js';
@@ -15,7 +16,7 @@ import { BadUsage, errnoCode, fail, InputError, quote, reasonOf } from './failur
 import { retornoFormat } from './inputs.js';
 import { handleInterrupts } from './interrupt.js';
 import { listOutput, textOutput } from './output.js';
-import { comparacaoSummaryText, incomplete, summaryText } from './summary.js';
+import { comparacaoSummaryText, incomplete, naoAplicadasText, summaryText } from './summary.js';
 import { CensoCommand, PORTUGUESE_HELP, singleDashOption } from './usage.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
@@ -113,7 +114,18 @@ async function main(argv: readonly string[]): Promise<number> {
       refuseSwapped('corrigir', retorno, txt, ` -o ${quote(opts.output)}`);
       const output = textOutput(opts.output);
       const counts = await corrigir({ retorno, txt, output, vocabulary: await vocabulary() });
-      process.stderr.write(`Pessoas corrigidas: ${counts.pessoasCorrigidas}\nCorreções não aplicadas: ${counts.naoAplicadas}\n`);
+      process.stderr.write(naoAplicadasText(counts));
+    });
+
+  program
+    .command('ieducar')
+    .description('grava o script SQL que corrige no i-Educar as divergências que o arquivo corrigido corrige')
+    .usage('[opções] <retorno>')
+    .argument('<retorno>', 'arquivo de retorno do Censo (.json ou .xlsx)')
+    .addOption(output())
+    .option('--usuario <nome>', 'nome gravado na auditoria do i-Educar (padrão: censo-api)')
+    .action(async (retorno: string, opts: { output?: string; usuario?: string }) => {
+      await ieducar({ retorno, output: opts.output, vocabulary: await vocabulary(), ...(opts.usuario ? { usuario: opts.usuario } : {}) });
     });
 
   program

@@ -76,5 +76,5 @@ export async function corrigir(options: { retorno: string; txt: string; output: 
     options.vocabulary,
     options.txt,
   );
-  return result.corrigido ?? { pessoasCorrigidas: 0, naoAplicadas: 0 };
+  return result.corrigido ?? { pessoasCorrigidas: 0, naoAplicadas: 0, amostra: [] };
 }

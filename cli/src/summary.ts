@@ -1,7 +1,7 @@
 // What a batch (`censo lote`, local or on a server) did, said at its end on stderr: how many
 // returns it found, read and could not read, which ones failed and which files it did not read,
 // so a combined output never looks complete when it is not.
-import { semParText, type Comparacao } from '@censo/shared/local';
+import { DADOS, MOTIVO_TEXTO, semParText, type Comparacao, type NaoAplicada } from '@censo/shared/local';
 import { quote } from './failures.js';
 import type { Ignored } from './folder.js';
 
@@ -73,4 +73,24 @@ export function comparacaoSummaryText(c: Comparacao): string {
   }
   if (semPar.length > LISTED) text += `Não comparadas: e mais ${semPar.length - LISTED} (todas no resultado).\n`;
   return text;
+}
+
+/**
+ * `censo corrigir`'s lines on stderr: the counts, then each correction the corrected file left
+ * out (the first ones the job lists), with the rule that kept it out (SPEC §11).
+ */
+export function naoAplicadasText(counts: {
+  readonly pessoasCorrigidas: number;
+  readonly naoAplicadas: number;
+  readonly amostra?: readonly NaoAplicada[];
+}): string {
+  const lines = [`Pessoas corrigidas: ${counts.pessoasCorrigidas}`, `Correções não aplicadas: ${counts.naoAplicadas}`];
+  const amostra = counts.amostra ?? [];
+  for (const item of amostra) {
+    lines.push(`  ${item.codigo_na_escola} (linha ${item.linha} do txt), ${DADOS[item.chave]}: ${item.correto}: ${MOTIVO_TEXTO[item.motivo]}.`);
+  }
+  if (counts.naoAplicadas > amostra.length) {
+    lines.push(`  (as ${amostra.length} primeiras; a coluna correcao de censo divergencias diz de todas como corrigir)`);
+  }
+  return lines.join('\n') + '\n';
 }

@@ -15,6 +15,7 @@ const PUBLIC_ROUTES = [
   'get /api/lotes',
   'get /api/lotes/{id}',
   'get /api/lotes/{id}/comparacao',
+  'get /api/lotes/{id}/correcoes',
   'get /api/lotes/{id}/divergencias',
   'get /api/lotes/{id}/falhas',
   'get /api/lotes/{id}/resumo',

@@ -23,6 +23,7 @@ import { censusReturnRoutes } from './routes/census-return.js';
 import { queryRoutes } from './routes/query.js';
 import { healthRoutes, type ReadinessProbe } from './routes/health.js';
 import { erroSchema } from './routes/schemas.js';
+import { correcoesRoutes } from './routes/correcoes.js';
 import { tarefasRoutes } from './routes/tarefas.js';
 import { loteSchema, tarefaSchema } from './routes/tarefas-schemas.js';
 import { tarefasPlugin, type TarefasTuning } from './tarefas/plugin.js';
@@ -141,6 +142,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
     await uploads.register(censusReturnRoutes, { config, runner, storage });
     await uploads.register(tarefasRoutes);
+    // A batch's corrections as a script for the school system's database (SPEC §11).
+    await uploads.register(correcoesRoutes);
   });
 
   await app.register(async (queries) => {

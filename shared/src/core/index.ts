@@ -23,6 +23,7 @@ export * from './censo/inep-values.js';
 export * from './censo/corrigido.js';
 export * from './reimportacao/correcao.js';
 export * from './reimportacao/pessoas.js';
+export * from './ieducar/script.js';
 export * from './job.js';
 export * from './lote.js';
 export * from './progresso.js';
