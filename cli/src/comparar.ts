@@ -13,12 +13,15 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import {
   CHAVES_RESUMO,
+  CORRECAO_PALAVRAS,
+  CORRECOES,
   compararRodadas,
   comparacaoChunks,
   DADOS,
   Resumo,
   resumoChunks,
   type Chave,
+  type Correcao,
   type Comparacao,
   type DivergenciaRodada,
   type FalhaRodada,
@@ -34,6 +37,11 @@ const CHAVE_OF_WORD = new Map<string, Chave | null>(
   Object.entries(DADOS).map(([chave, word]) => [word, chave === 'outro' ? null : (chave as Chave)]),
 );
 
+/** The words a workbook writes for `correcao` (SPEC §11), back to the codes. */
+const CORRECAO_OF_WORD = new Map<string, Correcao>(
+  Object.entries(CORRECAO_PALAVRAS).map(([correcao, word]) => [word, correcao as Correcao]),
+);
+
 /** The workbook's headers (in words) and the CSV's and JSON's (field names), for the columns compared. */
 const HEADERS: Readonly<Record<keyof DivergenciaRodada | 'arquivo', readonly string[]>> = {
   referencia: ['referencia', 'Referência'],
@@ -43,6 +51,7 @@ const HEADERS: Readonly<Record<keyof DivergenciaRodada | 'arquivo', readonly str
   enviado: ['enviado', 'Valor enviado'],
   correto: ['correto', 'Valor da Receita Federal'],
   chave: ['chave', 'Dado'],
+  correcao: ['correcao', 'Como corrigir'],
 };
 
 /** A workbook sheet of divergences: its header names the person's code and the field (in words). */
@@ -56,6 +65,12 @@ function notACombinedResult(file: string, why: string): InputError {
   return new InputError(`${quote(file)} não é um resultado do censo lote (${why}).`);
 }
 
+/** A `correcao` cell (its code, or its words in a workbook) back to the code; null when absent or unknown. */
+function correcaoOf(cell: string, words: boolean): Correcao | null {
+  if (words) return CORRECAO_OF_WORD.get(cell) ?? null;
+  return (CORRECOES as readonly string[]).includes(cell) ? (cell as Correcao) : null;
+}
+
 /** A row of a CSV or workbook as a divergence, by its header. */
 function rowReader(file: string, header: readonly string[], words: boolean): (cells: readonly string[]) => DivergenciaRodada {
   const at = (field: keyof typeof HEADERS) => header.findIndex((name) => HEADERS[field].includes(name));
@@ -67,9 +82,11 @@ function rowReader(file: string, header: readonly string[], words: boolean): (ce
     enviado: at('enviado'),
     correto: at('correto'),
     chave: at('chave'),
+    correcao: at('correcao'),
   };
   const missing = Object.entries(index)
-    .filter(([field, i]) => i < 0 && field !== 'referencia' && !(field === 'arquivo' && index.referencia >= 0))
+    // A result written before `correcao` (SPEC §11) lacks it: its divergences count in no way of fixing.
+    .filter(([field, i]) => i < 0 && field !== 'referencia' && field !== 'correcao' && !(field === 'arquivo' && index.referencia >= 0))
     .map(([field]) => field);
   if (missing.length > 0) throw notACombinedResult(file, `faltam as colunas ${missing.join(', ')}`);
   const cell = (cells: readonly string[], i: number) => (i < 0 ? '' : (cells[i] ?? ''));
@@ -82,6 +99,7 @@ function rowReader(file: string, header: readonly string[], words: boolean): (ce
       enviado: cell(cells, index.enviado),
       correto: cell(cells, index.correto),
       chave: words ? (CHAVE_OF_WORD.get(chaveText) ?? null) : chaveText === '' ? null : (chaveText as Chave),
+      correcao: correcaoOf(cell(cells, index.correcao), words),
     };
   };
 }
@@ -137,6 +155,7 @@ async function readJson(file: string): Promise<Resultado> {
       enviado: text(item.enviado),
       correto: text(item.correto),
       chave: (item.chave ?? null) as Chave | null,
+      correcao: correcaoOf(text(item.correcao), false),
     };
   });
   return { divergencias, ...filesOf(parsed as { arquivos?: unknown; falhas?: unknown }) };
@@ -292,7 +311,7 @@ export async function resumir(options: ResumoOptions): Promise<Resumo> {
     }
     for (const referencia of failed) resumo.arquivo(referencia, true);
   }
-  for (const d of resultado.divergencias) resumo.divergencia(d.referencia, d.chave);
+  for (const d of resultado.divergencias) resumo.divergencia(d.referencia, d.chave, d.correcao ?? null);
   await writeChunks(options.output, resumoChunks(resumo, options.format));
   return resumo;
 }

@@ -87,7 +87,9 @@ export function naoAplicadasText(counts: {
   const lines = [`Pessoas corrigidas: ${counts.pessoasCorrigidas}`, `Correções não aplicadas: ${counts.naoAplicadas}`];
   const amostra = counts.amostra ?? [];
   for (const item of amostra) {
-    lines.push(`  ${item.codigo_na_escola} (linha ${item.linha} do txt), ${DADOS[item.chave]}: ${item.correto}: ${MOTIVO_TEXTO[item.motivo]}.`);
+    lines.push(
+      `  ${item.codigo_na_escola} (linha ${item.linha} do txt), ${DADOS[item.chave]}: ${item.correto}: ${MOTIVO_TEXTO[item.motivo]}.`,
+    );
   }
   if (counts.naoAplicadas > amostra.length) {
     lines.push(`  (as ${amostra.length} primeiras; a coluna correcao de censo divergencias diz de todas como corrigir)`);

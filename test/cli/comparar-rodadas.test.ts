@@ -222,32 +222,55 @@ describe('censo lote lists every file; censo resumo counts per school', () => {
   it('censo resumo: per school, files, failures, divergences and one count per dado, and the total; as the service answers /resumo', async () => {
     const run = await censo(['resumo', results.json[1]!]);
     expect(run.code, run.stderr).toBe(0);
-    const zeros = { cpf: 0, nome: 0, data_nascimento: 0, inep: 0, nome_mae: 0, nome_pai: 0, outro: 0 };
+    const zeros = {
+      cpf: 0,
+      nome: 0,
+      data_nascimento: 0,
+      inep: 0,
+      nome_mae: 0,
+      nome_pai: 0,
+      outro: 0,
+      correcao_arquivo: 0,
+      correcao_formulario: 0,
+      correcao_receita: 0,
+      correcao_grafia: 0,
+    };
+    // Every CPF here was sent: Educacenso does not change it by migration (formulario, SPEC §11).
     expect(JSON.parse(run.stdout.toString('utf8'))).toEqual({
       resumo: [
-        { referencia: 'escola-a/retorno-2a-rodada.json', arquivos: 1, falhas: 0, divergencias: 1, ...zeros, cpf: 1 },
+        {
+          referencia: 'escola-a/retorno-2a-rodada.json',
+          arquivos: 1,
+          falhas: 0,
+          divergencias: 1,
+          ...zeros,
+          cpf: 1,
+          correcao_formulario: 1,
+        },
         { referencia: 'escola-b/retorno.json', arquivos: 1, falhas: 0, divergencias: 0, ...zeros },
         { referencia: 'escola-c/retorno.json', arquivos: 1, falhas: 1, divergencias: 0, ...zeros },
-        { referencia: 'escola-d/retorno.json', arquivos: 1, falhas: 0, divergencias: 1, ...zeros, cpf: 1 },
+        { referencia: 'escola-d/retorno.json', arquivos: 1, falhas: 0, divergencias: 1, ...zeros, cpf: 1, correcao_formulario: 1 },
       ],
-      total: { arquivos: 4, falhas: 1, divergencias: 2, ...zeros, cpf: 2 },
+      total: { arquivos: 4, falhas: 1, divergencias: 2, ...zeros, cpf: 2, correcao_formulario: 2 },
     });
     const csv = await censo(['resumo', results.xlsx[0]!, '--format', 'csv']);
     expect(csv.stdout.toString('utf8').split('\r\n')).toEqual([
-      'referencia,arquivos,falhas,divergencias,cpf,nome,data_nascimento,inep,nome_mae,nome_pai,outro',
-      'escola-a/retorno.json,1,0,2,1,1,0,0,0,0,0',
-      'escola-b/retorno.json,1,0,9,9,0,0,0,0,0,0',
-      'escola-c/retorno.json,1,0,1,1,0,0,0,0,0,0',
-      'escola-d/retorno.json,1,0,0,0,0,0,0,0,0,0',
-      'Total,4,0,12,11,1,0,0,0,0,0',
+      'referencia,arquivos,falhas,divergencias,cpf,nome,data_nascimento,inep,nome_mae,nome_pai,outro,' +
+        'correcao_arquivo,correcao_formulario,correcao_receita,correcao_grafia',
+      // Read back from the workbook's words (Como corrigir): the name is the file's to fix, the CPFs the form's.
+      'escola-a/retorno.json,1,0,2,1,1,0,0,0,0,0,1,1,0,0',
+      'escola-b/retorno.json,1,0,9,9,0,0,0,0,0,0,0,9,0,0',
+      'escola-c/retorno.json,1,0,1,1,0,0,0,0,0,0,0,1,0,0',
+      'escola-d/retorno.json,1,0,0,0,0,0,0,0,0,0,0,0,0,0',
+      'Total,4,0,12,11,1,0,0,0,0,0,1,11,0,0',
       '',
     ]);
     const saida = path.join(work, 'resumo.xlsx');
     expect((await censo(['resumo', results.json[0]!, '-o', saida])).code).toBe(0);
     const sheet = (await workbook(saida)).getWorksheet('resumo')!;
     expectFilteredAndFrozen(sheet);
-    expect(sheet.getRow(6).values).toEqual([undefined, 'Total', 4, 0, 12, 11, 1, 0, 0, 0, 0, 0]);
-    for (let column = 2; column <= 11; column++) expect(sheet.getRow(2).getCell(column).type).toBe(ExcelJS.ValueType.Number);
+    expect(sheet.getRow(6).values).toEqual([undefined, 'Total', 4, 0, 12, 11, 1, 0, 0, 0, 0, 0, 1, 11, 0, 0]);
+    for (let column = 2; column <= 15; column++) expect(sheet.getRow(2).getCell(column).type).toBe(ExcelJS.ValueType.Number);
   });
 });
 

@@ -99,7 +99,7 @@ describe('names with letters that NFD does not decompose', () => {
   });
 
   it('a name in another script is not transliterated: nothing is left, so it is not applied', async () => {
-    const txt: UploadFile = { field: 'txt', filename: 'censo.txt', content: `${SCHOOL}\n${person('ALU1', 'NOME ANTIGO')}\n` };
+    const txt: UploadFile = { field: 'txt', filename: 'censo.txt', content: `${SCHOOL}\n${person('ALU1', 'NOME ANTIGO')}\n99|\n` };
     const { response, bytes } = await send('/api/censo-corrigido', [
       retorno([{ linha: 2, codigo: 'ALU1', campo: 'Nome completo', conteudo: 'NOME ANTIGO -- Иван Петров' }]),
       txt,

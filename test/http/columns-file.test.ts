@@ -72,7 +72,17 @@ describe.each(['embedded', 'queue'] as const)('%s mode', (mode) => {
         status: 200,
         body: {
           divergencias: [
-            { codigo_na_escola: 'ALU1', linha: '', campo: 'CPF', enviado: '1', correto: '52998224725', is_filiacao: false, chave: 'cpf' },
+            {
+              codigo_na_escola: 'ALU1',
+              linha: '',
+              campo: 'CPF',
+              enviado: '1',
+              correto: '52998224725',
+              is_filiacao: false,
+              chave: 'cpf',
+              // A CPF already sent is not changed by migration (field 5 rule 10).
+              correcao: 'formulario',
+            },
           ],
         },
       });

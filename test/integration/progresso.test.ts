@@ -63,9 +63,23 @@ interface Row {
   enviado: string;
   correto: string;
   chave: string | null;
+  correcao: string;
 }
 
-const KINDS = ['cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae', 'nome_pai', 'outro'];
+const KINDS = [
+  'cpf',
+  'nome',
+  'data_nascimento',
+  'inep',
+  'nome_mae',
+  'nome_pai',
+  'outro',
+  // How each gets fixed (SPEC §11): every divergence of the batch has one.
+  'correcao_arquivo',
+  'correcao_formulario',
+  'correcao_receita',
+  'correcao_grafia',
+];
 
 /** The summary, counted here from the batch's tasks and rows (not by the service's code). */
 function expectedResumo(tasks: Array<{ referencia: string; estado: string }>, rows: Row[]) {
@@ -84,6 +98,7 @@ function expectedResumo(tasks: Array<{ referencia: string; estado: string }>, ro
     const l = linha(row.referencia);
     (l.divergencias as number)++;
     (l[row.chave ?? 'outro'] as number)++;
+    (l[`correcao_${row.correcao}`] as number)++;
   }
   const total: Record<string, number> = { arquivos: 0, falhas: 0, divergencias: 0, ...Object.fromEntries(KINDS.map((k) => [k, 0])) };
   for (const l of linhas.values()) for (const key of Object.keys(total)) total[key]! += l[key] as number;
@@ -191,12 +206,14 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     }
     const csv = (await request(server, 'GET', `/api/lotes/${lotes[0]}/resumo?format=csv`)).bytes.toString('utf8');
     expect(csv.split('\r\n')).toEqual([
-      'referencia,arquivos,falhas,divergencias,cpf,nome,data_nascimento,inep,nome_mae,nome_pai,outro',
-      'escola-a/retorno.json,1,0,3,1,1,1,0,0,0,0',
-      'escola-b/retorno.json,1,0,3,1,0,0,0,1,0,1',
-      'escola-c/retorno.json,1,0,1,1,0,0,0,0,0,0',
-      'escola-e/retorno.json,1,1,0,0,0,0,0,0,0,0',
-      'Total,4,1,7,3,1,1,0,1,0,1',
+      'referencia,arquivos,falhas,divergencias,cpf,nome,data_nascimento,inep,nome_mae,nome_pai,outro,' +
+        'correcao_arquivo,correcao_formulario,correcao_receita,correcao_grafia',
+      // The CPFs were sent (field 5 rule 10: formulario), the mother is the Receita's (receita).
+      'escola-a/retorno.json,1,0,3,1,1,1,0,0,0,0,2,1,0,0',
+      'escola-b/retorno.json,1,0,3,1,0,0,0,1,0,1,0,2,1,0',
+      'escola-c/retorno.json,1,0,1,1,0,0,0,0,0,0,0,1,0,0',
+      'escola-e/retorno.json,1,1,0,0,0,0,0,0,0,0,0,0,0,0',
+      'Total,4,1,7,3,1,1,0,1,0,1,2,4,1,0',
       '',
     ]);
   });
@@ -262,7 +279,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     expect([resumo.status, resumo.json()]).toEqual([409, { erro: 'Lote ainda não concluído.' }]);
     expect((await request(server, 'GET', `/api/lotes/${open}/resumo?parcial=true`)).json()).toEqual({
       resumo: [],
-      total: { arquivos: 0, falhas: 0, divergencias: 0, cpf: 0, nome: 0, data_nascimento: 0, inep: 0, nome_mae: 0, nome_pai: 0, outro: 0 },
+      total: { arquivos: 0, falhas: 0, divergencias: 0, ...Object.fromEntries(KINDS.map((k) => [k, 0])) },
     });
   });
 

@@ -115,7 +115,9 @@ describe('hand-written cases, byte for byte', () => {
     ]);
     expect(
       bytes.equals(
-        latin1('00|12345678|ESCOLA S\u00c3O JOS\u00c9 ?\r\n30|12345678|ALU1|||MARIA DA CONCEI\u00c7\u00c3O|15/03/2014|1|ANA|JOSE\r\n99|\r\n'),
+        latin1(
+          '00|12345678|ESCOLA S\u00c3O JOS\u00c9 ?\r\n30|12345678|ALU1|||MARIA DA CONCEI\u00c7\u00c3O|15/03/2014|1|ANA|JOSE\r\n99|\r\n',
+        ),
       ),
     ).toBe(true);
     expect(result).toMatchObject({ corrigido: { pessoasCorrigidas: 1, naoAplicadas: 0 } });
@@ -167,7 +169,9 @@ describe('hand-written cases, byte for byte', () => {
     const txt = latin1(`${SCHOOL}\n${P3}\n99|\n`);
     const long = 'A'.repeat(60) + ' ' + 'B'.repeat(60);
     const { bytes } = await corrigir(txt, [{ linha: '2', codigo: 'ALU3', campo: 'Nome', conteudo: `PEDRO LIMA -- ${long}` }]);
-    expect(bytes.toString('latin1')).toBe(`${SCHOOL}\n30|12345678|ALU3|||${'A'.repeat(60)} ${'B'.repeat(39)}|02/10/1980|1|LUCIA|PAULO\n99|\n`);
+    expect(bytes.toString('latin1')).toBe(
+      `${SCHOOL}\n30|12345678|ALU3|||${'A'.repeat(60)} ${'B'.repeat(39)}|02/10/1980|1|LUCIA|PAULO\n99|\n`,
+    );
   });
 
   it('a mismatch is the 422 of retorno-rf and writes nothing', async () => {

@@ -41,7 +41,10 @@ describe.each(CASOS)('$regra', (caso) => {
     const { retorno, txt, id } = await files(caso);
     const resultPath = path.join(dir, `out-${id}.txt`);
     const result = await runJob({ kind: 'censo-corrigido', retorno, txt, resultPath });
-    expect(result).toMatchObject({ ok: true, corrigido: { pessoasCorrigidas: caso.linha === null ? 0 : 1, naoAplicadas: caso.naoAplicadas } });
+    expect(result).toMatchObject({
+      ok: true,
+      corrigido: { pessoasCorrigidas: caso.linha === null ? 0 : 1, naoAplicadas: caso.naoAplicadas },
+    });
     expect((await readFile(resultPath)).toString('latin1')).toBe(corrigidoDe(caso));
   });
 });
@@ -81,10 +84,13 @@ describe('the whole file (general rules 38 and 39)', () => {
 
   it('100 schools are one file; 101 are refused with a 400 that says how to split them, and nothing is left behind', async () => {
     const schools = (count: number) =>
-      Array.from({ length: count }, (_, i) => `${SCHOOL.replace('12345678', String(10000000 + i))}\n${record30(`ALU${i + 1}`)}\n`).join('') +
-      '99|\n';
+      Array.from({ length: count }, (_, i) => `${SCHOOL.replace('12345678', String(10000000 + i))}\n${record30(`ALU${i + 1}`)}\n`).join(
+        '',
+      ) + '99|\n';
     const ok = await files(caso, schools(100));
-    expect(await runJob({ kind: 'censo-corrigido', retorno: ok.retorno, txt: ok.txt, resultPath: path.join(dir, 'cem.txt') })).toMatchObject({
+    expect(
+      await runJob({ kind: 'censo-corrigido', retorno: ok.retorno, txt: ok.txt, resultPath: path.join(dir, 'cem.txt') }),
+    ).toMatchObject({
       ok: true,
     });
     const over = await files(caso, schools(101));

@@ -15,6 +15,13 @@ import { signedIn } from './session.js';
 const $ = (id) => document.getElementById(id);
 /** The words for a divergence's `chave` (SPEC §2): the summary's kinds, `outro` being a null `chave`. */
 const DADO = Object.fromEntries(TIPOS.map(({ key, label }) => [key === 'outro' ? 'null' : key, label]));
+/** The words of a divergence's `correcao` (SPEC §11), as the spreadsheets write them. */
+const CORRECAO = {
+  arquivo: 'Arquivo corrigido',
+  formulario: 'Formulário do Educacenso',
+  receita: 'Cidadão na Receita Federal',
+  grafia: 'Só grafia',
+};
 const DIVERGENCIA_COLUMNS = [
   { key: 'codigo_na_escola', label: 'Código na escola' },
   { key: 'linha', label: 'Linha no txt' },
@@ -23,8 +30,10 @@ const DIVERGENCIA_COLUMNS = [
   { key: 'correto', label: 'Valor da Receita Federal' },
   { key: 'chave', label: 'Dado', values: DADO },
   { key: 'is_filiacao', label: 'Filiação', values: { true: 'Sim', false: 'Não' } },
-  // Whether the corrected file applies it (SPEC §3.4: fields 4–7, with a value the layout takes).
+  // Whether the corrected file applies it (SPEC §3.4 and §11: what its `correcao` says).
   { key: 'corrigido', label: 'No arquivo corrigido', aplicada: true },
+  // Where it gets fixed, and by whom (SPEC §11).
+  { key: 'correcao', label: 'Como corrigir', values: CORRECAO },
 ];
 const PESSOA_COLUMNS = [
   { key: 'codigo_na_escola', label: 'Código na escola' },
@@ -278,18 +287,26 @@ async function showResult(tarefa, worker, { container, caption, columns, textCol
 let divergenciasSource = null;
 let pessoasSource = null;
 
-/** `corrigido`: how many rows the corrected file applies ('Sim') and leaves out, from the table's own column. */
-function explainDivergencias(total, corrigido) {
+/**
+ * `corrigido`: how many rows the corrected file applies ('Sim') and leaves out; `correcao`: how
+ * many each way of fixing takes (SPEC §11), both from the table's own columns.
+ */
+function explainDivergencias(total, corrigido, correcao) {
   const applied = corrigido.find(([word]) => word === 'Sim')?.[1] ?? 0;
+  const by = (key) => correcao.find(([word]) => word === CORRECAO[key])?.[1] ?? 0;
+  const ways = [
+    [by('formulario'), 'só no formulário do Educacenso (o INEP recusaria a troca por arquivo)'],
+    [by('receita'), 'pelo cidadão, na Receita Federal (ou o INEP já usa o valor da Receita)'],
+    [by('grafia'), 'só de grafia: nada a corrigir'],
+  ].filter(([n]) => n > 0);
   $('explica-divergencias').textContent =
     total === 0
       ? 'Nenhuma divergência com a Receita Federal neste retorno: não há nada a corrigir.'
       : `${plural(total, 'divergência', 'divergências')}, uma por linha da tabela. ` +
-        `${plural(applied, 'é corrigida', 'são corrigidas')} automaticamente no arquivo corrigido (CPF, Nome, Data de nascimento e INEP; ` +
-        'aba “Retorno + txt”). ' +
-        `${plural(total - applied, 'não é', 'não são')}: Nome da mãe, Nome do pai (filiação) e outros campos, como Sexo e Cor/Raça, ` +
-        'e valores da Receita que o layout do INEP não aceita precisam ser corrigidos por você no Educacenso. ' +
-        'Baixe a planilha para trabalhar nela.';
+        `${plural(applied, 'é corrigida', 'são corrigidas')} automaticamente no arquivo corrigido, que o INEP aceita ` +
+        '(aba “Retorno + txt”). ' +
+        (ways.length > 0 ? `Das outras: ${ways.map(([n, how]) => `${n.toLocaleString('pt-BR')} ${how}`).join('; ')}. ` : '') +
+        'A coluna “Como corrigir” diz, linha a linha, quem corrige e onde. Baixe a planilha para trabalhar nela.';
 }
 
 async function verDivergencias(file, progress) {
@@ -301,10 +318,10 @@ async function verDivergencias(file, progress) {
     columns: DIVERGENCIA_COLUMNS,
     textColumns: ['codigo_na_escola', 'campo', 'enviado', 'correto'],
     groupColumn: 'chave',
-    tallyColumns: ['corrigido'],
+    tallyColumns: ['corrigido', 'correcao'],
   });
   divergenciasSource = shown.source;
-  explainDivergencias(shown.total, shown.tallies.corrigido);
+  explainDivergencias(shown.total, shown.tallies.corrigido, shown.tallies.correcao);
   boxes.divergencias.status(`${plural(shown.total, 'divergência encontrada', 'divergências encontradas')}.`);
   return { tarefa: shown.tarefa };
 }
@@ -473,7 +490,9 @@ async function baixarCorrigido(shown) {
     `Arquivo corrigido: ${plural(linhas, 'linha alterada', 'linhas alteradas')} de ${plural(shown.pessoas, 'pessoa', 'pessoas')} da tabela. ` +
     `Correções não aplicadas: ${naoAplicadas}` +
     (naoAplicadas
-      ? ` (valor da Receita que o layout do INEP não aceita: a linha mantém o valor do .txt; marcadas na tabela com “${NAO_APLICADA.trim()}”)`
+      ? ' (a linha mantém o valor do .txt: o layout do INEP não aceita o valor da Receita, marcado na tabela com ' +
+        `“${NAO_APLICADA.trim()}”, ou o INEP recusaria a troca por arquivo; a aba “Divergências” diz, na coluna “Como corrigir”, ` +
+        'quem corrige e onde)'
       : '') +
     '.' +
     (parado > 0

@@ -37,8 +37,12 @@ function written(raw, field) {
   return WRITERS[field](String(raw)) ?? `${raw}${NAO_APLICADA}`;
 }
 
-/** A divergence the corrected file applies: one of fields 4–7, with a value it can write. */
-const applies = (row) => row.chave in WRITERS && WRITERS[row.chave](String(row.correto ?? '')) !== null;
+/**
+ * A divergence the corrected file applies: what its `correcao` says (SPEC §11); a result from
+ * before it (no `correcao`) by the old rule, one of fields 4–7 with a value the file can write.
+ */
+const applies = (row) =>
+  row.correcao !== undefined ? row.correcao === 'arquivo' : row.chave in WRITERS && WRITERS[row.chave](String(row.correto ?? '')) !== null;
 
 export class TableData {
   /**

@@ -308,7 +308,11 @@ export async function matchPersons(
         const fields = parseRecord30(text);
         if (!fields) return;
         const holders = cpfHolders.get(censoField(fields, CENSO_FIELD.cpf));
-        holders?.push({ linha, inep: detached(censoField(fields, CENSO_FIELD.inep)), codigo: detached(censoField(fields, CENSO_FIELD.codigo)) });
+        holders?.push({
+          linha,
+          inep: detached(censoField(fields, CENSO_FIELD.inep)),
+          codigo: detached(censoField(fields, CENSO_FIELD.codigo)),
+        });
         if (group === undefined && byCode.size === 0) return;
         const key = codigoKey(censoField(fields, CENSO_FIELD.codigo));
         if (group) group.scanned = group.firstOtherCode(linha, key);

@@ -5,6 +5,7 @@
 import { csvChunks } from './output/csv.js';
 import { dadoOf, type Planilha } from './output/planilha.js';
 import { xlsxBookChunks, type XlsxCell } from './output/xlsx.js';
+import { CORRECAO_PALAVRAS, CORRECOES, type Correcao } from './reimportacao/correcao.js';
 import type { Chave } from './types.js';
 
 export type ProgressoFormat = 'json' | 'csv' | 'xlsx';
@@ -13,10 +14,15 @@ export type ProgressoFormat = 'json' | 'csv' | 'xlsx';
 export const CHAVES_RESUMO = ['cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae', 'nome_pai', 'outro'] as const;
 export type ChaveResumo = (typeof CHAVES_RESUMO)[number];
 
-export type ContagemResumo = { arquivos: number; falhas: number; divergencias: number } & Record<ChaveResumo, number>;
+/** How a summary counts each way a divergence gets fixed (SPEC §11), as its columns name it. */
+export const CORRECOES_RESUMO = ['correcao_arquivo', 'correcao_formulario', 'correcao_receita', 'correcao_grafia'] as const;
+export type CorrecaoResumo = (typeof CORRECOES_RESUMO)[number];
+
+export type ContagemResumo = { arquivos: number; falhas: number; divergencias: number } & Record<ChaveResumo, number> &
+  Record<CorrecaoResumo, number>;
 export type LinhaResumo = { referencia: string } & ContagemResumo;
 
-export const RESUMO_COLUMNS = ['referencia', 'arquivos', 'falhas', 'divergencias', ...CHAVES_RESUMO] as const;
+export const RESUMO_COLUMNS = ['referencia', 'arquivos', 'falhas', 'divergencias', ...CHAVES_RESUMO, ...CORRECOES_RESUMO] as const;
 
 const zero = (): ContagemResumo => ({
   arquivos: 0,
@@ -29,6 +35,10 @@ const zero = (): ContagemResumo => ({
   nome_mae: 0,
   nome_pai: 0,
   outro: 0,
+  correcao_arquivo: 0,
+  correcao_formulario: 0,
+  correcao_receita: 0,
+  correcao_grafia: 0,
 });
 
 /** One row per school (`referencia`), in the order its first file came, plus the total. */
@@ -53,13 +63,18 @@ export class Resumo {
     }
   }
 
-  divergencia(referencia: string, chave: Chave | null): void {
+  /** A divergence of the school; `correcao` absent in a result from before it (SPEC §11), which then counts in no way of fixing. */
+  divergencia(referencia: string, chave: Chave | null, correcao?: Correcao | null): void {
     const linha = this.#linha(referencia);
     const kind: ChaveResumo = chave ?? 'outro';
     linha.divergencias++;
     linha[kind]++;
     this.total.divergencias++;
     this.total[kind]++;
+    if (correcao) {
+      linha[`correcao_${correcao}`]++;
+      this.total[`correcao_${correcao}`]++;
+    }
   }
 
   get linhas(): LinhaResumo[] {
@@ -70,7 +85,14 @@ export class Resumo {
 /** The total row of a summary's CSV and workbook. */
 export const TOTAL = 'Total';
 
-const RESUMO_WORDS = ['Referência', 'Arquivos', 'Falhas', 'Divergências', ...CHAVES_RESUMO.map((chave) => dadoOf(chave))];
+const RESUMO_WORDS = [
+  'Referência',
+  'Arquivos',
+  'Falhas',
+  'Divergências',
+  ...CHAVES_RESUMO.map((chave) => dadoOf(chave)),
+  ...CORRECOES.map((correcao) => `Como corrigir: ${CORRECAO_PALAVRAS[correcao]}`),
+];
 
 /** A summary row in the workbook: the school as text, its counts as numbers (issue 50: `=SOMA()` works on them). */
 const resumoCells = (linha: LinhaResumo): XlsxCell[] => RESUMO_COLUMNS.map((column) => linha[column]);
@@ -104,6 +126,8 @@ export interface DivergenciaRodada {
   readonly enviado: string;
   readonly correto: string;
   readonly chave: Chave | null;
+  /** How it gets fixed (SPEC §11); absent in a result written before it. */
+  readonly correcao?: Correcao | null;
 }
 
 /** A file of a round that could not be read, and the failure's words (the service's `erro`). */

@@ -10,6 +10,7 @@ import {
   Resumo,
   resumoChunks,
   type Chave,
+  type Correcao,
   type DivergenciaRodada,
   type FalhaRodada,
   type OutputFormat,
@@ -31,7 +32,7 @@ async function resumoOf(service: TarefasService, storage: Storage, loteId: strin
       resumo.arquivo(record.referencia ?? '', record.estado === 'falhou');
   };
   for await (const item of loteDivergencias(service, storage, loteId, arquivo)) {
-    resumo.divergencia(String(item.referencia), (item.chave as Chave | null) ?? null);
+    resumo.divergencia(String(item.referencia), (item.chave as Chave | null) ?? null, (item.correcao as Correcao | undefined) ?? null);
   }
   return resumo;
 }
