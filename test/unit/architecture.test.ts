@@ -66,3 +66,30 @@ describe('the packages', () => {
     expect(used).toEqual([]);
   });
 });
+
+describe('the layers, enforced by lint (eslint.config.js)', () => {
+  // Planted imports, linted as if they were in the file named: each points up a layer, and the
+  // same line in a file of a higher layer is allowed (the rule is about direction, not names).
+  const cases: Array<[string, string, boolean]> = [
+    ['services/api/src/tarefas/service.ts', "import { x } from '../http/census-answers.js';", false],
+    ['services/api/src/tarefas/model.ts', "import type { x } from '../jobs/runner.js';", false],
+    ['services/api/src/tarefas/store.ts', "import { x } from '../routes/tarefas/intake.js';", false],
+    ['services/api/src/http/uploads.ts', "import type { x } from '../tarefas/model.js';", false],
+    ['services/api/src/jobs/in-process.ts', "import { x } from '../plugins/metrics.js';", false],
+    ['services/api/src/plugins/page.ts', "import { x } from '../routes/health.js';", false],
+    ['shared/src/runtime/config.ts', "import { x } from '@censo/api';", false],
+    ['cli/src/lote.ts', "import { x } from '../../services/api/src/app.js';", false],
+    ['services/api/web/lotes.js', "import { x } from '../src/app.js';", false],
+    ['services/api/src/routes/tarefas/intake.ts', "import { x } from '../../http/uploads.js';", true],
+    ['services/api/src/jobs/bullmq-tasks.ts', "import type { x } from '../tarefas/execution.js';", true],
+    ['services/api/src/plugins/tarefas.ts', "import { x } from '../jobs/embedded-tasks.js';", true],
+  ];
+  it.each(cases)('%s: %s → allowed: %s', async (file, line, allowed) => {
+    const { ESLint } = await import('eslint');
+    const eslint = new ESLint({ cwd: ROOT });
+    const [result] = await eslint.lintText(`${line}\nexport const y = x;\n`, { filePath: path.join(ROOT, file) });
+    const arrows = result!.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
+    if (allowed) expect(arrows).toEqual([]);
+    else expect(arrows).toEqual([expect.stringContaining('An arrow up a layer.')]);
+  });
+});

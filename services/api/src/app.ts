@@ -24,9 +24,9 @@ import { queryRoutes } from './routes/query.js';
 import { healthRoutes, type ReadinessProbe } from './routes/health.js';
 import { erroSchema } from './routes/schemas.js';
 import { correcoesRoutes } from './routes/correcoes.js';
-import { tarefasRoutes } from './routes/tarefas.js';
-import { loteSchema, tarefaSchema } from './routes/tarefas-schemas.js';
-import { tarefasPlugin, type TarefasTuning } from './tarefas/plugin.js';
+import { tarefasRoutes } from './routes/tarefas/routes.js';
+import { loteSchema, tarefaSchema } from './routes/tarefas/schemas.js';
+import { tarefasPlugin, type TarefasTuning } from './plugins/tarefas.js';
 
 export interface AppDeps {
   readonly config: Config;

@@ -9,5 +9,5 @@ export { queryRoutes } from './routes/query.js';
 export { loadCatalog } from './query/catalog.js';
 export { errorsPlugin } from './plugins/errors.js';
 export { createBullmqRunner, type BullmqRunner } from './jobs/bullmq.js';
-export { jsonListItems } from './tarefas/results.js';
+export { jsonListItems } from './routes/tarefas/results.js';
 export { deliverWebhook, checkWebhookDestination, parseWebhookUrl, webhookSignature } from './tarefas/webhooks.js';

@@ -48,6 +48,9 @@ export interface Pessoa {
   readonly nome_mae: string;
 }
 
+/** The service's three census routes, as a task's `rota` names them (SPEC §7.1). */
+export type Rota = 'divergencias-rf' | 'retorno-rf' | 'censo-corrigido';
+
 export type RetornoFormat = 'json' | 'xlsx';
 
 /** Format of a list answer (SPEC §3.5). */

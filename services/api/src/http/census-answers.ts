@@ -2,10 +2,9 @@
 // by the synchronous routes and the asynchronous tasks (SPEC §7.1), whose result must be the same
 // answer: same type, same headers.
 import type { FastifyReply, onRequestHookHandler } from 'fastify';
-import { BATCH_LINES_FILE, BadInputError, OUTPUT_FORMATS, type JobData, type JobResult, type OutputFormat } from '@censo/shared';
+import { BadInputError, OUTPUT_FORMATS, type JobData, type JobResult, type OutputFormat, type Rota } from '@censo/shared';
 import type { ReceivedFiles, UploadField } from './uploads.js';
 import { attachment, corrigidoFilename } from './content-disposition.js';
-import type { Rota } from '../tarefas/model.js';
 
 export type Kind = JobData['kind'];
 
@@ -21,10 +20,6 @@ export const UPLOAD_ROUTES: readonly RouteSpec[] = [
   { url: '/api/retorno-rf', rota: 'retorno-rf', kind: 'retorno-rf', fields: ['retorno', 'txt'] },
   { url: '/api/censo-corrigido', rota: 'censo-corrigido', kind: 'censo-corrigido', fields: ['retorno', 'txt'] },
 ];
-
-export const RESULT_FILE = 'resultado';
-/** Every file a task's job may leave in its area (a batch's divergencias-rf task: its lines of the combined CSV too). */
-export const TASK_OUTPUTS: readonly string[] = [RESULT_FILE, BATCH_LINES_FILE];
 
 export const FORMAT_ERROR = 'Parâmetro format deve ser json, csv ou xlsx.';
 

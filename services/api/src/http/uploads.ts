@@ -17,7 +17,7 @@ import {
   type StoredFile,
   type StoredRetorno,
 } from '@censo/shared';
-import { annotateRequestLog } from '../plugins/request-log.js';
+import { annotateRequestLog } from './request-annotations.js';
 import { clientFileName } from './client-file-name.js';
 import { noteUploadedFile } from '../auth/access-log.js';
 import { digesting } from './file-digest.js';

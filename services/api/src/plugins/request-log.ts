@@ -18,32 +18,6 @@ export function requestId(headers: IncomingHttpHeaders): string {
   return typeof given === 'string' && PLAIN_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-export interface RequestLogFields {
-  jobId?: string;
-  kind?: string;
-  count?: number;
-  code?: string;
-  rows?: number;
-  /** How the upload's job ended and how long the request waited for it (metrics.ts). */
-  outcome?: 'ok' | 'rejected' | 'timeout' | 'cancelled' | 'error';
-  jobMs?: number;
-  /** Bytes of each uploaded file written to disk, even when the upload was then refused. */
-  bytes?: Partial<Record<'retorno' | 'txt', number>>;
-  /** The declared query that ran and its format (GET /api/query); `rows` is its row count. */
-  query?: string;
-  format?: 'json' | 'csv';
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    logFields: RequestLogFields | null;
-  }
-}
-
-export function annotateRequestLog(request: FastifyRequest, fields: RequestLogFields): void {
-  request.logFields = { ...request.logFields, ...fields };
-}
-
 /** nginx's "client closed request": the client left before the response was complete. */
 export const CLIENT_CLOSED_REQUEST = 499;
 

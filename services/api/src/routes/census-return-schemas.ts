@@ -1,7 +1,7 @@
 // OpenAPI descriptions of the upload routes. The multipart body is read by hand (streamed to
 // disk), so it is described here for the docs only, never validated by Fastify.
 import { apiKeySecurity, authErrors, errorResponses } from './schemas.js';
-import { ASYNC_422, ASYNC_503, asyncUpload } from './tarefas-schemas.js';
+import { ASYNC_422, ASYNC_503, asyncUpload } from './tarefas/schemas.js';
 
 const uploadErrors = errorResponses({
   400: 'Arquivo ausente, extensão inválida, arquivo ilegível, campo inesperado ou requisição que não é multipart/form-data.',

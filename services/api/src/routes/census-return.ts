@@ -10,11 +10,12 @@ import type { JobRunner } from '../jobs/runner.js';
 import { receiveFiles, withRequestArea } from '../http/uploads.js';
 import { checkUploadHeaders, limitInFlight } from '../http/admission.js';
 import { continueIfExpected } from '../http/expect-continue.js';
-import { annotateRequestLog } from '../plugins/request-log.js';
+import { annotateRequestLog } from '../http/request-annotations.js';
 import { censoCorrigidoSchema, divergenciasSchema, retornoRfSchema } from './census-return-schemas.js';
-import { checkFormat, describeResult, jobData, requestedFormat, RESULT_FILE, UPLOAD_ROUTES } from '../http/census-answers.js';
-import { admitTarefa, intakeTarefa, wantsAsync } from '../tarefas/intake.js';
-import { loteUploadSchema } from './tarefas-schemas.js';
+import { checkFormat, describeResult, jobData, requestedFormat, UPLOAD_ROUTES } from '../http/census-answers.js';
+import { RESULT_FILE } from '../tarefas/model.js';
+import { admitTarefa, intakeTarefa, wantsAsync } from './tarefas/intake.js';
+import { loteUploadSchema } from './tarefas/schemas.js';
 
 export interface CensusReturnRoutesOptions {
   readonly config: Config;

@@ -7,13 +7,13 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import { BadInputError, ieducarScript, type IeducarDivergencia } from '@censo/shared';
-import { annotateRequestLog } from '../plugins/request-log.js';
+import { annotateRequestLog } from '../http/request-annotations.js';
 import { attachment } from '../http/content-disposition.js';
 import { ConflictError, invalido, loteNaoEncontrado, mensagens } from '../tarefas/errors.js';
-import { donoDe } from '../tarefas/dono.js';
-import { RETRY_AFTER_S } from '../tarefas/intake.js';
+import { donoDe } from './tarefas/dono.js';
+import { RETRY_AFTER_S } from './tarefas/intake.js';
 import { isId, type LoteRecord } from '../tarefas/model.js';
-import { divergenciasCounts, loteDivergencias } from '../tarefas/results.js';
+import { divergenciasCounts, loteDivergencias } from './tarefas/results.js';
 import type { TarefasService } from '../tarefas/service.js';
 import { apiKeySecurity, authErrors, errorResponses } from './schemas.js';
 

@@ -6,7 +6,7 @@ import { QueryNotConfiguredError } from '@censo/shared';
 import type { QueryService } from '../query/service.js';
 import { MAX_PAGE_SIZE } from '../query/params.js';
 import { apiKeySecurity, errorResponses } from './schemas.js';
-import { annotateRequestLog } from '../plugins/request-log.js';
+import { annotateRequestLog } from '../http/request-annotations.js';
 
 export interface QueryRoutesOptions {
   /** null when DATABASE_URL is unset: every request answers 503 (SPEC §3.3). */

@@ -2,12 +2,17 @@
 // answers. Records are the service's own (times in epoch ms); monitors are the SPEC's wire shape
 // (Portuguese names, RFC 3339 times).
 import { randomUUID } from 'node:crypto';
-import type { JobKind } from '@censo/shared';
+import { BATCH_LINES_FILE, type JobKind, type Rota } from '@censo/shared';
 
-export type Rota = 'divergencias-rf' | 'retorno-rf' | 'censo-corrigido';
+export type { Rota };
 export type Formato = 'json' | 'csv' | 'xlsx' | 'txt';
 export type EstadoTarefa = 'aguardando' | 'processando' | 'concluida' | 'falhou' | 'cancelada';
 export type EstadoLote = 'aberto' | 'processando' | 'concluido' | 'cancelado';
+
+/** The file a task's job writes its result to, in the task's area. */
+export const RESULT_FILE = 'resultado';
+/** Every file a task's job may leave in its area (a batch's divergencias-rf task: its lines of the combined CSV too). */
+export const TASK_OUTPUTS: readonly string[] = [RESULT_FILE, BATCH_LINES_FILE];
 
 export const ROTAS: readonly Rota[] = ['divergencias-rf', 'retorno-rf', 'censo-corrigido'];
 export const KIND_OF: Readonly<Record<Rota, JobKind>> = {

@@ -14,6 +14,7 @@ import {
   contagens,
   donoOf,
   isFinal,
+  TASK_OUTPUTS,
   rfc3339,
   type Contagens,
   type Dono,
@@ -25,7 +26,6 @@ import {
 } from './model.js';
 import { keys, type Guard, type TarefaStore, type Write } from './store.js';
 import { deliverWebhook, newMessageId } from './webhooks.js';
-import { TASK_OUTPUTS } from '../http/census-answers.js';
 
 /** A task just committed may not be in the queue yet: a missing job is not a lost one this soon. */
 const SUBMIT_GRACE_MS = 30_000;

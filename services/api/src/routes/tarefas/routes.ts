@@ -6,8 +6,8 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { BadInputError, JobRejectedError } from '@censo/shared';
-import { annotateRequestLog } from '../plugins/request-log.js';
-import { FORMAT_ERROR, requestedFormat } from '../http/census-answers.js';
+import { annotateRequestLog } from '../../http/request-annotations.js';
+import { FORMAT_ERROR, requestedFormat } from '../../http/census-answers.js';
 import {
   loteCreateSchema,
   loteDeleteSchema,
@@ -22,7 +22,7 @@ import {
   tarefaDeleteSchema,
   tarefaGetSchema,
   tarefaResultadoSchema,
-} from './tarefas-schemas.js';
+} from './schemas.js';
 import {
   ConflictError,
   IdempotencyMismatchError,
@@ -31,14 +31,14 @@ import {
   mensagens,
   TooManyLotesError,
   tarefaNaoEncontrada,
-} from '../tarefas/errors.js';
-import { donoDe } from '../tarefas/dono.js';
-import { monitorOf, RETRY_AFTER_S } from '../tarefas/intake.js';
-import { ESTADOS_TAREFA, isId, loteMonitor, newId, type EstadoTarefa, type LoteRecord } from '../tarefas/model.js';
-import { sendComparacao, sendResumo } from '../tarefas/progresso.js';
-import { divergenciasCounts, sendLoteDivergencias, sendLoteFalhas, sendResultado } from '../tarefas/results.js';
-import type { LotesCursor, TarefasService } from '../tarefas/service.js';
-import { checkWebhookDestination, newWebhookSecret, parseWebhookUrl, WebhookRefused } from '../tarefas/webhooks.js';
+} from '../../tarefas/errors.js';
+import { donoDe } from './dono.js';
+import { monitorOf, RETRY_AFTER_S } from './intake.js';
+import { ESTADOS_TAREFA, isId, loteMonitor, newId, type EstadoTarefa, type LoteRecord } from '../../tarefas/model.js';
+import { sendComparacao, sendResumo } from './progresso.js';
+import { divergenciasCounts, sendLoteDivergencias, sendLoteFalhas, sendResultado } from './results.js';
+import type { LotesCursor, TarefasService } from '../../tarefas/service.js';
+import { checkWebhookDestination, newWebhookSecret, parseWebhookUrl, WebhookRefused } from '../../tarefas/webhooks.js';
 
 /** The schemas describe; the handlers check, with the SPEC's messages. */
 const describeOnly = { validatorCompiler: () => () => true };

@@ -1,7 +1,7 @@
 // Who is asking, as the owner of what it creates (SPEC §7.1): every API_KEY value is one principal
 // (the integration, rotated), a signed-in person is another, one per `sub`.
 import type { FastifyRequest } from 'fastify';
-import type { Dono } from './model.js';
+import type { Dono } from '../../tarefas/model.js';
 
 export function donoDe(request: FastifyRequest): Dono {
   const principal = request.principal;

@@ -1,6 +1,6 @@
 // OpenAPI descriptions (and response serialisation) of asynchronous intake (SPEC §7): the task and
 // batch monitors, their routes, and the headers the upload routes take and answer with.
-import { apiKeySecurity, authErrors, errorResponses } from './schemas.js';
+import { apiKeySecurity, authErrors, errorResponses } from '../schemas.js';
 
 const rfc3339 = (description: string) => ({ type: ['string', 'null'], format: 'date-time', description }) as const;
 

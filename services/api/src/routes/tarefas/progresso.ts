@@ -17,11 +17,11 @@ import {
   type Rodada,
   type Storage,
 } from '@censo/shared';
-import { attachment } from '../http/content-disposition.js';
-import { CONTENT_TYPES } from '../http/census-answers.js';
+import { attachment } from '../../http/content-disposition.js';
+import { CONTENT_TYPES } from '../../http/census-answers.js';
 import { loteDivergencias } from './results.js';
-import type { TarefaRecord } from './model.js';
-import type { TarefasService } from './service.js';
+import type { TarefaRecord } from '../../tarefas/model.js';
+import type { TarefasService } from '../../tarefas/service.js';
 
 /** A summary of the batch: its divergencias-rf files (a cancelled one is not a file read) and their divergences by kind. */
 async function resumoOf(service: TarefasService, storage: Storage, loteId: string): Promise<Resumo> {

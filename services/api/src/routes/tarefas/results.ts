@@ -26,10 +26,10 @@ import {
   type OutputFormat,
   type Storage,
 } from '@censo/shared';
-import { attachment } from '../http/content-disposition.js';
-import { CONTENT_TYPES, describeResult, LIST_NAMES, RESULT_FILE } from '../http/census-answers.js';
-import { KIND_OF, type ContagemDivergencias, type LoteRecord, type TarefaRecord } from './model.js';
-import type { TarefasService } from './service.js';
+import { attachment } from '../../http/content-disposition.js';
+import { CONTENT_TYPES, describeResult, LIST_NAMES } from '../../http/census-answers.js';
+import { KIND_OF, RESULT_FILE, type ContagemDivergencias, type LoteRecord, type TarefaRecord } from '../../tarefas/model.js';
+import type { TarefasService } from '../../tarefas/service.js';
 
 /**
  * The items of a `{"<key>":[{...},{...}]}` answer as the service writes it, one parsed object at a

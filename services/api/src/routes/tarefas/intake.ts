@@ -4,14 +4,31 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { GROUP_ID_PREFIX, OverloadedError, type JobData, type RequestArea } from '@censo/shared';
-import { receiveFiles, receiveReturns } from '../http/uploads.js';
-import { annotateRequestLog } from '../plugins/request-log.js';
-import { jobData, requestedFormat, RESULT_FILE, type RouteSpec } from '../http/census-answers.js';
-import { ConflictError, IdempotencyMismatchError, invalido, loteNaoEncontrado, mensagens, tarefaNaoEncontrada } from './errors.js';
+import { receiveFiles, receiveReturns } from '../../http/uploads.js';
+import { annotateRequestLog } from '../../http/request-annotations.js';
+import { jobData, requestedFormat, type RouteSpec } from '../../http/census-answers.js';
+import {
+  ConflictError,
+  IdempotencyMismatchError,
+  invalido,
+  loteNaoEncontrado,
+  mensagens,
+  tarefaNaoEncontrada,
+} from '../../tarefas/errors.js';
 import { donoDe } from './dono.js';
 import { loteLeading } from './results.js';
-import { isFinal, isId, newId, tarefaMonitor, type ArquivoTarefa, type Formato, type TarefaAgora, type TarefaRecord } from './model.js';
-import type { IdempotencyReservation, IdempotencyState, TarefasService } from './service.js';
+import {
+  isFinal,
+  isId,
+  newId,
+  RESULT_FILE,
+  tarefaMonitor,
+  type ArquivoTarefa,
+  type Formato,
+  type TarefaAgora,
+  type TarefaRecord,
+} from '../../tarefas/model.js';
+import type { IdempotencyReservation, IdempotencyState, TarefasService } from '../../tarefas/service.js';
 
 /** Seconds a client is asked to wait before looking at an unfinished task again. */
 export const RETRY_AFTER_S = '2';
@@ -38,29 +55,6 @@ export function idempotencyScope(loteId: string | null): string {
   return loteId === null ? 'tarefas' : `lote:${loteId}`;
 }
 
-/**
- * Uploads admitted by this replica whose task is not in the queue yet. The backlog check counts
- * them with the tasks waiting, so uploads that arrive together cannot all pass a check that none
- * of them has reached the queue yet (SPEC §7.5: a strict bound per replica).
- */
-export class AdmissionCount {
-  #admitted = 0;
-
-  get current(): number {
-    return this.#admitted;
-  }
-
-  /** Counts one admission until `release` (idempotent) is called. */
-  hold(): () => void {
-    this.#admitted++;
-    let held = true;
-    return () => {
-      if (held) this.#admitted--;
-      held = false;
-    };
-  }
-}
-
 /** What admission found out, for the handler. */
 interface Admission {
   readonly idemKey: string | null;
@@ -80,7 +74,7 @@ declare module 'fastify' {
   }
 }
 
-declare module '../plugins/request-log.js' {
+declare module '../../http/request-annotations.js' {
   interface RequestLogFields {
     /** The asynchronous task and batch a request created or read (SPEC §7). */
     tarefa?: string;

@@ -9,12 +9,12 @@ import { Counter, Gauge } from 'prom-client';
 import { isAreaFolderName, type Config, type Logger, type Storage } from '@censo/shared';
 import type { BullmqRunner } from '../jobs/bullmq.js';
 import type { JobRunner } from '../jobs/runner.js';
-import { createEmbeddedExecution } from './execution.js';
-import { defaultIntervals, startHousekeeping, type HousekeepingIntervals } from './housekeeping.js';
-import { AdmissionCount } from './intake.js';
-import { TarefasService } from './service.js';
-import { createMemoryStore } from './store-memory.js';
-import { createRedisStore } from './store-redis.js';
+import { createEmbeddedExecution } from '../jobs/embedded-tasks.js';
+import { defaultIntervals, startHousekeeping, type HousekeepingIntervals } from '../tarefas/housekeeping.js';
+import { AdmissionCount } from '../tarefas/admission.js';
+import { TarefasService } from '../tarefas/service.js';
+import { createMemoryStore } from '../tarefas/store-memory.js';
+import { createRedisStore } from '../tarefas/store-redis.js';
 
 export interface TarefasContext {
   readonly service: TarefasService;
