@@ -9,13 +9,14 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import ExcelJS from 'exceljs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { orientacao, type Divergencia } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 
 const run = promisify(execFile);
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
-const DIVERGENCIA_COLUMNS = ['codigo_na_escola', 'linha', 'campo', 'enviado', 'correto', 'is_filiacao', 'chave'];
+const DIVERGENCIA_COLUMNS = ['codigo_na_escola', 'linha', 'campo', 'enviado', 'correto', 'is_filiacao', 'chave', 'correcao'];
 const PESSOA_COLUMNS = ['codigo_na_escola', 'linha', 'cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae'];
 const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 
@@ -29,23 +30,15 @@ const DADO: Record<string, string> = {
   nome_mae: 'Nome da mãe',
   nome_pai: 'Nome do pai',
 };
-/** SPEC §3.4's rule, written again here: fields 4–7 with a value INEP's layout can hold. */
-function applied(item: Record<string, unknown>): boolean {
-  const value = String(item.correto);
-  const digits = value.replace(/[\s./-]/g, '');
-  switch (item.chave) {
-    case 'cpf':
-      return /^\d{11}$/.test(digits);
-    case 'inep':
-      return /^\d{12}$/.test(digits);
-    case 'nome':
-      return /[A-Za-zÀ-ÿ]/.test(value);
-    case 'data_nascimento':
-      return /^(\d{1,2}\/\d{1,2}\/\d{4}|\d{8}|\d{4}-\d{2}-\d{2}.*)$/.test(value);
-    default:
-      return false;
-  }
-}
+/** SPEC §11: the corrected file applies exactly the divergences whose `correcao` is `arquivo`. */
+const applied = (item: Record<string, unknown>): boolean => item.correcao === 'arquivo';
+/** The words of `correcao` (SPEC §11), written again here. */
+const COMO: Record<string, string> = {
+  arquivo: 'Arquivo corrigido',
+  formulario: 'Formulário do Educacenso',
+  receita: 'Cidadão na Receita Federal',
+  grafia: 'Só grafia',
+};
 const DIVERGENCIA_SHEET = {
   columns: [
     'Código na escola',
@@ -56,6 +49,8 @@ const DIVERGENCIA_SHEET = {
     'Filiação',
     'Dado',
     'No arquivo corrigido',
+    'Como corrigir',
+    'O que fazer',
   ],
   cells: (d: Record<string, unknown>) => [
     String(d.codigo_na_escola),
@@ -66,6 +61,9 @@ const DIVERGENCIA_SHEET = {
     d.is_filiacao ? 'Sim' : 'Não',
     d.chave === null ? 'Outro campo' : DADO[d.chave as string]!,
     applied(d) ? 'Sim' : 'não corrigido automaticamente',
+    COMO[d.correcao as string]!,
+    // The sentence is the core's own (its wording is no contract); that there is one per row is.
+    orientacao(d as unknown as Divergencia),
   ],
 };
 const PESSOA_SHEET = {
@@ -126,14 +124,15 @@ describe.each(['embedded', 'queue'] as const)('%s mode', (mode) => {
     expect(response.headers.get('content-type')).toBe('text/plain; charset=ISO-8859-1');
     expect(response.headers.get('content-disposition')).toBe('attachment; filename="censo-corrigido.txt"');
     expect(response.headers.get('censo-pessoas-corrigidas')).toBe('3');
-    expect(response.headers.get('censo-correcoes-nao-aplicadas')).toBe('0');
-    // Written by hand from the fixture: ALU0001 (INEP id, CPF, birth date), ALU0002 (name),
+    // ALU0001's CPF was sent: Educacenso does not change it by migration (field 5 rule 10, SPEC §11).
+    expect(response.headers.get('censo-correcoes-nao-aplicadas')).toBe('1');
+    // Written by hand from the fixture: ALU0001 (INEP id, birth date; not the CPF), ALU0002 (name),
     // SRV0042 (birth date; its name correction JOÃO → JOAO equals what the file has).
     const original = (await readFile(basico.txt)).toString('latin1').split('\n');
     const expected = [...original];
     expected[1] = original[1]!.replace(
       '|123456789012|52998224725|MARIA DA SILVA SOUZA|14/03/2014|',
-      '|123456789099|52998224726|MARIA DA SILVA SOUZA|15/03/2014|',
+      '|123456789099|52998224725|MARIA DA SILVA SOUZA|15/03/2014|',
     );
     expected[2] = original[2]!.replace('|JOAO PEDRO SOUZA|', '|JOAO PEDRO DE SOUZA|');
     expected[5] = original[5]!.replace('|JOAO PEREIRA LIMA|02/10/1980|', '|JOAO PEREIRA LIMA|03/10/1980|');
@@ -211,7 +210,7 @@ describe.each(['embedded', 'queue'] as const)('%s mode', (mode) => {
       });
       if (name === 'divergencias') {
         // The fixture has both kinds, so the column says something.
-        const said = new Set(items.map((item) => planilha.cells(item).at(-1)));
+        const said = new Set(items.map((item) => planilha.cells(item)[columns.indexOf('No arquivo corrigido')]));
         expect(said).toEqual(new Set(['Sim', 'não corrigido automaticamente']));
       }
     },
@@ -264,7 +263,11 @@ describe('LibreOffice opens the workbook with CPFs intact', () => {
       );
       const csv = (await readFile(path.join(work, 'divergencias.csv'), 'utf8')).trim().split(/\r?\n/);
       expect(csv[0]).toBe(DIVERGENCIA_SHEET.columns.join(','));
-      expect(csv[1]).toBe('007,2,Número do CPF,01234567890,00234567891,Não,CPF,Sim');
+      // A CPF already sent is not changed by migration (field 5 rule 10): the form's to fix.
+      expect(csv[1]).toBe(
+        '007,2,Número do CPF,01234567890,00234567891,Não,CPF,não corrigido automaticamente,Formulário do Educacenso,' +
+          'O Educacenso não troca por arquivo um CPF que já tem (regra 10 do CPF): corrija no formulário do Educacenso.',
+      );
     } finally {
       await server.dispose();
     }

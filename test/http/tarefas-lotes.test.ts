@@ -27,7 +27,7 @@ const txt: UploadFile = { field: 'txt', path: basico.txt, filename: 'censo.txt' 
 const unreadable: UploadFile = { field: 'retorno', content: 'not json', filename: 'quebrado.json' };
 const DIVERGENCIAS = (basico.expectedDivergencias as { divergencias: Record<string, unknown>[] }).divergencias;
 const DIVERGENCIAS_UTF8 = (utf8.expectedDivergencias as { divergencias: Record<string, unknown>[] }).divergencias;
-const COLUMNS = ['referencia', 'arquivo', 'codigo_na_escola', 'linha', 'campo', 'enviado', 'correto', 'is_filiacao', 'chave'];
+const COLUMNS = ['referencia', 'arquivo', 'codigo_na_escola', 'linha', 'campo', 'enviado', 'correto', 'is_filiacao', 'chave', 'correcao'];
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 const LOTE_KEYS = ['concluido_em', 'criado_em', 'estado', 'expira_em', 'fechado_em', 'id', 'nome', 'tarefas'];
 
@@ -387,6 +387,8 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
         'Filiação',
         'Dado',
         'No arquivo corrigido',
+        'Como corrigir',
+        'O que fazer',
       ]);
       expect(sheet!.rows.length - 1).toBe(expected().length);
       const byRow = sheet!.rows.slice(1);
@@ -398,6 +400,18 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
         expect(byRow[i]![7]).toBe(d.is_filiacao ? 'Sim' : 'Não');
       });
       expect(new Set(byRow.map((row) => row[9]))).toEqual(new Set(['Sim', 'não corrigido automaticamente']));
+      // How each gets fixed, in words (SPEC §11), and 'Sim' exactly for the corrected file's.
+      const como = {
+        arquivo: 'Arquivo corrigido',
+        formulario: 'Formulário do Educacenso',
+        receita: 'Cidadão na Receita Federal',
+        grafia: 'Só grafia',
+      };
+      expected().forEach((item, i) => {
+        const correcao = (item as { correcao: keyof typeof como }).correcao;
+        expect([byRow[i]![9], byRow[i]![10]]).toEqual([correcao === 'arquivo' ? 'Sim' : 'não corrigido automaticamente', como[correcao]]);
+        expect(byRow[i]![11]).toMatch(/\.$/);
+      });
       expect(falhas!.rows).toEqual([
         ['Referência', 'Arquivo', 'Status HTTP', 'Erro'],
         [FALHA.referencia, FALHA.arquivo, String(FALHA.status), FALHA.erro],

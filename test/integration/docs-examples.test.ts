@@ -220,7 +220,10 @@ describe('README.md', () => {
     expect(corrigido).toHaveLength(original.length);
     for (const pessoa of pessoas) {
       const fields = corrigido[Number(pessoa.linha) - 1]!.split('|');
-      expect(fields.slice(2, 5)).toEqual([pessoa.codigo_na_escola, pessoa.inep, pessoa.cpf]);
+      const sent = original[Number(pessoa.linha) - 1]!.split('|');
+      // The Receita's INEP id and birth date; the CPF as sent, since the fixture's persons all
+      // had one and Educacenso does not change it by migration (field 5 rule 10, SPEC §11).
+      expect(fields.slice(2, 5)).toEqual([pessoa.codigo_na_escola, pessoa.inep, sent[4]]);
       expect(fields[6]).toBe(pessoa.data_nascimento);
     }
     expect(corrigido).not.toEqual(original);
