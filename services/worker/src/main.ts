@@ -1,9 +1,26 @@
 // Entry point of `npm run start:worker`: the worker role alone (SPEC §6). Any number of these
 // can run against one REDIS_URL and one shared UPLOAD_DIR volume or S3 bucket.
-import closeWithGrace from 'close-with-grace';
-import { ConfigError, NOT_A_STOP, createLogger, handleOperatorSignals, loadConfig, type Config } from '@censo/shared';
-import { startHealthServer, type WorkerHealthServer } from './health-server.js';
-import { startWorker, type RunningWorker } from './worker.js';
+// Tracing starts before anything it instruments is loaded (ioredis, the S3 client): the rest is
+// imported below, dynamically, once it has. Off (no OTLP endpoint), this loads @opentelemetry/api alone.
+import { startTelemetry, type RunningTelemetry } from '@censo/shared/telemetry';
+import type { Config } from '@censo/shared';
+import type { WorkerHealthServer } from './health-server.js';
+import type { RunningWorker } from './worker.js';
+
+let telemetry: RunningTelemetry;
+try {
+  telemetry = await startTelemetry(process.env, { serviceName: 'censo-worker' });
+} catch (err) {
+  // A ConfigError (an invalid OTEL_* value); the class itself comes with the rest of @censo/shared.
+  if (!(err instanceof Error && err.name === 'ConfigError')) throw err;
+  process.stderr.write(`censo-worker: invalid configuration: ${err.message}\n`);
+  process.exit(1);
+}
+
+const { default: closeWithGrace } = await import('close-with-grace');
+const { ConfigError, NOT_A_STOP, createLogger, handleOperatorSignals, loadConfig } = await import('@censo/shared');
+const { startHealthServer } = await import('./health-server.js');
+const { startWorker } = await import('./worker.js');
 
 let config: Config;
 try {
@@ -17,6 +34,7 @@ try {
 }
 
 const log = createLogger(config, { role: 'worker' });
+if (telemetry.enabled) log.info('tracing on (OpenTelemetry, OTLP)');
 let running: RunningWorker | undefined;
 let health: WorkerHealthServer | null = null;
 
@@ -30,6 +48,8 @@ closeWithGrace({ delay: Math.min(config.jobTimeoutMs, 20_000) + 10_000, logger: 
   else log.info({ signal }, 'closing');
   await running?.close();
   await health?.close();
+  // The last jobs' spans go out before the process ends.
+  await telemetry.shutdown().catch((err: unknown) => log.warn({ err }, 'the last spans could not be sent'));
 });
 // The worker logs to stdout only: SIGHUP has nothing to reopen, and is logged.
 handleOperatorSignals(log);

@@ -18,6 +18,7 @@ import {
   finishedItem,
   groupKeys,
   groupScripts,
+  inSpan,
   jobOf,
   startedItem,
   storageExecutor,
@@ -194,7 +195,10 @@ export function createProcessor(
         runningTasks.set(id, controller);
         const jobLog = log.child({ jobId: job.id, tarefa: id, kind: data.kind, attempt: job.attemptsStarted, contract: version });
         try {
-          const result = await runOne(job, data, jobLog, token, controller.signal);
+          // Each task of a group job a span of its own inside the job's (its id, never its file).
+          const result = await inSpan('tarefa', { 'censo.tarefa.id': id, 'censo.job.kind': data.kind }, () =>
+            runOne(job, data, jobLog, token, controller.signal),
+          );
           ended.push(id, finishedItem(startedAt, Date.now(), { result }));
         } catch (err) {
           if (err instanceof WaitingError || signal?.aborted) throw err; // the whole group went back, or stops

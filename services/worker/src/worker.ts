@@ -21,6 +21,7 @@ import {
   throttledErrorLog,
   closeRedisClient,
   createRedisClient,
+  queueTelemetry,
   type Config,
   type GroupSummary,
   type JobResult,
@@ -93,6 +94,8 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   const connection = createRedisClient(config.redis, 'worker', {}, { onMasterSwitch: failovers?.onMasterSwitch });
   const onError = throttledErrorLog(log);
   const contractVersion = options.contractVersion ?? JOB_CONTRACT_VERSION;
+  const traced = queueTelemetry();
+  const telemetry = traced ? { telemetry: traced } : {};
 
   // The pause after giving a job back ends before BullMQ first renews the job's lock (a quarter
   // of the lock's duration after the job started): that lock is gone with the job, and renewing
@@ -122,6 +125,8 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerStalledIntervalMs,
       maxStalledCount: MAX_STALLED_COUNT,
+      // With tracing on, a job's run is a span (CONSUMER) in its producer's trace (bullmq-otel).
+      ...telemetry,
     });
     worker.on('error', (err) => onError(`worker ${queue}`, err));
     worker.on('failed', (job, err) => {

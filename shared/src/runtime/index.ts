@@ -4,6 +4,7 @@ export * from './config.js';
 export * from './columns-file.js';
 export * from './setting-file.js';
 export * from './logger.js';
+export * from './telemetry.js';
 export * from './credentials.js';
 export * from './job-pool.js';
 export * from './job-metrics.js';

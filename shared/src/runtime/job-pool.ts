@@ -7,6 +7,7 @@ import { OverloadedError, badInput } from '../core/errors.js';
 import type { LoteBatch, LoteFileOutcome } from '../core/lote.js';
 import { outputsOf, type JobData, type JobResult } from '../core/types.js';
 import type { VocabularyAdditions } from '../core/vocabulary.js';
+import { inSpan } from './telemetry.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
 const { Piscina } = createRequire(import.meta.url)('piscina') as typeof PiscinaModule;
@@ -112,7 +113,16 @@ export function createJobPool(options: JobPoolOptions): LotePool {
       if (inFlight >= capacity) throw new OverloadedError();
       inFlight++;
       try {
-        return (await pool.run(data, signal ? { signal } : {})) as JobResult;
+        // The job's time on its thread (and waiting for one) as a span of the request's or the job's trace.
+        return await inSpan('job thread', { 'censo.job.kind': data.kind }, async (span) => {
+          const result = (await pool.run(data, signal ? { signal } : {})) as JobResult;
+          span?.setAttributes(
+            result.ok
+              ? { 'censo.job.ok': true, 'censo.job.count': result.count }
+              : { 'censo.job.ok': false, 'censo.job.code': result.code },
+          );
+          return result;
+        });
       } catch (err) {
         if (signal?.aborted) await removeAbandonedResults(outputsOf(data));
         else if (isOutOfMemory(err)) {

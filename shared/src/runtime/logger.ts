@@ -2,6 +2,7 @@
 // headers are redacted wherever a request or its headers are logged (SPEC §4).
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config.js';
+import { traceFields } from './telemetry.js';
 
 export const REDACTED_PATHS = [
   'req.headers["x-api-key"]',
@@ -29,6 +30,9 @@ export function createLogger(config: Pick<Config, 'logLevel'>, bindings: Record<
       base: { pid: process.pid, ...bindings },
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // The trace a line belongs to (`trace_id`, `span_id`), so an operator goes from a request's or a
+      // job's lines to its trace and back; nothing when tracing is off or outside a trace.
+      mixin: traceFields,
     },
     destination,
   );

@@ -4,6 +4,8 @@ import type { Config } from '../runtime/config.js';
 import type { Logger } from '../runtime/logger.js';
 import { createFolderStorage } from './folder.js';
 import type { Storage } from './port.js';
+import { tracingEnabled } from '../runtime/telemetry.js';
+import { tracedStorage } from './traced.js';
 
 export * from './port.js';
 export { areaFolderName, createFolderStorage, isAreaFolderName, UPLOAD_BUFFER_BYTES } from './folder.js';
@@ -14,6 +16,12 @@ const STALE_MARGIN_MS = 60_000;
 
 /** `log`: where the bucket's failures that no request sees are reported (S3 only). */
 export async function createStorage(config: Config, log: Pick<Logger, 'warn' | 'debug'>): Promise<Storage> {
+  const storage = await openStorage(config, log);
+  // Spans only when tracing is on: off, the storage is the adapter itself, nothing in between.
+  return tracingEnabled() ? tracedStorage(storage) : storage;
+}
+
+async function openStorage(config: Config, log: Pick<Logger, 'warn' | 'debug'>): Promise<Storage> {
   if (config.storage.kind === 'folder') return createFolderStorage(config.uploadDir);
   const { createS3Storage, removeStaleScratch } = await import('./s3.js');
   // A worker killed mid-job leaves its local copies behind; none can be in use past its deadline.

@@ -12,7 +12,7 @@ import { closeSync, openSync } from 'node:fs';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { pino, type Logger } from 'pino';
-import { settlesWithin } from '@censo/shared';
+import { settlesWithin, traceFields, tracingEnabled } from '@censo/shared';
 import type { StaffSession } from './sessions.js';
 
 /** Who a request was let in as (http/auth.ts sets it before the body is read). */
@@ -30,6 +30,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
     uploadedFiles: UploadedFile[] | null;
+    /** The request's trace (`trace_id`, `span_id`) when tracing is on, taken while its span is active. */
+    traceIds: { trace_id?: string; span_id?: string } | null;
   }
 }
 
@@ -156,12 +158,22 @@ export function accessLine(request: FastifyRequest, status: number): Record<stri
     ...(fields.tarefa === undefined ? {} : { tarefa: fields.tarefa }),
     ...(fields.lote === undefined ? {} : { lote: fields.lote }),
     ...(request.uploadedFiles === null ? {} : { files: request.uploadedFiles }),
+    // The request's trace, to go from this line to its spans (SPEC §12); absent when tracing is off.
+    ...(request.traceIds as FastifyRequest['traceIds'] | undefined),
   };
 }
 
 async function accessLogging(app: FastifyInstance, { log }: { log: AccessLog }): Promise<void> {
   app.decorateRequest('principal', null);
   app.decorateRequest('uploadedFiles', null);
+  app.decorateRequest('traceIds', null);
+  // Read at the start: the line is written after the response, when the request's span has ended.
+  // Fastify's instrumentation opens that span in the first onRequest hook, before this one.
+  if (tracingEnabled()) {
+    app.addHook('onRequest', async (request) => {
+      request.traceIds = traceFields();
+    });
+  }
   app.onRequestEnd((request, _reply, status) => {
     const line = accessLine(request, status);
     if (line !== null) log.write(line);

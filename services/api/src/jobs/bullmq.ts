@@ -23,6 +23,7 @@ import {
   closeQueueEvents,
   closeRedisClient,
   createRedisClient,
+  queueTelemetry,
   throttledErrorLog,
   withContract,
 } from '@censo/shared';
@@ -102,11 +103,19 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
   // XREAD BLOCK needs its own connection that never gives up on a command (BullMQ requires
   // maxRetriesPerRequest: null there); QueueEvents opens it as a copy of this lazy client.
   const eventsTemplate = createRedisClient(redis, 'worker');
+  const traced = queueTelemetry();
+  const telemetry = traced ? { telemetry: traced } : {};
 
   /** A queue on the producer connection, the producer of its cancellations, and its events. */
   function open(name: string): TaskQueue {
     const opened: TaskQueue = {
-      queue: new Queue<JobData, JobResult>(name, { connection: producer, prefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } }),
+      // With tracing on, an enqueue is a span (PRODUCER) whose context travels in the job's options (bullmq-otel).
+      queue: new Queue<JobData, JobResult>(name, {
+        connection: producer,
+        prefix,
+        streams: { events: { maxLen: EVENTS_MAX_LEN } },
+        ...telemetry,
+      }),
       cancels: new QueueEventsProducer(name, { connection: producer, prefix }),
       events: new QueueEvents(name, { connection: eventsTemplate, prefix }),
     };
