@@ -71,7 +71,11 @@ describe('the same answers as the API', () => {
       const run = await censo(['corrigir', c.retorno.json, c.txt, '-o', out]);
       expect(run.code).toBe(0);
       expect(run.stdout.length).toBe(0);
-      expect(run.stderr).toBe('Pessoas corrigidas: 3\nCorreções não aplicadas: 0\n');
+      // ALU0001's CPF was sent: Educacenso does not change it by migration (field 5 rule 10, SPEC §11).
+      expect(run.stderr).toBe(
+        'Pessoas corrigidas: 3\nCorreções não aplicadas: 1\n' +
+          '  ALU0001 (linha 2 do txt), CPF: 52998224726: o Educacenso não troca por arquivo um CPF que já tem (regra 10 do CPF).\n',
+      );
       expect((await readFile(out)).equals(await api('/api/censo-corrigido', [retorno(c), txt(c)]))).toBe(true);
     }
   });
@@ -93,7 +97,7 @@ describe('lote', () => {
     const a = (await api('/api/divergencias-rf?format=csv', [retorno(basico)])).toString('utf8').split('\r\n').slice(1, -1);
     const b = (await api('/api/divergencias-rf?format=csv', [retorno(utf8, 'xlsx')])).toString('utf8').split('\r\n').slice(1, -1);
     return [
-      'arquivo,codigo_na_escola,linha,campo,enviado,correto,is_filiacao,chave',
+      'arquivo,codigo_na_escola,linha,campo,enviado,correto,is_filiacao,chave,correcao',
       ...a.map((line) => `escola-a.json,${line}`),
       ...b.map((line) => `escola-b/dentro/Retorno.XLSX,${line}`),
     ]

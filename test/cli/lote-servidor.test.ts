@@ -306,7 +306,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       server.gate.open();
       const done = await running;
       expect(done.code).toBe(1);
-      expect(done.stdout.toString()).toBe('arquivo,codigo_na_escola,linha,campo,enviado,correto,is_filiacao,chave\r\n');
+      expect(done.stdout.toString()).toBe('arquivo,codigo_na_escola,linha,campo,enviado,correto,is_filiacao,chave,correcao\r\n');
       expect(done.stderr).toMatch(/^censo: "a\.json": .+\ncenso: "b\.xlsx": .+\n/m);
       expect(done.stderr).toMatch(
         /\nRetornos: 2 \(0 lidos, 2 com falha\); ignorados: 0; divergências gravadas: 0\.\nCom falha: "a\.json", "b\.xlsx"\.\n$/,

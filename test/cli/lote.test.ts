@@ -17,7 +17,7 @@ import { censo, CLI, handOver, type Run } from './censo-process.js';
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const utf8 = fixtureCases().find((c) => c.name === 'basico-utf8')!;
 const runFile = promisify(execFile);
-const HEADER = 'arquivo,codigo_na_escola,linha,campo,enviado,correto,is_filiacao,chave\r\n';
+const HEADER = 'arquivo,codigo_na_escola,linha,campo,enviado,correto,is_filiacao,chave,correcao\r\n';
 
 let dir: string;
 /** Modes to give back before removing `dir` (a 000 folder cannot be emptied by its owner). */
