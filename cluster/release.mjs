@@ -3,7 +3,7 @@
 // API's page and queries), in a folder of the run. Its node_modules holds links to this tree's
 // packages, except the workspaces, which point at the copy: so the upgraded processes run the
 // copy's code on the same dependencies, and their jobs carry version N+1.
-import { cp, mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
+import { access, cp, mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ROOT } from './procs.mjs';
 
@@ -50,6 +50,16 @@ export async function prepareNextRelease(dir) {
   }
   for (const [name, workspace] of Object.entries(WORKSPACE_LINKS)) {
     await symlink(path.join(dir, workspace), path.join(modules, '@censo', name));
+    // A workspace's own node_modules holds what npm could not hoist (a version pinned apart,
+    // such as services/api's @fastify/static): without it the copy's processes cannot start.
+    const own = path.join(ROOT, workspace, 'node_modules');
+    if (await exists(own)) await symlink(own, path.join(dir, workspace, 'node_modules'));
   }
   return { root: dir, from, to: from + 1 };
 }
+
+const exists = (file) =>
+  access(file).then(
+    () => true,
+    () => false,
+  );

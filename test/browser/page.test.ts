@@ -79,7 +79,15 @@ const DADO: Record<string, string> = {
   nome_pai: 'Nome do pai',
   null: 'Outro campo',
 };
-const APPLIED = new Set(['cpf', 'nome', 'data_nascimento', 'inep']);
+/** SPEC §11: the corrected file applies a divergence exactly when its `correcao` is `arquivo`. */
+const applies = (d: Record<string, unknown>): boolean => d.correcao === 'arquivo';
+/** The words of `correcao` (SPEC §11), written again here. */
+const COMO: Record<string, string> = {
+  arquivo: 'Arquivo corrigido',
+  formulario: 'Formulário do Educacenso',
+  receita: 'Cidadão na Receita Federal',
+  grafia: 'Só grafia',
+};
 /** A divergence as its table row reads: Portuguese words, Sim/Não, and whether the corrected file applies it. */
 function divergenciaRow(d: Record<string, unknown>): string[] {
   const chave = String(d.chave);
@@ -87,7 +95,8 @@ function divergenciaRow(d: Record<string, unknown>): string[] {
     ...text(d, ['codigo_na_escola', 'linha', 'campo', 'enviado', 'correto']),
     DADO[chave]!,
     d.is_filiacao ? 'Sim' : 'Não',
-    APPLIED.has(chave) ? 'Sim' : 'não corrigido automaticamente',
+    applies(d) ? 'Sim' : 'não corrigido automaticamente',
+    COMO[String(d.correcao)]!,
   ];
 }
 
@@ -135,6 +144,7 @@ describe('the staff page', () => {
       'Dado',
       'Filiação',
       'No arquivo corrigido',
+      'Como corrigir',
     ]);
     const tally = new Map<string, number>();
     for (const d of divergencias) tally.set(DADO[String(d.chave)]!, (tally.get(DADO[String(d.chave)]!) ?? 0) + 1);
@@ -142,14 +152,17 @@ describe('the staff page', () => {
       .poll(async () => new Set(await page.locator('#tabela-divergencias .contagens li').allTextContents()))
       .toEqual(new Set([...tally].map(([k, n]) => `${k}: ${n}`)));
     // The line above the table says how many, and how many the corrected file applies: the table's own numbers.
-    const applied = divergencias.filter((d) => APPLIED.has(String(d.chave))).length;
+    const applied = divergencias.filter(applies).length;
+    const by = (correcao: string) => divergencias.filter((d) => d.correcao === correcao).length;
     const explained = (await page.locator('#explica-divergencias').textContent()) ?? '';
     expect(await page.locator('#tabela-divergencias .resumo').textContent()).toBe(
       `${divergencias.length} de ${divergencias.length} linhas`,
     );
     expect(explained).toContain(`${divergencias.length} divergências, uma por linha da tabela. ${applied} são corrigidas automaticamente`);
+    // And how many each other way takes (SPEC §11), from the same column.
     expect(explained).toContain(
-      `${divergencias.length - applied} não são: Nome da mãe, Nome do pai (filiação) e outros campos, como Sexo e Cor/Raça`,
+      `Das outras: ${by('formulario')} só no formulário do Educacenso (o INEP recusaria a troca por arquivo); ` +
+        `${by('receita')} pelo cidadão, na Receita Federal (ou o INEP já usa o valor da Receita); ${by('grafia')} só de grafia: nada a corrigir.`,
     );
     await page.screenshot({ path: path.join(SHOTS, 'divergencias.png'), fullPage: true });
 
@@ -223,7 +236,9 @@ describe('the staff page', () => {
     // The table has one person more than the lines changed: said, with the reason.
     expect(pessoas.length - changed).toBe(1);
     expect(await page.locator('#contagens-corrigido').textContent()).toBe(
-      `Arquivo corrigido: ${changed} linhas alteradas de ${pessoas.length} pessoas da tabela. Correções não aplicadas: ${notApplied}. ` +
+      `Arquivo corrigido: ${changed} linhas alteradas de ${pessoas.length} pessoas da tabela. Correções não aplicadas: ${notApplied}` +
+        ' (a linha mantém o valor do .txt: o layout do INEP não aceita o valor da Receita, marcado na tabela com “(não aplicada)”, ' +
+        'ou o INEP recusaria a troca por arquivo; a aba “Divergências” diz, na coluna “Como corrigir”, quem corrige e onde). ' +
         '1 pessoa não teve a linha alterada: só divergências que não são corrigidas automaticamente (filiação, Sexo, Cor/Raça) ' +
         'ou que não puderam ser aplicadas. Corrija-as no Educacenso.',
     );

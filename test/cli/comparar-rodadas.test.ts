@@ -10,24 +10,8 @@ import path from 'node:path';
 import ExcelJS from 'exceljs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { censo } from './censo-process.js';
+import { CPF, retorno, type Linha, NOME } from '../helpers/retorno-linhas.js';
 
-type Linha = [codigo: string, campo: string, conteudo: string];
-
-/** A return with one row per divergence: registro 30, a message citing the Receita Federal. */
-const retorno = (linhas: readonly Linha[]) =>
-  JSON.stringify(
-    linhas.map(([codigo, campo, conteudo], i) => ({
-      Registro: '30',
-      Linha: String(i + 2),
-      'Código na Escola': codigo,
-      Campo: campo,
-      Mensagem: 'Dado divergente da base da Receita Federal',
-      Conteúdo: conteudo,
-    })),
-  );
-
-const CPF = 'Número do CPF';
-const NOME = 'Nome completo';
 const NINE: Linha[] = Array.from({ length: 9 }, (_, i) => [`B${i}`, CPF, `1000000000${i} -- 2000000000${i}`]);
 const BROKEN = 'Arquivo retorno ilegível: não é um JSON válido.';
 

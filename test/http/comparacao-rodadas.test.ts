@@ -10,19 +10,8 @@ import { formWith } from '../helpers/http.js';
 import { useTestRedis } from '../helpers/redis.js';
 import { request, startHarness, waitForTarefa, type Harness } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { CPF, retorno } from '../helpers/retorno-linhas.js';
 
-const retorno = (linhas: ReadonlyArray<[string, string, string]>) =>
-  JSON.stringify(
-    linhas.map(([codigo, campo, conteudo], i) => ({
-      Registro: '30',
-      Linha: String(i + 2),
-      'Código na Escola': codigo,
-      Campo: campo,
-      Mensagem: 'Dado divergente da base da Receita Federal',
-      Conteúdo: conteudo,
-    })),
-  );
-const CPF = 'Número do CPF';
 const BROKEN = 'Arquivo retorno ilegível: não é um JSON válido.';
 
 /** Each round: referencia (the file's path, as `censo lote --servidor` sends it) → the file's text. */

@@ -408,7 +408,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
         grafia: 'Só grafia',
       };
       expected().forEach((item, i) => {
-        const correcao = (item as { correcao: keyof typeof como }).correcao;
+        const correcao = (item as unknown as { correcao: keyof typeof como }).correcao;
         expect([byRow[i]![9], byRow[i]![10]]).toEqual([correcao === 'arquivo' ? 'Sim' : 'não corrigido automaticamente', como[correcao]]);
         expect(byRow[i]![11]).toMatch(/\.$/);
       });

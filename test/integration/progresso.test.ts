@@ -12,23 +12,8 @@ import { useTestRedis } from '../helpers/redis.js';
 import { MODES, request, startHarness, waitForTarefa, workbookSheets, type Harness, type Mode } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { censo } from '../cli/censo-process.js';
+import { CPF, retorno, type Linha } from '../helpers/retorno-linhas.js';
 
-type Linha = [codigo: string, campo: string, conteudo: string];
-
-/** A return with one row per divergence: registro 30, a message citing the Receita Federal. */
-const retorno = (linhas: readonly Linha[]) =>
-  JSON.stringify(
-    linhas.map(([codigo, campo, conteudo], i) => ({
-      Registro: '30',
-      Linha: String(i + 2),
-      'Código na Escola': codigo,
-      Campo: campo,
-      Mensagem: 'Dado divergente da base da Receita Federal',
-      Conteúdo: conteudo,
-    })),
-  );
-
-const CPF = 'Número do CPF';
 /** Each round: school (its file's path, also its referencia) → its return (null: an unreadable file). */
 const ROUNDS: ReadonlyArray<Readonly<Record<string, readonly Linha[] | null>>> = [
   {

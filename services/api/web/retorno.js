@@ -28,7 +28,9 @@ function explainPessoas(total) {
       : `${plural(total, 'pessoa do .txt tem', 'pessoas do .txt têm')} divergência com a Receita Federal, uma por linha, com CPF, ` +
         'Nome, Data de nascimento e INEP como o arquivo corrigido os escreve (nome em maiúsculas, sem acentos; CPF e INEP só com ' +
         'números). Nome da mãe é o do .txt: filiação, Sexo e Cor/Raça não são corrigidos automaticamente (corrija-os no ' +
-        'Educacenso). Próximo passo: baixe o arquivo corrigido e importe-o no Educacenso.';
+        'Educacenso). O arquivo corrigido ainda deixa como enviado o que o INEP recusaria na reimportação (um CPF que o ' +
+        'Educacenso já tem, uma pessoa que seria descaracterizada): a coluna “Como corrigir” da aba “Divergências” diz quais. ' +
+        'Próximo passo: baixe o arquivo corrigido e importe-o no Educacenso.';
 }
 
 /** Which person and field each correction the file cannot apply is (SPEC §3.4), by name. */
