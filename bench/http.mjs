@@ -31,7 +31,7 @@ export function multipartBody(files) {
   return Buffer.concat(parts);
 }
 
-function cannon(opts) {
+export function cannon(opts) {
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
@@ -46,7 +46,7 @@ function cannon(opts) {
   });
 }
 
-function summarize(r) {
+export function summarize(r) {
   const ok = r['2xx'];
   const total = ok + r.non2xx;
   return {
@@ -65,7 +65,7 @@ function summarize(r) {
 }
 
 /** A port nothing listens on now: fixed ports met another checkout's bench on the same machine. */
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
     probe.once('error', reject);

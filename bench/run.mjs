@@ -21,6 +21,7 @@ import { createReport, writeReport } from './sections/report.mjs';
 import { spanNode24Section } from './sections/span-node24.mjs';
 import { spanSection } from './sections/span.mjs';
 import { xlsxSpanSection } from './sections/span-xlsx.mjs';
+import { tracingSection } from './sections/tracing.mjs';
 import { storageSection } from './sections/storage.mjs';
 import { workerMemorySection } from './sections/worker-memory.mjs';
 
@@ -48,5 +49,6 @@ await spanNode24Section(run); // 3d
 await xlsxSpanSection(run); // 3e
 await pageSection(run); // 7
 await querySection(run); // 4
+await tracingSection(run); // 8
 await profileSection(run);
 writeReport(run, { started, machine, dataTable });
