@@ -4,43 +4,21 @@
 // inside the /api/* scope that authenticates and sets `Cache-Control: no-store`; it sets that
 // header itself as well, since a script full of CPFs must never be cached whoever registers it.
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { BadInputError, ieducarScript, type IeducarDivergencia } from '@censo/shared';
 import { annotateRequestLog } from '../http/request-annotations.js';
 import { attachment } from '../http/content-disposition.js';
-import { ConflictError, invalido, loteNaoEncontrado, mensagens } from '../tarefas/errors.js';
+import { loteNaoEncontrado } from '../tarefas/errors.js';
 import { donoDe } from './tarefas/dono.js';
-import { RETRY_AFTER_S } from './tarefas/intake.js';
-import { isId, type LoteRecord } from '../tarefas/model.js';
-import { divergenciasCounts, loteDivergencias } from './tarefas/results.js';
-import type { TarefasService } from '../tarefas/service.js';
+import { isId } from '../tarefas/model.js';
+import { answerOnlyWhole, loteDivergencias, parcialOf } from './tarefas/results.js';
 import { apiKeySecurity, authErrors, errorResponses } from './schemas.js';
 
 export const FORMATO_CORRECOES_ERROR = 'Parâmetro formato deve ser ieducar.';
 
 /** Who the changes are on record as in i-Educar's audit (`ieducar_audit.context.user_name`). */
 const AUDIT_USER = 'censo-api';
-
-/** `?parcial=`, as the batch's other exports read it (SPEC §7.3). */
-function parcialOf(query: Record<string, unknown>): boolean {
-  const { parcial } = query;
-  if (parcial === undefined || parcial === 'false') return false;
-  if (parcial === 'true') return true;
-  throw invalido.parcial();
-}
-
-/** The counts every batch export carries; before `concluido`, a 409 unless the caller asked for a partial answer. */
-async function answerOnlyWhole(service: TarefasService, reply: FastifyReply, lote: LoteRecord, parcial: boolean): Promise<void> {
-  const counts = await divergenciasCounts(service, lote);
-  reply.header('lote-tarefas-concluidas', String(counts.concluida)).header('lote-tarefas-falhas', String(counts.falhou));
-  if (lote.estado === 'concluido') return;
-  if (!parcial) {
-    reply.header('retry-after', RETRY_AFTER_S);
-    throw new ConflictError(mensagens.loteNaoConcluido);
-  }
-  reply.header('lote-estado', lote.estado);
-}
 
 /** OpenAPI description only: the handler checks the parameters, with the messages above. */
 const correcoesSchema = {

@@ -16,7 +16,7 @@ import {
   tarefaNaoEncontrada,
 } from '../../tarefas/errors.js';
 import { donoDe } from './dono.js';
-import { loteLeading } from './results.js';
+import { loteLeading, RETRY_AFTER_S } from './results.js';
 import {
   isFinal,
   isId,
@@ -29,9 +29,6 @@ import {
   type TarefaRecord,
 } from '../../tarefas/model.js';
 import type { IdempotencyReservation, IdempotencyState, TarefasService } from '../../tarefas/service.js';
-
-/** Seconds a client is asked to wait before looking at an unfinished task again. */
-export const RETRY_AFTER_S = '2';
 
 /** RFC 7240: `Prefer: respond-async` among the request's preferences (any case, any order, any parameters). */
 export function wantsAsync(request: FastifyRequest): boolean {

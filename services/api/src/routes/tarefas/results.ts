@@ -30,6 +30,10 @@ import { attachment } from '../../http/content-disposition.js';
 import { CONTENT_TYPES, describeResult, LIST_NAMES } from '../../http/census-answers.js';
 import { KIND_OF, RESULT_FILE, type ContagemDivergencias, type LoteRecord, type TarefaRecord } from '../../tarefas/model.js';
 import type { TarefasService } from '../../tarefas/service.js';
+import { ConflictError, invalido, mensagens } from '../../tarefas/errors.js';
+
+/** Seconds a client is asked to wait before looking at an unfinished task or batch again. */
+export const RETRY_AFTER_S = '2';
 
 /**
  * The items of a `{"<key>":[{...},{...}]}` answer as the service writes it, one parsed object at a
@@ -281,4 +285,27 @@ export function sendLoteFalhas(reply: FastifyReply, service: TarefasService, lot
 /** A table's sheet: its words and its items' cells. */
 function planilhaTable(table: TableShape, items: AsyncIterable<object>) {
   return { columns: table.planilha.columns, rows: planilhaRows(items, table.planilha) };
+}
+
+/** `?parcial=`: absent or `false`, or `true` (SPEC §7.3). */
+export function parcialOf(query: unknown): boolean {
+  const parcial = (query as Record<string, unknown> | undefined)?.parcial;
+  if (parcial === undefined || parcial === 'false') return false;
+  if (parcial === 'true') return true;
+  throw invalido.parcial();
+}
+
+/**
+ * What every answer built from a batch's results says first (SPEC §7.3): its divergencias-rf
+ * counts; then, before it is `concluido`, a 409 unless the caller asked for a partial answer.
+ */
+export async function answerOnlyWhole(service: TarefasService, reply: FastifyReply, lote: LoteRecord, parcial: boolean): Promise<void> {
+  const counts = await divergenciasCounts(service, lote);
+  reply.header('lote-tarefas-concluidas', String(counts.concluida)).header('lote-tarefas-falhas', String(counts.falhou));
+  if (lote.estado === 'concluido') return;
+  if (!parcial) {
+    reply.header('retry-after', RETRY_AFTER_S);
+    throw new ConflictError(mensagens.loteNaoConcluido);
+  }
+  reply.header('lote-estado', lote.estado);
 }

@@ -33,11 +33,11 @@ import {
   tarefaNaoEncontrada,
 } from '../../tarefas/errors.js';
 import { donoDe } from './dono.js';
-import { monitorOf, RETRY_AFTER_S } from './intake.js';
+import { monitorOf } from './intake.js';
 import { ESTADOS_TAREFA, isId, loteMonitor, newId, type EstadoTarefa, type LoteRecord } from '../../tarefas/model.js';
 import { sendComparacao, sendResumo } from './progresso.js';
-import { divergenciasCounts, sendLoteDivergencias, sendLoteFalhas, sendResultado } from './results.js';
-import type { LotesCursor, TarefasService } from '../../tarefas/service.js';
+import { answerOnlyWhole, parcialOf, RETRY_AFTER_S, sendLoteDivergencias, sendLoteFalhas, sendResultado } from './results.js';
+import type { LotesCursor } from '../../tarefas/service.js';
 import { checkWebhookDestination, newWebhookSecret, parseWebhookUrl, WebhookRefused } from '../../tarefas/webhooks.js';
 
 /** The schemas describe; the handlers check, with the SPEC's messages. */
@@ -101,29 +101,6 @@ function lotesQuery(query: Record<string, unknown>): { cursor: LotesCursor | nul
   const match = /^(-\d{1,15}):([0-9a-f-]{36})$/.exec(decoded);
   if (!match || !isId(match[2]!)) throw invalido.cursor();
   return { cursor: { score: Number(match[1]), id: match[2]! }, limit: max };
-}
-
-/** `?parcial=`: absent or `false`, or `true` (SPEC §7.3). */
-function parcialOf(query: unknown): boolean {
-  const parcial = (query as Record<string, unknown> | undefined)?.parcial;
-  if (parcial === undefined || parcial === 'false') return false;
-  if (parcial === 'true') return true;
-  throw invalido.parcial();
-}
-
-/**
- * What every answer built from a batch's results says first (SPEC §7.3): its divergencias-rf
- * counts; then, before it is `concluido`, a 409 unless the caller asked for a partial answer.
- */
-async function answerOnlyWhole(service: TarefasService, reply: FastifyReply, lote: LoteRecord, parcial: boolean): Promise<void> {
-  const counts = await divergenciasCounts(service, lote);
-  reply.header('lote-tarefas-concluidas', String(counts.concluida)).header('lote-tarefas-falhas', String(counts.falhou));
-  if (lote.estado === 'concluido') return;
-  if (!parcial) {
-    reply.header('retry-after', RETRY_AFTER_S);
-    throw new ConflictError(mensagens.loteNaoConcluido);
-  }
-  reply.header('lote-estado', lote.estado);
 }
 
 async function routes(app: FastifyInstance): Promise<void> {
