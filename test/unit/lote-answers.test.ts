@@ -5,7 +5,7 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { StorageUnavailableError, type Storage } from '@censo/shared';
-import { loteDivergencias } from '../../services/api/dist/tarefas/results.js';
+import { loteDivergencias } from '../../services/api/dist/routes/tarefas/results.js';
 import type { TarefaRecord } from '../../services/api/dist/tarefas/model.js';
 import type { TarefasService } from '../../services/api/dist/tarefas/service.js';
 
