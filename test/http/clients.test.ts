@@ -280,7 +280,7 @@ describe.each(['embedded', 'queue'] as Mode[])('%s mode', (mode) => {
     } finally {
       await server.dispose();
     }
-  });
+  }, 60_000); // 26 MB three times over loopback: 7-8 s in a quiet CI run, 30 s with the machine loaded
 
   it('200 parallel uploads get only 200s and 503s with Retry-After, no resets', async () => {
     const server = await serverFor(mode, { MAX_INFLIGHT_UPLOADS: '8' });
