@@ -309,7 +309,7 @@ describe('the Lotes tab', () => {
       .poll(async () => Number(await page.locator('#grafico-comparacao svg.grafico').getAttribute('width')))
       .toBeLessThanOrEqual(390);
     await page.context().close();
-  });
+  }, 60_000); // two batches, a chart and an XLSX in a browser: 14 s in a quiet CI run, 30 s loaded
 
   it('wrote no console errors', () => {
     expect(consoleErrors).toEqual([]);

@@ -259,9 +259,10 @@ describe('the staff page for a person', () => {
     await page.getByRole('button', { name: 'Ver divergências' }).click();
     await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: 30_000 }).toMatch(/^Lote concluído/);
     expect(await page.locator('#lote-arquivos li').allTextContents()).toEqual([
-      'retorno.xlsx — Concluída',
-      'escola-b.json — Concluída',
-      'quebrado.json — Falhou: Arquivo retorno ilegível: as linhas do JSON devem ser objetos.',
+      // Each line names its school first (issue 50: files of several schools often share one name).
+      'retorno (retorno.xlsx) — Concluída',
+      'escola-b (escola-b.json) — Concluída',
+      'quebrado (quebrado.json) — Falhou: Arquivo retorno ilegível: as linhas do JSON devem ser objetos.',
     ]);
     expect(await page.locator('#explica-lote').textContent()).toBe(
       'Lote concluído: 2 arquivos lidos, 1 com erro (motivo ao lado de cada um). ' +
@@ -269,7 +270,8 @@ describe('the staff page for a person', () => {
     );
     await page.screenshot({ path: path.join(shots, 'lote.png'), fullPage: true });
     const xlsx = await downloaded(page, dir, () => page.getByRole('button', { name: 'Baixar planilha combinada (XLSX)' }).click());
-    expect(xlsx.name).toBe('divergencias.xlsx');
+    // Named after its batch (issue 50), here the name the page gives a batch not named.
+    expect(xlsx.name).toBe('Página-3-retornos-divergencias.xlsx');
     const [sheet] = await workbookSheets(xlsx.bytes);
     const rows = sheet!.rows.slice(1);
     expect(rows).toHaveLength(divergencias.length + 1);

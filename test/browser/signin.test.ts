@@ -112,6 +112,18 @@ describe('the staff page with sign-in', () => {
     });
     expect([forged.status(), await forged.json()]).toEqual([403, { erro: 'Token CSRF inválido.' }]);
 
+    // Deleting what one sent (LGPD, issue 50) carries the page's token too, and clears the result.
+    const deleted = page.waitForRequest((r) => r.method() === 'DELETE');
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Apagar do serviço' }).click();
+    const deletion = await deleted;
+    expect(deletion.headers()['x-csrf-token']).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(deletion.headers()['x-api-key']).toBeUndefined();
+    expect((await deletion.response())?.status()).toBe(204);
+    await expect.poll(() => page.locator('#resultado-divergencias').isHidden()).toBe(true);
+    expect(await page.locator('#tabela-divergencias tbody tr').count()).toBe(0);
+    expect((await context.request.get(new URL(deletion.url()).href)).status()).toBe(404);
+
     await page.getByRole('button', { name: 'Sair' }).click();
     await page.waitForURL(new RegExp(`^${provider.issuer}/session/end`));
     await page.getByRole('button', { name: /sign me out/i }).click();

@@ -66,7 +66,7 @@ describe('deploy/monitoring', () => {
         .flatMap((r) => (r.alert ? [r.alert] : []))
         .sort(),
     );
-  });
+  }, 60_000); // promtool on every rule and case: 11 s in a quiet CI run, 30 s with the machine loaded
 
   it('the rule cases can fail: an alert with a wrong metric name does not pass them', async () => {
     const copy = path.join(dir, 'mutated');

@@ -60,6 +60,30 @@ export async function postJson(path, body = {}) {
   return response.json();
 }
 
+/** DELETE of something the caller sent (a task, a batch): 204, nothing to read. */
+export async function deleteCall(path) {
+  const response = await fetch(path, { method: 'DELETE', headers: credentials('DELETE', key.get()) });
+  if (!response.ok) throw await errorOf(response.status, response);
+}
+
+/**
+ * A name for a file saved on disk: `name` without what file systems refuse (path separators,
+ * `:*?"<>|`, control characters), spaces as hyphens, at most 80 characters (no dot or hyphen left at its end); empty when nothing is left.
+ */
+export function fileSafe(name) {
+  return (
+    String(name ?? '')
+      .normalize('NFC')
+      // eslint-disable-next-line no-control-regex
+      .replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069/\\:*?"<>|]+/g, ' ')
+      .trim()
+      .replace(/\s+/g, '-')
+      .replace(/^\.+/, '')
+      .slice(0, 80)
+      .replace(/[-.]+$/, '')
+  );
+}
+
 /** The headers a GET to /api/* carries now (for the table worker's fetch). */
 export const getHeaders = () => credentials('GET', key.get());
 

@@ -1,7 +1,7 @@
 // The Divergências tab (SPEC §3.6): one return's divergences with the tax authority as a table,
 // with counts that agree with it and the task's XLSX/CSV; several returns go as one batch (§7.3),
 // each file named by its school, whose summary and comparison are on the Lotes tab (§10).
-import { ApiError, follow, getJson, postForm, postJson } from './api.js';
+import { ApiError, deleteCall, fileSafe, follow, getJson, postForm, postJson } from './api.js';
 import { boxes, guarded } from './chave.js';
 import { TIPOS } from './lotes.js';
 import { el } from './table.js';
@@ -74,11 +74,43 @@ async function verDivergencias(file, progress) {
 
 // A batch: several returns at once (SPEC §7.3) ---------------------------------------------------
 
+/** `<batch or school>-<what>.<format>`, sanitised for a file system; null when there is no name to give. */
+export const downloadName = (nome, what) => (fileSafe(nome) ? `${fileSafe(nome)}-${what}` : null);
+
 /** A file's name without its extension: the school it is, until the person says otherwise. */
 const baseName = (name) => name.replace(/\.[^.]*$/, '') || name;
 
-/** One "school" field per chosen file, when there are several (each file's `referencia`). */
-function schoolFields(files) {
+/** The folder a file came from (`escolas/escola-a/retorno.json` → `escola-a`), when a folder was chosen; else ''. */
+const folderOf = (path) => path.split('/').slice(0, -1).pop() ?? '';
+
+/**
+ * Each file's school until the person types another: its folder's name when a folder was chosen
+ * (INEP names every school's file alike; the folder is the school), else the file's name. Every
+ * file needs a school of its own, so names that repeat get a number (`retorno 1`, `retorno 2`):
+ * a batch of identically named files can be sent as it is.
+ */
+export function defaultReferencias(files, paths) {
+  const first = files.map((file, i) => folderOf(paths[i] ?? '') || baseName(file.name));
+  const times = new Map();
+  for (const name of first) times.set(name, (times.get(name) ?? 0) + 1);
+  const used = new Set(first.filter((name) => times.get(name) === 1));
+  const next = new Map();
+  return first.map((name) => {
+    if (times.get(name) === 1) return name;
+    let n = next.get(name) ?? 1;
+    while (used.has(`${name} ${n}`)) n++;
+    next.set(name, n + 1);
+    used.add(`${name} ${n}`);
+    return `${name} ${n}`;
+  });
+}
+
+/**
+ * One "school" field per chosen file, when there are several (each file's `referencia`);
+ * `paths`: each file's path inside the folder chosen, '' when files were chosen one by one.
+ */
+function schoolFields(files, paths) {
+  const defaults = defaultReferencias(files, paths);
   const several = files.length > 1;
   $('escolas-lote').hidden = !several;
   $('escolas-arquivos').replaceChildren(
@@ -86,8 +118,10 @@ function schoolFields(files) {
       ? files.map((file, i) => {
           const id = `escola-arquivo-${i}`;
           const input = el('input', { id, type: 'text', maxlength: '200', required: '' });
-          input.value = baseName(file.name);
-          return el('div', { class: 'escola-arquivo' }, el('label', { for: id, text: `Escola do arquivo ${file.name}` }), input);
+          input.value = defaults[i];
+          // A folder's files share names: the label says which folder each one came from.
+          const shown = paths[i] || file.name;
+          return el('div', { class: 'escola-arquivo' }, el('label', { for: id, text: `Escola do arquivo ${shown}` }), input);
         })
       : []),
   );
@@ -121,7 +155,8 @@ function showLote(tarefas, files, referencias) {
       const tarefa = byName.get(referencias[i]);
       let state = tarefa ? (ESTADO[tarefa.estado] ?? tarefa.estado) : 'Enviando';
       if (tarefa?.estado === 'falhou') state += `: ${tarefa.erro.erro}`;
-      return el('li', {}, el('strong', { text: file.name }), ` — ${state}`);
+      // The school first: files from several schools often share one name.
+      return el('li', {}, el('strong', { text: referencias[i] }), ` (${file.name}) — ${state}`);
     }),
   );
 }
@@ -131,7 +166,8 @@ async function verLote(files, referencias, nome, progress) {
     if (file.size > LIMITE) throw tooBig(file);
   }
   const total = files.reduce((sum, f) => sum + f.size, 0);
-  const lote = await postJson('/api/lotes', { nome: nome.trim() || `Página: ${files.length} retornos` });
+  const named = nome.trim() || `Página: ${files.length} retornos`;
+  const lote = await postJson('/api/lotes', { nome: named });
   $('resultado-lote').hidden = false;
   $('ver-resumo-lote').hidden = true;
   $('explica-lote').textContent = `Lote de ${plural(files.length, 'arquivo', 'arquivos')}: o estado de cada um aparece abaixo.`;
@@ -175,7 +211,7 @@ async function verLote(files, referencias, nome, progress) {
     '. A planilha combinada traz as divergências de todos, com o arquivo de origem em cada linha; o resumo mostra cada escola.';
   $('ver-resumo-lote').hidden = ended.estado !== 'concluido';
   boxes.divergencias.status(`Lote concluído: ${files.length} arquivos.`);
-  return { lote: lote.id };
+  return { lote: lote.id, nome: named };
 }
 
 // Wiring -------------------------------------------------------------------------------------
@@ -198,7 +234,25 @@ export function initDivergencias({ lotes, selectTab }) {
       $('lote-arquivos').replaceChildren();
     },
   });
-  $('retorno-divergencias').addEventListener('change', () => schoolFields([...$('retorno-divergencias').files]));
+  // A folder chosen whole: its returns become the input's choice, each remembered with its path
+  // (the school's folder), which a copy into another input does not keep.
+  let picked = null;
+  $('pasta-divergencias').addEventListener('change', () => {
+    const folder = $('pasta-divergencias');
+    const files = [...folder.files].filter((file) => /\.(json|xlsx)$/i.test(file.name));
+    const chosen = new DataTransfer();
+    for (const file of files) chosen.items.add(file);
+    picked = files.map((file) => file.webkitRelativePath);
+    folder.value = '';
+    $('retorno-divergencias').files = chosen.files;
+    $('retorno-divergencias').dispatchEvent(new Event('change', { bubbles: true }));
+  });
+  $('retorno-divergencias').addEventListener('change', () => {
+    const files = [...$('retorno-divergencias').files];
+    const paths = picked?.length === files.length ? picked : files.map((file) => file.webkitRelativePath ?? '');
+    picked = null;
+    schoolFields(files, paths);
+  });
   $('form-divergencias').addEventListener('submit', (e) => {
     e.preventDefault();
     void guarded(boxes.divergencias, () => {
@@ -233,7 +287,12 @@ export function initDivergencias({ lotes, selectTab }) {
     button.addEventListener('click', () =>
       guarded(boxes.divergencias, () =>
         divergencias.withShown((shown) =>
-          downloadFrom(boxes.divergencias, `/api/lotes/${shown.lote}/divergencias?format=${format}`, `divergencias.${format}`),
+          downloadFrom(
+            boxes.divergencias,
+            `/api/lotes/${shown.lote}/divergencias?format=${format}`,
+            `divergencias.${format}`,
+            downloadName(shown.nome, `divergencias.${format}`),
+          ),
         ),
       ),
     );
@@ -244,5 +303,21 @@ export function initDivergencias({ lotes, selectTab }) {
       await lotes.show(shown.lote);
     }),
   );
+  // What was sent is the person's to delete (LGPD): the task or the batch, and what it put on screen.
+  for (const button of document.querySelectorAll('#resultado-divergencias [data-apagar], #resultado-lote [data-apagar]')) {
+    button.addEventListener('click', () =>
+      guarded(boxes.divergencias, () =>
+        divergencias.discard(async (shown) => {
+          const question = shown.lote ? 'Apagar este lote e todos os seus resultados do serviço?' : 'Apagar este resultado do serviço?';
+          if (!window.confirm(question)) return false;
+          await (shown.lote ? deleteCall(`/api/lotes/${shown.lote}`) : deleteCall(`/api/tarefas/${shown.tarefa.id}`));
+          if (shown.lote) lotes.forget(shown.lote);
+          boxes.divergencias.status(shown.lote ? 'Lote apagado do serviço.' : 'Resultado apagado do serviço.');
+          return true;
+        }),
+      ),
+    );
+  }
+  document.addEventListener('lote-apagado', (e) => void divergencias.discard(async (shown) => shown.lote === e.detail));
   onTableFailure('tabela-divergencias', boxes.divergencias);
 }

@@ -2,8 +2,9 @@
 // per school as a chart (one bar per school, stacked by kind of divergence, the school with the
 // most left to do first) and as a table with the same numbers; and, for an earlier batch chosen
 // as the previous round, the comparison with its three counts per school, its rows downloadable
-// as XLSX. Everything comes from the service's JSON answers; the downloads from the same routes.
-import { getJson } from './api.js';
+// as XLSX. Everything comes from the service's JSON answers; the downloads from the same routes,
+// named after the batch. A batch can be deleted from the list (LGPD), and leaves the screen with it.
+import { deleteCall, fileSafe, getJson } from './api.js';
 import { stackedBarChart } from './chart.js';
 import { el, localSource, renderTable } from './table.js';
 
@@ -41,6 +42,10 @@ const escola = (referencia) => referencia ?? SEM_REFERENCIA;
 const collator = new Intl.Collator('pt-BR', { numeric: true });
 const when = (iso) => (iso ? new Date(iso).toLocaleString('pt-BR', { dateStyle: 'short', timeStyle: 'short' }) : '—');
 const nameOf = (lote) => lote.nome || `Lote de ${when(lote.criado_em)}`;
+/** A download named after its batch (`Rodada-2-resumo.xlsx`): a folder of downloads says whose each one is. */
+const fileOf = (lote, what) => `${fileSafe(nameOf(lote)) || 'lote'}-${what}`;
+/** The spreadsheets' word for `referencia` (SPEC §3.5), with what it is: the page says what the downloads say. */
+const REFERENCIA = 'Referência (escola)';
 
 /** Rows in the order of what is left to do: most first, ties by school name. */
 export function byWorkLeft(rows, left) {
@@ -110,6 +115,12 @@ export function initLotes({ box, guarded, download }) {
     container.replaceChildren(draw(width));
     resized.observe(container);
   }
+  /** A chart taken off the screen: not drawn again when its box is resized. */
+  function clearChart(container) {
+    resized.unobserve(container);
+    drawers.delete(container);
+    container.replaceChildren();
+  }
 
   function renderList() {
     const container = $('lista-lotes');
@@ -122,15 +133,18 @@ export function initLotes({ box, guarded, download }) {
     const head = el(
       'tr',
       {},
-      ...['Lote', 'Estado', 'Criado em', 'Arquivos', 'Resumo'].map((label) => el('th', { scope: 'col', text: label })),
+      ...['Lote', 'Estado', 'Criado em', 'Arquivos', 'Ações'].map((label) => el('th', { scope: 'col', text: label })),
     );
     const rows = lotes.map((lote) => {
       const { total, concluida, falhou } = lote.tarefas;
       const files = `${plural(total, 'arquivo', 'arquivos')}: ${number(concluida)} lidos, ${number(falhou)} com erro`;
-      const action =
+      const resumo =
         lote.estado === 'concluido'
           ? el('button', { type: 'button', 'data-resumo': lote.id, text: 'Ver resumo', 'aria-label': `Ver resumo: ${nameOf(lote)}` })
-          : document.createTextNode('Quando concluído');
+          : el('span', { text: 'Resumo quando concluído' });
+      // Deleting one's own batch (LGPD): its files' results go from the service at once.
+      const apagar = el('button', { type: 'button', 'data-apagar-lote': lote.id, text: 'Apagar', 'aria-label': `Apagar: ${nameOf(lote)}` });
+      const action = el('div', { class: 'acoes-lote' }, resumo, apagar);
       return el(
         'tr',
         { 'data-lote': lote.id },
@@ -143,7 +157,7 @@ export function initLotes({ box, guarded, download }) {
     });
     const table = el(
       'table',
-      {},
+      { class: 'lista-lotes' },
       el('caption', { text: 'Seus lotes, do mais novo ao mais antigo' }),
       el('thead', {}, head),
       el('tbody', {}, ...rows),
@@ -216,7 +230,7 @@ export function initLotes({ box, guarded, download }) {
       }),
     );
     const columns = [
-      { key: 'escola', label: 'Escola' },
+      { key: 'escola', label: REFERENCIA },
       { key: 'arquivos', label: 'Arquivos', numeric: true },
       { key: 'falhas', label: 'Arquivos com erro', numeric: true },
       { key: 'divergencias', label: 'Divergências', numeric: true },
@@ -268,7 +282,7 @@ export function initLotes({ box, guarded, download }) {
         width,
       }),
     );
-    const columns = [{ key: 'escola', label: 'Escola' }, ...SITUACOES.map((s) => ({ ...s, numeric: true }))];
+    const columns = [{ key: 'escola', label: REFERENCIA }, ...SITUACOES.map((s) => ({ ...s, numeric: true }))];
     schoolTable('tabela-comparacao', 'Comparação por escola (a que tem mais a corrigir primeiro)', columns, rows);
     $('total-comparacao').replaceChildren(totalTable('Total da comparação', columns, total));
     $('titulo-comparacao').focus();
@@ -279,6 +293,42 @@ export function initLotes({ box, guarded, download }) {
   }
 
   const find = (id) => lotes.find((lote) => lote.id === id);
+
+  /** A batch gone from the service: gone from the list, and its summary or comparison from the screen. */
+  function forget(id) {
+    const at = lotes.findIndex((lote) => lote.id === id);
+    if (at >= 0) lotes.splice(at, 1);
+    if (shown && (shown.lote.id === id || shown.comparacao?.anterior.id === id)) {
+      const all = shown.lote.id === id;
+      $('comparacao-lote').hidden = true;
+      clearChart($('grafico-comparacao'));
+      for (const part of ['tabela-comparacao', 'total-comparacao']) $(part).replaceChildren();
+      $('sem-par').textContent = '';
+      if (all) {
+        $('resumo-lote').hidden = true;
+        clearChart($('grafico-resumo'));
+        for (const part of ['tabela-resumo', 'total-resumo']) $(part).replaceChildren();
+        $('explica-resumo').textContent = '';
+        shown = null;
+      } else {
+        shown = { lote: shown.lote, comparacao: null };
+      }
+    }
+    if (shown) fillEarlier(shown.lote);
+    if (loaded) renderList();
+  }
+
+  async function apagar(lote) {
+    if (!lote || !window.confirm(`Apagar o lote “${nameOf(lote)}” e todos os seus resultados do serviço?`)) return;
+    await deleteCall(`/api/lotes/${lote.id}`);
+    forget(lote.id);
+    // The Divergências tab may still show this batch, just sent: it clears it too.
+    document.dispatchEvent(new CustomEvent('lote-apagado', { detail: lote.id }));
+    box.status(`Lote “${nameOf(lote)}” apagado do serviço.`);
+    // Its button is gone with its row: the keyboard goes on from the list, not from the page's top.
+    const list = $('lista-lotes').querySelector('.tabela-caixa');
+    (list ?? $('atualizar-lotes')).focus();
+  }
 
   // One request of the tab at a time: a double click asks once.
   let running = false;
@@ -298,11 +348,22 @@ export function initLotes({ box, guarded, download }) {
   $('lista-lotes').addEventListener('click', (e) => {
     const id = e.target.closest('button[data-resumo]')?.dataset.resumo;
     if (id) void run(() => openResumo(find(id)));
+    const gone = e.target.closest('button[data-apagar-lote]')?.dataset.apagarLote;
+    if (gone) void run(() => apagar(find(gone)));
   });
   for (const button of document.querySelectorAll('[data-baixar-resumo]')) {
     const format = button.dataset.baixarResumo;
     button.addEventListener('click', () =>
-      run(async () => shown && (await download(box, `/api/lotes/${shown.lote.id}/resumo?format=${format}`, `resumo.${format}`))),
+      run(
+        async () =>
+          shown &&
+          (await download(
+            box,
+            `/api/lotes/${shown.lote.id}/resumo?format=${format}`,
+            `resumo.${format}`,
+            fileOf(shown.lote, `resumo.${format}`),
+          )),
+      ),
     );
   }
   $('form-comparacao').addEventListener('submit', (e) => {
@@ -314,13 +375,20 @@ export function initLotes({ box, guarded, download }) {
     run(async () => {
       if (!shown?.comparacao) return;
       const anterior = encodeURIComponent(shown.comparacao.anterior.id);
-      await download(box, `/api/lotes/${shown.lote.id}/comparacao?anterior=${anterior}&format=xlsx`, 'comparacao.xlsx');
+      await download(
+        box,
+        `/api/lotes/${shown.lote.id}/comparacao?anterior=${anterior}&format=xlsx`,
+        'comparacao.xlsx',
+        fileOf(shown.lote, 'comparacao.xlsx'),
+      );
     }),
   );
 
   return {
     /** The tab opened: its list, the first time (a new key or session reloads it with the button). */
     opened: () => (loaded ? Promise.resolve() : run(() => loadPage())),
+    /** A batch deleted elsewhere on the page: off the list and the screen. */
+    forget,
     /** A batch the page just sent: the list again, and its summary. */
     show: (id) =>
       run(async () => {

@@ -1,6 +1,7 @@
 // The Retorno + txt tab (SPEC §3.4, §3.6): a return and its census .txt; the persons with a
 // divergence as the corrected file writes them, the corrections it cannot apply, the task's
 // XLSX/CSV, and the corrected file itself, with counts that agree with the table.
+import { deleteCall } from './api.js';
 import { boxes, guarded } from './chave.js';
 import { el } from './table.js';
 import { NAO_APLICADA } from './table-data.js';
@@ -131,5 +132,16 @@ export function initRetorno() {
     );
   }
   $('baixar-corrigido').addEventListener('click', () => guarded(boxes.retorno, () => pessoas.withShown(baixarCorrigido)));
+  // What was sent is the person's to delete (LGPD): the persons' task and the corrected file's, if made.
+  $('apagar-retorno').addEventListener('click', () =>
+    guarded(boxes.retorno, () =>
+      pessoas.discard(async (shown) => {
+        if (!window.confirm('Apagar este resultado (e o arquivo corrigido, se gerado) do serviço?')) return false;
+        for (const tarefa of [shown.tarefa, shown.corrigido]) if (tarefa) await deleteCall(`/api/tarefas/${tarefa.id}`);
+        boxes.retorno.status('Resultado apagado do serviço.');
+        return true;
+      }),
+    ),
+  );
   onTableFailure('tabela-pessoas', boxes.retorno);
 }

@@ -137,6 +137,13 @@ export function task({ form, box, results, buttons, clear }) {
     },
     /** Runs `action` with what produced the result on screen; nothing when there is none. */
     withShown: (action) => (shown === null ? Promise.resolve() : request(() => action(shown))),
+    /** Runs `action` with what produced the result on screen (a deletion); clears that result when it answers true. */
+    discard: (action) =>
+      shown === null
+        ? Promise.resolve()
+        : request(async () => {
+            if (await action(shown)) reset();
+          }),
     request,
   };
 }
@@ -147,9 +154,13 @@ export function task({ form, box, results, buttons, clear }) {
  */
 export const panelButtons = (panel) => () => [...$(panel).querySelectorAll('.acoes button')];
 
-export async function downloadFrom(box, path, fallback) {
+/**
+ * Saves what `path` answers. `named`: the name the page gives it (a batch's or a school's, so a
+ * folder of downloads says whose each one is); else the service's name, else `fallback`.
+ */
+export async function downloadFrom(box, path, fallback, named = null) {
   const { blob, headers } = await getBlob(path);
-  const name = filenameOf(headers.get('content-disposition'), fallback);
+  const name = named ?? filenameOf(headers.get('content-disposition'), fallback);
   save(blob, name);
   box.status(`Arquivo ${name} baixado.`);
   return headers;

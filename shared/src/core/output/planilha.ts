@@ -89,8 +89,11 @@ export function prefixed(words: Readonly<Record<string, string>>, rest: Planilha
 export const LOTE_DIVERGENCIAS_PLANILHA = prefixed({ referencia: 'Referência', arquivo: 'Arquivo' }, DIVERGENCIAS_PLANILHA);
 /** `censo lote`'s combined result: the file's path in the folder, then a divergence. */
 export const LOTE_ARQUIVO_PLANILHA = prefixed({ arquivo: 'Arquivo' }, DIVERGENCIAS_PLANILHA);
-/** A batch's failed files (SPEC §7.3). */
-export const FALHAS_PLANILHA = prefixed({ referencia: 'Referência', arquivo: 'Arquivo', status: 'Status HTTP', erro: 'Erro' }, null);
+/**
+ * A batch's failed files (SPEC §7.3). The workbook is for people: the school, the file and the
+ * service's words for what went wrong; the HTTP status is for programs (the CSV and JSON keep it).
+ */
+export const FALHAS_PLANILHA = prefixed({ referencia: 'Referência', arquivo: 'Arquivo', erro: 'Erro' }, null);
 
 export async function* planilhaRows(items: AsyncIterable<object> | Iterable<object>, planilha: Planilha): AsyncGenerator<string[]> {
   for await (const item of items) yield planilha.cells(item);
