@@ -81,6 +81,17 @@ async function batch(nome: string, schools: Record<string, string>): Promise<str
 }
 
 /** `locator`'s box lies inside the viewport's width (nothing of it off the right or left edge). */
+/** Two returns chosen on the Divergências tab, sent as one batch (named, when `nome` is given), until it is concluded. */
+async function sendTwoFiles(page: Page, nome?: string): Promise<void> {
+  await page
+    .getByLabel('Arquivo de retorno (.json ou .xlsx)')
+    .first()
+    .setInputFiles(['a', 'b'].map((s) => ({ name: `${s}.json`, mimeType: 'application/json', buffer: Buffer.from(RETORNO_A) })));
+  if (nome !== undefined) await page.getByLabel('Nome do lote (opcional)').fill(nome);
+  await page.getByRole('button', { name: 'Ver divergências' }).click();
+  await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: 30_000 }).toMatch(/^Lote concluído/);
+}
+
 async function inViewport(page: Page, name: string): Promise<void> {
   const box = await page.getByRole('button', { name, exact: true }).boundingBox();
   const width = page.viewportSize()!.width;
@@ -231,12 +242,7 @@ describe('what one sent is one’s to delete (LGPD)', { timeout: 90_000 }, () =>
     const page = await openPage();
     await enterKey(page);
     const sent = deletes(page);
-    await page
-      .getByLabel('Arquivo de retorno (.json ou .xlsx)')
-      .first()
-      .setInputFiles(['a', 'b'].map((s) => ({ name: `${s}.json`, mimeType: 'application/json', buffer: Buffer.from(RETORNO_A) })));
-    await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: 30_000 }).toMatch(/^Lote concluído/);
+    await sendTwoFiles(page);
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Apagar lote do serviço' }).click();
     await expect.poll(() => page.locator('#resultado-lote').isHidden()).toBe(true);
@@ -301,13 +307,7 @@ describe('the Lotes tab on a laptop and on a phone', { timeout: 90_000 }, () => 
     const page = await openPage();
     await enterKey(page);
     const sent = deletes(page);
-    await page
-      .getByLabel('Arquivo de retorno (.json ou .xlsx)')
-      .first()
-      .setInputFiles(['a', 'b'].map((s) => ({ name: `${s}.json`, mimeType: 'application/json', buffer: Buffer.from(RETORNO_A) })));
-    await page.getByLabel('Nome do lote (opcional)').fill('Para apagar');
-    await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: 30_000 }).toMatch(/^Lote concluído/);
+    await sendTwoFiles(page, 'Para apagar');
     await page.getByRole('button', { name: 'Ver resumo por escola' }).click();
     await expect.poll(() => page.locator('#titulo-resumo').textContent()).toBe('Resumo por escola: Para apagar');
     const id = await page.locator('#lista-lotes tbody tr').first().getAttribute('data-lote');

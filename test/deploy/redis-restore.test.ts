@@ -8,9 +8,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Redis } from 'ioredis';
+import { type Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/ports.js';
+import { ask } from '../helpers/redis-topology.js';
 import { stopRedisServer } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { ROOT, read, requireTool } from './recipes.js';
@@ -56,25 +57,8 @@ async function startRecipe(data: string): Promise<{ port: number; child: ChildPr
 }
 
 /** One command as the operator's user (censo-admin), as the guide's `admin` function runs it. */
-async function admin<T>(port: number, run: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis({
-    host: HOST,
-    port,
-    username: 'censo-admin',
-    password: ADMIN_PASSWORD,
-    lazyConnect: true,
-    enableReadyCheck: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    connectTimeout: 1_000,
-  });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    return await run(redis);
-  } finally {
-    redis.disconnect();
-  }
+function admin<T>(port: number, run: (redis: Redis) => Promise<T>): Promise<T> {
+  return ask(port, run, { username: 'censo-admin', password: ADMIN_PASSWORD, enableReadyCheck: false });
 }
 
 const field = (info: string, name: string) => new RegExp(`^${name}:(.*)\\r?$`, 'm').exec(info)?.[1]?.trim();

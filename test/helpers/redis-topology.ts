@@ -9,7 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { waitFor } from './wait-for.js';
 
 const HOST = '127.0.0.1';
@@ -68,8 +68,8 @@ async function freePorts(count: number): Promise<number[]> {
   return ports;
 }
 
-/** A short-lived client that never retries: the topology's own checks. */
-async function ask<T>(port: number, run: (redis: Redis) => Promise<T>): Promise<T> {
+/** A short-lived client that never retries (the topology's own checks); `options` add a user, say. */
+export async function ask<T>(port: number, run: (redis: Redis) => Promise<T>, options: RedisOptions = {}): Promise<T> {
   const redis = new Redis({
     host: HOST,
     port,
@@ -77,6 +77,7 @@ async function ask<T>(port: number, run: (redis: Redis) => Promise<T>): Promise<
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
     connectTimeout: 1_000,
+    ...options,
   });
   redis.on('error', () => undefined);
   try {
