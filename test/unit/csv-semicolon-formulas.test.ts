@@ -4,7 +4,7 @@
 // value exactly as written.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { csvField, csvLine, neutralizeFormulas } from '@censo/shared';
+import { FORMULA_PIECE, FORMULA_START, csvField, csvLine, neutralizeFormulas } from '@censo/shared';
 import { parseCsv } from '../helpers/csv.js';
 
 const TRIGGER = /^[=+\-@\t\r]/;
@@ -144,6 +144,29 @@ describe('CSV formula guard for readers that split on ";" (issue 50)', () => {
         }
       }),
       { numRuns: 2000 },
+    );
+  });
+
+  // The guard's fast path (issue 47: every field of every CSV passes through it) against the two
+  // expressions it stands for, on values of every shape those expressions tell apart.
+  it('the fast path answers exactly what the two expressions say', () => {
+    const reference = (value: string): string => {
+      const pieces = value.replace(FORMULA_PIECE, "$&'");
+      return FORMULA_START.test(pieces) ? `'${pieces}` : pieces;
+    };
+    const alphabet = fc.constantFrom(';', '=', '+', '-', '@', '\t', '\r', '\n', '"', ',', ' ', "'", 'x', 'ç', '1', '\u2028');
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.array(alphabet, { maxLength: 16 }).map((chars) => chars.join('')),
+          fc.string(),
+          fc.string({ unit: 'binary' }),
+        ),
+        (value) => {
+          expect(neutralizeFormulas(value)).toBe(reference(value));
+        },
+      ),
+      { numRuns: 5000 },
     );
   });
 });
