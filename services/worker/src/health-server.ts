@@ -7,6 +7,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import {
   ABORT_CANCELLED,
   ApiNotConfiguredError,
+  EVENT_LOOP_SAMPLE_MS,
   UPLOAD_GONE,
   closeRedisClient,
   createRedisClient,
@@ -39,7 +40,7 @@ function send(res: ServerResponse, status: number, body: unknown, type = 'applic
 function createWorkerMetrics(running: RunningWorker) {
   const registry = new Registry();
   registry.setDefaultLabels({ role: 'worker' });
-  collectDefaultMetrics({ register: registry, prefix: 'censo_' });
+  collectDefaultMetrics({ register: registry, prefix: 'censo_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   for (const metric of running.metrics) registry.registerMetric(metric);
   const jobs = createJobMetrics(registry, {
     prefix: 'censo_worker_',

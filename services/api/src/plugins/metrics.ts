@@ -12,6 +12,7 @@ import { pino, type LevelWithSilent } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import {
   ApiNotConfiguredError,
+  EVENT_LOOP_SAMPLE_MS,
   InvalidCredentialError,
   createFailoverCounter,
   createJobMetrics,
@@ -55,7 +56,7 @@ const UNMATCHED_ROUTE = 'unmatched';
 
 export function createMetrics(runner: MetricsOptions['runner'], logger: MetricsOptions['logger'], redis: Config['redis'] = null) {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: METRICS_PREFIX });
+  collectDefaultMetrics({ register: registry, prefix: METRICS_PREFIX, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   // Every role counts the Redis failovers (issue 48): a `start:api` process serves the alert
   // CensoRedisFailover as a worker does, from what its own queue events' connection hears.
   const failovers = createFailoverCounter(registry, redis);
