@@ -22,6 +22,7 @@ import { spanNode24Section } from './sections/span-node24.mjs';
 import { spanSection } from './sections/span.mjs';
 import { xlsxSpanSection } from './sections/span-xlsx.mjs';
 import { tracingSection } from './sections/tracing.mjs';
+import { idleSection } from './sections/idle.mjs';
 import { storageSection } from './sections/storage.mjs';
 import { workerMemorySection } from './sections/worker-memory.mjs';
 
@@ -50,5 +51,6 @@ await xlsxSpanSection(run); // 3e
 await pageSection(run); // 7
 await querySection(run); // 4
 await tracingSection(run); // 8
+await idleSection(run); // 9
 await profileSection(run);
 writeReport(run, { started, machine, dataTable });
