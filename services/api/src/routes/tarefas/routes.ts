@@ -19,10 +19,8 @@ import {
   loteGetSchema,
   lotesListSchema,
   loteTarefasSchema,
-  tarefaDeleteSchema,
-  tarefaGetSchema,
-  tarefaResultadoSchema,
-} from './schemas.js';
+} from './lote-schemas.js';
+import { tarefaDeleteSchema, tarefaGetSchema, tarefaResultadoSchema } from './schemas.js';
 import {
   ConflictError,
   IdempotencyMismatchError,
