@@ -263,6 +263,8 @@ describe('deploy/vm/redis scripts, with passwords', () => {
       });
       await queue.add('dobrar', { n: 21 });
       expect(await done).toEqual({ dobro: 42 });
+      // The APIs' contract handshake (SPEC §12) lists the connected workers: CLIENT LIST, allowed.
+      expect((await queue.getWorkers()).length).toBeGreaterThanOrEqual(1);
     } finally {
       await worker.close();
       await queue.close();

@@ -10,6 +10,7 @@ import { Queue } from 'bullmq';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
+  CORE_JOB_CONTRACT_VERSION,
   JOB_CONTRACT_VERSION,
   JOB_OPTIONS,
   JOB_QUEUE,
@@ -145,14 +146,15 @@ describe('contract versions on one queue (rolling upgrade)', () => {
     expect(failed?.attemptsMade).toBe(1);
   });
 
-  it("the API's jobs carry the oldest contract version that runs them: 1 for a job of the core, so a worker of any version takes it", async () => {
+  it("the API's jobs carry the oldest contract version that runs them: CORE_JOB_CONTRACT_VERSION for a job of the core (3 since issue 46 changed its answer), so an older worker gives it back", async () => {
     await startVersioned(N);
     const runner = createBullmqRunner(config, createLogger({ logLevel: 'silent' }, {}));
     try {
       const { id, data } = await jobData();
       const result = await runner.run(data, { id, deadline: Date.now() + 20_000, signal: new AbortController().signal });
       expect(result).toMatchObject({ ok: true, count: expectedCount });
-      expect((await queue.getJob(id))?.data).toEqual({ ...data, contract: 1 });
+      expect((await queue.getJob(id))?.data).toEqual({ ...data, contract: CORE_JOB_CONTRACT_VERSION });
+      expect(CORE_JOB_CONTRACT_VERSION).toBe(3);
     } finally {
       await runner.close();
     }

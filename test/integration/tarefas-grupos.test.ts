@@ -8,7 +8,17 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ERRORS, GROUP_JOB, TASK_QUEUE, createJobPool, finishedItem, httpMessages, type JobExecutor, type JobPool } from '@censo/shared';
+import {
+  ERRORS,
+  GROUP_JOB,
+  GROUP_JOB_CONTRACT_VERSION,
+  TASK_QUEUE,
+  createJobPool,
+  finishedItem,
+  httpMessages,
+  type JobExecutor,
+  type JobPool,
+} from '@censo/shared';
 import { startWorker, type RunningWorker } from '@censo/worker';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { logLines } from '../helpers/log-lines.js';
@@ -113,7 +123,7 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     const carried = jobs.map((job) => (job.data as { tarefas: Array<{ id: string }>; contract: number }).tarefas.map((t) => t.id));
     expect(carried.map((group) => group.length).sort()).toEqual([2, 3]);
     expect(carried.flat().sort()).toEqual([...ids].sort());
-    for (const job of jobs) expect((job.data as { contract: number }).contract).toBe(2);
+    for (const job of jobs) expect((job.data as { contract: number }).contract).toBe(GROUP_JOB_CONTRACT_VERSION);
     expect(await groupHashes(server)).toHaveLength(2);
 
     server.gate.open();
@@ -194,7 +204,7 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
       what: 'the older worker to give the group back',
     });
     expect(older.lines.find((line) => line.msg === 'job of a newer contract left for a newer worker')).toMatchObject({
-      contract: 2,
+      contract: GROUP_JOB_CONTRACT_VERSION,
       known: 1,
     });
     for (const id of ids) expect((await monitor(server, id)).estado).toBe('aguardando');

@@ -10,7 +10,8 @@
 #   default      the service (API, workers; KEDA's list count): AUTH <REDIS_PASSWORD>, as the
 #                service names no user. Every command BullMQ and the service use, none of the
 #                @dangerous ones (FLUSHALL, FLUSHDB, KEYS, CONFIG, DEBUG, SHUTDOWN, MONITOR,
-#                REPLICAOF, ACL...) but INFO, which BullMQ reads at start (version, eviction policy)
+#                REPLICAOF, ACL...) but INFO, which BullMQ reads at start (version, eviction policy),
+#                and CLIENT LIST, the connected workers the APIs' contract handshake counts
 #   replicacao   the replicas' link to their master: PSYNC, REPLCONF, PING (Redis's ACL guide)
 #   sentinela    the Sentinels on the servers: what Redis's Sentinel guide lists for them
 #   censo-admin  the operator (backups, restore, password changes): every command
@@ -72,8 +73,10 @@ if [ ! -f "$conf" ]; then
     echo "$listening"
     echo "bind $bind"
     echo "dir $dir"
-    # The service: everything but @dangerous, INFO excepted (BullMQ reads it at start).
-    echo "user default on >$REDIS_PASSWORD ~* &* +@all -@dangerous +info"
+    # The service: everything but @dangerous, INFO excepted (BullMQ reads it at start), and CLIENT
+    # LIST, which lists the workers connected to the queue: the APIs queue group jobs only when
+    # every one of them reads them (SPEC §12); refused, an API falls back to a job per task.
+    echo "user default on >$REDIS_PASSWORD ~* &* +@all -@dangerous +info +client|list"
     if [ -n "${REDIS_REPLICATION_PASSWORD:-}" ]; then
       echo "user replicacao on >$REDIS_REPLICATION_PASSWORD +psync +replconf +ping"
       # Any replica may be promoted, and then the old master follows it: every server needs both.

@@ -18,6 +18,8 @@ import {
   finishedItem,
   groupKeys,
   groupScripts,
+  HANDED_BACK_TTL_MS,
+  readerKeys,
   inSpan,
   jobOf,
   startedItem,
@@ -237,6 +239,9 @@ export function createProcessor(
       }
       if (!token) throw new Error('a job of a newer contract can only be given back with its lock token');
       await job.moveToWait(token);
+      // On the tasks' queue, the APIs look at the jobs given back (readers.ts): one that no live
+      // worker reads (a rollback left it) is relabelled by an API whose jobs the live workers read.
+      if (groups && job.id) await tellHandedBack(groups, job.id).catch(() => undefined);
       await sleep(handBackPauseMs, undefined, { signal }).catch(() => undefined); // a closing worker need not wait
       throw new WaitingError();
     }
@@ -252,6 +257,11 @@ export function createProcessor(
       return controller !== undefined;
     },
   });
+}
+
+async function tellHandedBack(groups: NonNullable<ProcessorOptions['groups']>, id: string): Promise<void> {
+  const key = readerKeys(groups.prefix, groups.queue).handedBack;
+  await groups.redis.multi().zadd(key, Date.now(), id).pexpire(key, HANDED_BACK_TTL_MS).exec();
 }
 
 /** Unknown (the storage does not answer) counts as present: the job itself then reports the outage. */

@@ -11,6 +11,12 @@ import {
   TASK_QUEUE,
   MAX_STALLED_COUNT,
   UPLOAD_GONE,
+  ANNOUNCE_TTL_MS,
+  announceEveryMs,
+  announceReader,
+  newWorkerName,
+  readerKeys,
+  withdrawReader,
   closeQueueEvents,
   createJobPool,
   createStorage,
@@ -47,6 +53,13 @@ export interface StartWorkerOptions {
   readonly storage?: Storage;
   /** The newest job contract this worker knows; default JOB_CONTRACT_VERSION (tests play N and N+1). */
   readonly contractVersion?: number;
+  /**
+   * Whether it announces its contract in Redis (readers.ts); default true. False plays a worker
+   * of a version from before the announcement (tests).
+   */
+  readonly announce?: boolean;
+  /** How long its announcement counts without renewal; default ANNOUNCE_TTL_MS (tests shorten it). */
+  readonly announceTtlMs?: number;
 }
 
 export interface RunningWorker {
@@ -56,6 +69,8 @@ export interface RunningWorker {
   readonly tasks: Worker<QueuedJobData, JobResult | GroupSummary>;
   /** Where its jobs' files are (readiness checks the bucket). */
   readonly storage: Storage;
+  /** The name of its Redis connections, under which it announces its contract (readers.ts). */
+  readonly name: string;
   /**
    * Metrics of its own for the process's /metrics (the health server's registry, or the API's
    * under `npm start`): censo_redis_failovers_total with Sentinel, none otherwise.
@@ -94,6 +109,8 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   const connection = createRedisClient(config.redis, 'worker', {}, { onMasterSwitch: failovers?.onMasterSwitch });
   const onError = throttledErrorLog(log);
   const contractVersion = options.contractVersion ?? JOB_CONTRACT_VERSION;
+  // Its connections carry this name (CLIENT LIST), and its announcement says what that name reads.
+  const name = newWorkerName();
   const traced = queueTelemetry();
   const telemetry = traced ? { telemetry: traced } : {};
 
@@ -120,6 +137,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
     const processor = createProcessor(jobs, { storage, log, contractVersion, handBackPauseMs, ...(groups ? { groups } : {}) });
     const worker = new Worker<QueuedJobData, JobResult | GroupSummary>(queue, counted(processor), {
       connection,
+      name,
       prefix: config.queuePrefix,
       concurrency,
       lockDuration: config.workerLockDurationMs,
@@ -154,8 +172,30 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   const tasks = consume(TASK_QUEUE, taskExecutor);
   const worker = sync.worker;
 
+  // The announcement (readers.ts): at each (re)connection and a third of its life after, one
+  // command every 20 s while idle. Only the tasks' queue carries group jobs and their rescue.
+  const announceTtlMs = options.announceTtlMs ?? ANNOUNCE_TTL_MS;
+  const readersKey = readerKeys(config.queuePrefix, TASK_QUEUE).readers;
+  let announcing = false;
+  const announce = () => {
+    // One at a time: while Redis is away the command waits for the reconnection, and the next
+    // 'ready' announces anyway.
+    if (announcing) return;
+    announcing = true;
+    announceReader(connection, readersKey, name, contractVersion, announceTtlMs)
+      .catch((err: unknown) => onError('contract announcement', err))
+      .finally(() => (announcing = false));
+  };
+  const announces = options.announce ?? true;
+  let renewal: NodeJS.Timeout | undefined;
+  if (announces) {
+    connection.on('ready', announce);
+    if (connection.status === 'ready') announce();
+    renewal = setInterval(announce, announceEveryMs(announceTtlMs)).unref();
+  }
+
   log.info(
-    { queue: JOB_QUEUE, taskQueue: TASK_QUEUE, prefix: config.queuePrefix, concurrency, contract: contractVersion },
+    { queue: JOB_QUEUE, taskQueue: TASK_QUEUE, prefix: config.queuePrefix, concurrency, contract: contractVersion, name, announces },
     'worker started',
   );
 
@@ -164,12 +204,23 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
     worker,
     tasks: tasks.worker,
     storage,
+    name,
     metrics: failovers ? [failovers.counter] : [],
     async waitUntilReady() {
       await Promise.all([sync, tasks].flatMap((one) => [one.worker.waitUntilReady(), one.cancels.waitUntilReady()]));
     },
     close() {
       closing ??= (async () => {
+        // Its announcement goes first: an API that asks now counts it no more, so it queues no
+        // group for a worker that is leaving (its connection is gone from the list soon after).
+        if (renewal) clearInterval(renewal);
+        connection.off('ready', announce);
+        if (announces && connection.status === 'ready') {
+          await settlesWithin(
+            withdrawReader(connection, readersKey, name, contractVersion).catch(() => undefined),
+            1_000,
+          );
+        }
         // worker.close() has no timeout of its own, and a second close(true) would only return
         // the same pending promise; so past the drain time, abort the active jobs, and the
         // processor hands each one back to the queue (moveToWait) for another worker.

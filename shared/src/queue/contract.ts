@@ -68,19 +68,29 @@ export const UPLOAD_GONE = 'upload folder is gone (the request already ended)';
  * version N and N+1 share one queue during a rolling upgrade (SPEC §9): a worker takes the
  * versions it knows, 1 up to its own, and gives any newer job back to the queue for a newer
  * worker, never failing it. Raise it whenever a change would make an older worker misread a job
- * (a new kind, a new field it must not ignore).
+ * (a new kind, a new field it must not ignore) or answer it the old way.
  *
  * 2: group jobs (task-groups.ts, GROUP_CONTRACT_VERSION), several asynchronous tasks in one job.
+ * 3: a core job's answer changed (issue 46: each divergence's `correcao`, INEP's rules in the
+ *    corrected file): a worker of 2 or less would answer it the old way, so it gives it back.
  * (A literal: the fault suite's next release, cluster/release.mjs, raises it in the build.)
  */
-export const JOB_CONTRACT_VERSION = 2;
+export const JOB_CONTRACT_VERSION = 3;
 
 /**
  * The version a job of the core (one file's divergencias-rf, retorno-rf, censo-corrigido) needs:
- * a release that changes that job's data raises it with JOB_CONTRACT_VERSION, so that older
- * workers give its jobs back (cluster/release.mjs does so for the fault suite's upgrade).
+ * a release that changes that job's data or its answer raises it with JOB_CONTRACT_VERSION, so
+ * that older workers give its jobs back (cluster/release.mjs does so for the fault suite's upgrade).
+ * 3 since issue 46 (see JOB_CONTRACT_VERSION).
  */
-export const CORE_JOB_CONTRACT_VERSION = 1;
+export const CORE_JOB_CONTRACT_VERSION = 3;
+
+/**
+ * The version a group job needs: a group carries jobs of the core, so it needs their version as
+ * well as the groups' own (GROUP_CONTRACT_VERSION). What workers must announce (readers.ts)
+ * before an API queues group jobs.
+ */
+export const GROUP_JOB_CONTRACT_VERSION = Math.max(GROUP_CONTRACT_VERSION, CORE_JOB_CONTRACT_VERSION);
 
 /** Any job's data: one job of the core, or a group of tasks' jobs. */
 export type AnyJobData = JobData | GroupJobData;
@@ -89,15 +99,15 @@ export type AnyJobData = JobData | GroupJobData;
 export type QueuedJobData = AnyJobData & { readonly contract?: number };
 
 /**
- * The job with the oldest contract version that can run it: a job of the core needs 1, so a
- * worker of any version takes it; only a group needs 2. `version` overrides it (tests play N+1).
+ * The job with the oldest contract version that can run it: a job of the core needs
+ * CORE_JOB_CONTRACT_VERSION, a group GROUP_JOB_CONTRACT_VERSION. `version` overrides it (tests play N+1).
  */
 export function withContract<T extends AnyJobData>(data: T, version: number = contractFor(data)): T & { readonly contract: number } {
   return { ...data, contract: version };
 }
 
 function contractFor(data: AnyJobData): number {
-  return data.kind === GROUP_JOB ? GROUP_CONTRACT_VERSION : CORE_JOB_CONTRACT_VERSION;
+  return data.kind === GROUP_JOB ? GROUP_JOB_CONTRACT_VERSION : CORE_JOB_CONTRACT_VERSION;
 }
 
 /**

@@ -1,5 +1,6 @@
 // The queue contract the API (producer) and the worker (consumer) both import.
 export * from './contract.js';
 export * from './task-groups.js';
+export * from './readers.js';
 export * from './connection.js';
 export { MasterSwitchWatcher, parseSwitch } from './master-switch.js';

@@ -50,9 +50,9 @@ export interface Config {
   readonly maxQueuedTarefas: number;
   /**
    * Most asynchronous tasks of one request carried by one queue job (TAREFAS_POR_JOB, queue mode
-   * only). 1, the default, queues a job per task, as every earlier version did: an API of an
-   * earlier version cannot read a task carried by a group, so a rolling upgrade must end before
-   * this goes above 1 (docs/operacao.md).
+   * only). Default 50, what `censo lote --servidor` sends a request (and BENCHMARKS.md §6
+   * measured); the API queues groups only while every live worker announces it reads them, else a
+   * job per task (SPEC §12). 1 queues a job per task always, as versions up to 0.3.0 did.
    */
   readonly tarefasPorJob: number;
   /** A batch closes itself this long after its creation at the latest (SPEC §7.3: LOTE_MAX_HOURS). */
@@ -182,7 +182,7 @@ export function loadConfig(env: Env): Config {
     // Hours, a decimal allowed (0.5 = 30 min), so a short retention can be tried without waiting a day.
     resultTtlMs: Math.round(hours(env, 'RESULT_TTL_HOURS', 24, 8_760) * 3_600_000),
     maxQueuedTarefas: integer(env, 'MAX_QUEUED_TAREFAS', 10_000, 1, 10_000_000),
-    tarefasPorJob: integer(env, 'TAREFAS_POR_JOB', 1, 1, 1_000),
+    tarefasPorJob: integer(env, 'TAREFAS_POR_JOB', 50, 1, 1_000),
     loteMaxMs: Math.round(hours(env, 'LOTE_MAX_HOURS', 72, 8_760) * 3_600_000),
     maxLotesAbertos: integer(env, 'MAX_LOTES_ABERTOS', 100, 1, 1_000_000),
     // Issue 50: MAX_LOTES_ABERTOS alone let a loop of create-and-close make batches without end.

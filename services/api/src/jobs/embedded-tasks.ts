@@ -59,7 +59,7 @@ export function createEmbeddedExecution(runner: JobRunner, options: { concurrenc
   return {
     mode: 'in-process',
     // One thread's FIFO in this process: nothing to share between tasks.
-    groupSize: 1,
+    groupSize: async () => 1,
     async submit(submitted) {
       for (const { id, data } of submitted) {
         jobs.set(id, { data, observation: { state: 'waiting' }, controller: null, forgotten: false });

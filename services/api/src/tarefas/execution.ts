@@ -31,8 +31,16 @@ export type JobObservation =
 
 export interface TaskExecution {
   readonly mode: 'in-process' | 'bullmq';
-  /** Most tasks one job may carry (TAREFAS_POR_JOB): 1 means a job per task, and no task has a `grupo`. */
-  readonly groupSize: number;
+  /**
+   * Most tasks one job may carry now: TAREFAS_POR_JOB when every live worker reads group jobs, else
+   * 1 (a job per task, and no task has a `grupo`). Cached by the adapter for a few seconds.
+   */
+  groupSize(): Promise<number>;
+  /**
+   * Housekeeping: gives a waiting job that no live worker reads (a rollback left it behind) the
+   * contract of this API's own jobs, when the live workers read that (SPEC §12). Never throws.
+   */
+  rescue?(): Promise<void>;
   /** Queues the jobs of these tasks, all or none (QueueUnavailableError when it cannot): one round trip for a request's tasks. */
   submit(jobs: readonly QueuedTask[]): Promise<void>;
   inspect(task: TaskRef): Promise<JobObservation>;

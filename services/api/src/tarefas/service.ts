@@ -829,6 +829,8 @@ export class TarefasService {
   async reconcile(): Promise<void> {
     // Start times come from the executor (the job's own clock), so they are compared with it.
     const now = Date.now();
+    // Jobs a rollback left for workers no longer there go back to the live ones first.
+    await this.execution.rescue?.();
     const running = await this.execution.running();
     for (const [id, startedAt] of running) {
       if (startedAt + this.#deps.config.jobTimeoutMs >= now) continue;

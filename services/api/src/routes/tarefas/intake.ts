@@ -394,7 +394,8 @@ async function createAndQueue(
 ): Promise<TarefaRecord[]> {
   const { service } = app.tarefas;
   const admission = request.tarefaAdmission!;
-  const tasks = grouped(sent, service.execution.groupSize);
+  // One file never makes a group: it asks nothing of the workers' handshake.
+  const tasks = grouped(sent, sent.length > 1 ? await service.execution.groupSize() : 1);
   const created = await service.createTarefas(
     tasks.map((task) => task.record),
     admission.reservation ? { reservation: admission.reservation, digest } : null,
