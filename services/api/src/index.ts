@@ -11,3 +11,7 @@ export { errorsPlugin } from './plugins/errors.js';
 export { createBullmqRunner, type BullmqRunner } from './jobs/bullmq.js';
 export { jsonListItems } from './routes/tarefas/results.js';
 export { deliverWebhook, checkWebhookDestination, parseWebhookUrl, webhookSignature } from './tarefas/webhooks.js';
+// The store's two adapters, for the contract suite that holds them to one behaviour (test/integration/tarefas-store-contract.test.ts).
+export { createMemoryStore } from './tarefas/store-memory.js';
+export { createRedisStore } from './tarefas/store-redis.js';
+export type { TarefaStore } from './tarefas/store.js';

@@ -85,7 +85,9 @@ export function createRedisStore(redis: Redis | Cluster, queuePrefix: string): T
       return (await commit(names.length, ...names, JSON.stringify(spec))) === 1;
     },
     async range(key, { after, from, upTo, limit }: RangeQuery): Promise<Scored[]> {
-      const min = from !== undefined ? String(from) : after === undefined || after === -Infinity ? '-inf' : `(${after}`;
+      // Both bounds may be given (the contract suite holds the memory store to the same): the tighter one wins.
+      const exclusive = after !== undefined && after !== -Infinity && (from === undefined || after >= from);
+      const min = exclusive ? `(${after}` : from !== undefined ? String(from) : '-inf';
       const max = upTo === undefined || upTo === Infinity ? '+inf' : String(upTo);
       const flat = await client.zrangebyscore(full(key), min, max, 'WITHSCORES', 'LIMIT', 0, limit);
       const out: Scored[] = [];
