@@ -3,6 +3,7 @@
 // deleting what has expired in the store and the storage (folder or bucket), closing idle batches,
 // and sending webhook messages.
 import { settlesWithin, throttledErrorLog, type Logger } from '@censo/shared';
+import { Maintenance } from './maintenance.js';
 import type { TarefasService } from './service.js';
 
 export interface HousekeepingIntervals {
@@ -23,11 +24,12 @@ export interface Housekeeping {
 export function startHousekeeping(service: TarefasService, log: Logger, intervals: HousekeepingIntervals): Housekeeping {
   const logError = throttledErrorLog(log);
   const running = new Set<Promise<void>>();
+  const maintenance = new Maintenance(service, service.jobTimeoutMs);
   const timers = (
     [
-      ['reconcile', intervals.reconcileMs, () => service.reconcile()],
-      ['sweep', intervals.sweepMs, () => service.sweep()],
-      ['webhooks', intervals.webhooksMs, () => service.deliverWebhooks()],
+      ['reconcile', intervals.reconcileMs, () => maintenance.reconcile()],
+      ['sweep', intervals.sweepMs, () => maintenance.sweep()],
+      ['webhooks', intervals.webhooksMs, () => service.webhooks.deliverDue()],
     ] as const
   ).map(([name, everyMs, pass]) => {
     // One pass of each kind at a time: a slow one (Redis away, a slow receiver) is not stacked.

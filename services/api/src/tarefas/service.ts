@@ -6,7 +6,7 @@
 // A task's state comes from its record when it has ended, and otherwise from its job (waiting,
 // running, or ended but not yet recorded: then it is recorded now). Whoever sees the end first
 // records it: the request that asks, the executor's hint, or the reconciler's pass.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CensoError, ERRORS, httpMessages, type Config, type JobResult, type Logger, type Storage } from '@censo/shared';
 import type { JobObservation, TaskExecution } from './execution.js';
@@ -15,7 +15,6 @@ import {
   donoOf,
   isFinal,
   TASK_OUTPUTS,
-  rfc3339,
   type Contagens,
   type Dono,
   type EstadoFinal,
@@ -25,40 +24,19 @@ import {
   type TarefaRecord,
 } from './model.js';
 import { keys, type Guard, type TarefaStore, type Write } from './store.js';
-import { deliverWebhook, newMessageId } from './webhooks.js';
+import {
+  IDEMPOTENCY_TTL_MS,
+  IdempotencyRecords,
+  type IdempotencyDone,
+  type IdempotencyReservation,
+  type IdempotencyState,
+} from './idempotency.js';
+import { WebhookOutbox, webhookWrites } from './webhook-outbox.js';
 
 /** A task just committed may not be in the queue yet: a missing job is not a lost one this soon. */
 const SUBMIT_GRACE_MS = 30_000;
-/** An open batch with no new file for this long closes itself (SPEC §7.3). */
-export const LOTE_IDLE_MS = 24 * 3_600_000;
-/** Idempotency keys are remembered this long (SPEC §7.2). */
-export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
-/**
- * Webhook retries after the first attempt, Standard Webhooks' schedule: 27 h 35 min in all, so a
- * receiver down for a day still gets the message (SPEC §7.4: at least 24 h).
- */
-export const WEBHOOK_RETRIES_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
-/** A claimed webhook message is left to others again after this long (its sender died mid-attempt). */
-const WEBHOOK_LEASE_MS = 60_000;
 /** Bound on the attempts of one commit under contention (a batch's record, hot during a burst). */
 const MAX_ATTEMPTS = 200;
-
-export interface IdempotencyDone {
-  readonly digest: string;
-  readonly tarefa?: string;
-  /** Every task of a request that sent several returns (`tarefa` is the first). */
-  readonly tarefas?: readonly string[];
-  readonly lote?: string;
-}
-
-export type IdempotencyState =
-  { readonly state: 'none' } | { readonly state: 'receiving' } | ({ readonly state: 'done' } & IdempotencyDone);
-
-/** A reservation held while its request is received (SPEC §7.2: a second one gets 409 meanwhile). */
-export interface IdempotencyReservation {
-  readonly key: string;
-  readonly value: string;
-}
 
 export type NewLoteOutcome =
   | { readonly ok: true }
@@ -84,14 +62,6 @@ export type NewTarefaOutcome =
 export interface TarefasListing {
   readonly tarefas: TarefaAgora[];
   readonly next: number | null;
-}
-
-export interface WebhookMessage {
-  readonly id: string;
-  readonly url: string;
-  readonly segredo: string;
-  readonly body: string;
-  readonly tentativas: number;
 }
 
 export interface TarefasServiceDeps {
@@ -214,13 +184,18 @@ export class TarefasService {
   readonly execution: TaskExecution;
   readonly now: () => number;
   readonly #deps: TarefasServiceDeps;
-  #reconcileAfter = -Infinity;
+  /** Idempotency-Key records (SPEC §7.2). */
+  readonly idempotencia: IdempotencyRecords;
+  /** Batches' end messages waiting to be sent (SPEC §7.4). */
+  readonly webhooks: WebhookOutbox;
 
   constructor(deps: TarefasServiceDeps) {
     this.#deps = deps;
     this.store = deps.store;
     this.execution = deps.execution;
     this.now = deps.now ?? Date.now;
+    this.idempotencia = new IdempotencyRecords(deps.store, deps.config.uploadTimeoutMs);
+    this.webhooks = new WebhookOutbox({ store: deps.store, log: deps.log, now: this.now, allowPrivate: deps.config.webhookAllowPrivate });
     // The executor's hint: record the end now rather than at the next reconcile.
     deps.execution.onSettled((id) => {
       void this.finish(id).catch((err: unknown) => deps.log.warn({ err, tarefa: id }, 'could not record the end of a task'));
@@ -231,37 +206,9 @@ export class TarefasService {
     return this.#deps.config.resultTtlMs;
   }
 
-  // ---------------------------------------------------------------- idempotency (SPEC §7.2)
-
-  /** Where a principal's Idempotency-Key is remembered: its own space (SPEC §7.2), another's same key is another key. */
-  idempotencyKey(scope: string, dono: Dono, key: string): string {
-    return keys.idem(scope, createHash('sha256').update(`${dono}\n${key}`, 'utf8').digest('hex'));
-  }
-
-  async idempotency(storeKey: string): Promise<IdempotencyState> {
-    const raw = await this.store.get(storeKey);
-    if (raw === null) return { state: 'none' };
-    const value = parse<{ recebendo?: string } & IdempotencyDone>(raw);
-    if (value.recebendo) return { state: 'receiving' };
-    return {
-      state: 'done',
-      digest: value.digest,
-      ...(value.tarefa ? { tarefa: value.tarefa } : {}),
-      ...(value.tarefas ? { tarefas: value.tarefas } : {}),
-      ...(value.lote ? { lote: value.lote } : {}),
-    };
-  }
-
-  /** Holds the key while the request is received; null when another request holds or used it meanwhile. */
-  async reserveIdempotency(storeKey: string): Promise<IdempotencyReservation | null> {
-    const value = JSON.stringify({ recebendo: randomBytes(12).toString('base64url') });
-    const ttlMs = this.#deps.config.uploadTimeoutMs + 60_000;
-    const ok = await this.store.commit([{ key: storeKey, value: null }], [{ op: 'set', key: storeKey, value, ttlMs }]);
-    return ok ? { key: storeKey, value } : null;
-  }
-
-  async releaseIdempotency(reservation: IdempotencyReservation): Promise<void> {
-    await this.store.commit([{ key: reservation.key, value: reservation.value }], [{ op: 'del', key: reservation.key }]);
+  /** JOB_TIMEOUT_MS: a task running longer is stopped by the reconciler (maintenance.ts). */
+  get jobTimeoutMs(): number {
+    return this.#deps.config.jobTimeoutMs;
   }
 
   // ---------------------------------------------------------------- tasks (SPEC §7.1)
@@ -565,7 +512,7 @@ export class TarefasService {
       }
       if (await this.store.commit(guards, writes)) return { ok: true } as const;
       if (idempotency) {
-        const existing = await this.idempotency(idempotency.key);
+        const existing = await this.idempotencia.read(idempotency.key);
         if (existing.state !== 'none') return { ok: false, why: 'idempotencia', existing } as const;
       }
       return RETRY;
@@ -662,7 +609,7 @@ export class TarefasService {
     return [
       { op: 'set', key: keys.lote(lote.id), value: JSON.stringify(done) },
       { op: 'zadd', key: keys.expiram, member: `l:${lote.id}`, score: done.expiraEm! },
-      ...this.#webhookWrites(done, 'lote.concluido', 'concluido', contagens(done, 0), now),
+      ...webhookWrites(done, 'lote.concluido', 'concluido', contagens(done, 0), now),
     ];
   }
 
@@ -730,7 +677,7 @@ export class TarefasService {
         // A batch that had not ended ends cancelled: its unfinished tasks count as cancelled.
         const unfinished = lote.total - lote.concluida - lote.falhou - lote.cancelada;
         const counts: Contagens = { ...contagens(lote, 0), aguardando: 0, cancelada: lote.cancelada + unfinished };
-        writes.push(...this.#webhookWrites(lote, 'lote.cancelado', 'cancelado', counts, now));
+        writes.push(...webhookWrites(lote, 'lote.cancelado', 'cancelado', counts, now));
       }
       return (await this.store.commit([{ key: keys.lote(id), value: raw }, ...abertos.guards], writes)) ? lote : RETRY;
     });
@@ -763,113 +710,6 @@ export class TarefasService {
         { op: 'zrem', key: keys.apagar, member: id },
       ],
     );
-  }
-
-  // ---------------------------------------------------------------- webhooks (SPEC §7.4)
-
-  #webhookWrites(lote: LoteRecord, type: 'lote.concluido' | 'lote.cancelado', estado: string, tarefas: Contagens, now: number): Write[] {
-    if (lote.webhook === null) return [];
-    const id = newMessageId();
-    // Ids, states and counts only: nothing from the files (no personal data).
-    const body = JSON.stringify({ type, timestamp: rfc3339(now), data: { id: lote.id, estado, tarefas } });
-    const message: WebhookMessage = { id, url: lote.webhook.url, segredo: lote.webhook.segredo, body, tentativas: 0 };
-    return [
-      { op: 'set', key: keys.webhook(id), value: JSON.stringify(message) },
-      { op: 'zadd', key: keys.webhooksDue, member: id, score: now },
-    ];
-  }
-
-  /** Sends the messages that are due; each is claimed first, so one replica sends it. */
-  async deliverWebhooks(): Promise<void> {
-    const now = this.now();
-    const due = await this.store.range(keys.webhooksDue, { upTo: now, limit: 20 });
-    await Promise.all(
-      due.map(async ({ member: id }) => {
-        const raw = await this.store.get(keys.webhook(id));
-        if (raw === null) {
-          await this.store.commit([], [{ op: 'zrem', key: keys.webhooksDue, member: id }]);
-          return;
-        }
-        const message = parse<WebhookMessage>(raw);
-        const claimed = { ...message, claim: randomBytes(6).toString('base64url') };
-        const claimedRaw = JSON.stringify(claimed);
-        const claim: Write[] = [
-          { op: 'set', key: keys.webhook(id), value: claimedRaw },
-          { op: 'zadd', key: keys.webhooksDue, member: id, score: now + WEBHOOK_LEASE_MS },
-        ];
-        if (!(await this.store.commit([{ key: keys.webhook(id), value: raw }], claim))) return;
-        const { outcome, detail } = await deliverWebhook(message, { allowPrivate: this.#deps.config.webhookAllowPrivate, now: this.now });
-        const tentativas = message.tentativas + 1;
-        const log = { webhook: id, tentativas, outcome, detail };
-        const guard = [{ key: keys.webhook(id), value: claimedRaw }];
-        if (outcome !== 'failed' || tentativas > WEBHOOK_RETRIES_MS.length) {
-          if (outcome === 'failed') this.#deps.log.warn(log, 'webhook given up after its last retry');
-          else this.#deps.log.info(log, outcome === 'gone' ? 'webhook gone (410): no more retries' : 'webhook delivered');
-          await this.store.commit(guard, [
-            { op: 'del', key: keys.webhook(id) },
-            { op: 'zrem', key: keys.webhooksDue, member: id },
-          ]);
-          return;
-        }
-        this.#deps.log.info(log, 'webhook failed, will retry');
-        await this.store.commit(guard, [
-          { op: 'set', key: keys.webhook(id), value: JSON.stringify({ ...message, tentativas }) },
-          { op: 'zadd', key: keys.webhooksDue, member: id, score: this.now() + WEBHOOK_RETRIES_MS[tentativas - 1]! },
-        ]);
-      }),
-    );
-  }
-
-  // ---------------------------------------------------------------- housekeeping
-
-  /**
-   * Looks at unfinished tasks a page at a time, round-robin: records the end of jobs whose hint
-   * was missed, and stops tasks running past JOB_TIMEOUT_MS (the synchronous route's 504).
-   */
-  async reconcile(): Promise<void> {
-    // Start times come from the executor (the job's own clock), so they are compared with it.
-    const now = Date.now();
-    // Jobs a rollback left for workers no longer there go back to the live ones first.
-    await this.execution.rescue?.();
-    const running = await this.execution.running();
-    for (const [id, startedAt] of running) {
-      if (startedAt + this.#deps.config.jobTimeoutMs >= now) continue;
-      const record = await this.tarefa(id);
-      if (record === null || isFinal(record.estado)) continue;
-      await this.finish(id, { state: 'failed', why: 'timeout', startedAt, finishedAt: now });
-      await this.execution.cancel(record).catch(() => undefined);
-    }
-    const page = await this.store.range(keys.pendentes, { after: this.#reconcileAfter, limit: 100 });
-    this.#reconcileAfter = page.length < 100 ? -Infinity : page[page.length - 1]!.score;
-    for (const { member: id } of page) {
-      if (running.has(id)) continue;
-      await this.finish(id);
-    }
-  }
-
-  /** Deletes what has expired (SPEC §7.1 retention), closes idle batches, resumes interrupted batch deletions. */
-  async sweep(): Promise<void> {
-    const now = this.now();
-    for (const { member } of await this.store.range(keys.expiram, { upTo: now, limit: 100 })) {
-      const id = member.slice(2);
-      if (member.startsWith('t:')) {
-        if (!(await this.deleteTarefa(id))) await this.store.commit([], [{ op: 'zrem', key: keys.expiram, member }]);
-      } else if (!(await this.deleteLote(id))) {
-        await this.store.commit([], [{ op: 'zrem', key: keys.expiram, member }]);
-      }
-    }
-    const idleSince = now - LOTE_IDLE_MS;
-    for (const { member } of await this.store.range(keys.abertos, { upTo: idleSince, limit: 100 })) {
-      if ((await this.fecharLote(member, { onlyIfIdleSince: idleSince })) === null) {
-        await this.store.commit([], [{ op: 'zrem', key: keys.abertos, member }]);
-      }
-    }
-    // LOTE_MAX_HOURS after its creation a batch closes whatever its uploads (SPEC §7.3), so no
-    // result outlives LOTE_MAX_HOURS + RESULT_TTL_HOURS.
-    for (const { member } of await this.store.range(keys.limite, { upTo: now, limit: 100 })) {
-      if ((await this.fecharLote(member)) === null) await this.store.commit([], [{ op: 'zrem', key: keys.limite, member }]);
-    }
-    for (const { member } of await this.store.range(keys.apagar, { upTo: now - 60_000, limit: 10 })) await this.purgeLote(member);
   }
 }
 

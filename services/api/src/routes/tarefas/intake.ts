@@ -28,7 +28,8 @@ import {
   type TarefaAgora,
   type TarefaRecord,
 } from '../../tarefas/model.js';
-import type { IdempotencyReservation, IdempotencyState, TarefasService } from '../../tarefas/service.js';
+import type { IdempotencyReservation, IdempotencyState } from '../../tarefas/idempotency.js';
+import type { TarefasService } from '../../tarefas/service.js';
 
 /** RFC 7240: `Prefer: respond-async` among the request's preferences (any case, any order, any parameters). */
 export function wantsAsync(request: FastifyRequest): boolean {
@@ -111,8 +112,8 @@ export function admitTarefa(app: FastifyInstance, route: RouteSpec, options: { l
 
     let storeKey: string | null = null;
     if (idemKey !== null) {
-      storeKey = service.idempotencyKey(idempotencyScope(loteId), dono, idemKey);
-      const state = await service.idempotency(storeKey);
+      storeKey = service.idempotencia.key(idempotencyScope(loteId), dono, idemKey);
+      const state = await service.idempotencia.read(storeKey);
       if (state.state === 'receiving') throw inProgress(reply);
       if (state.state === 'done') {
         // Decided once the files are in: the same request is a replay, another one a 422.
@@ -131,12 +132,12 @@ export function admitTarefa(app: FastifyInstance, route: RouteSpec, options: { l
     }
     const admission: Admission = { idemKey: storeKey, replay: null, reservation: null, release, waiting };
     if (storeKey !== null) {
-      admission.reservation = await service.reserveIdempotency(storeKey);
+      admission.reservation = await service.idempotencia.reserve(storeKey);
       if (admission.reservation === null) throw inProgress(reply);
       // Given back if the request ends without a task (refused file, client gone...).
       reply.raw.once('close', () => {
         const held = admission.reservation;
-        if (held) void service.releaseIdempotency(held).catch(() => undefined);
+        if (held) void service.idempotencia.release(held).catch(() => undefined);
       });
     }
     request.tarefaAdmission = admission;

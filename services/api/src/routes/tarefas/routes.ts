@@ -190,7 +190,7 @@ async function routes(app: FastifyInstance): Promise<void> {
       if (header !== undefined && (typeof header !== 'string' || !/^[\x20-\x7e]{1,255}$/.test(header))) throw invalido.idempotencyKey();
       const dono = donoDe(request);
       // The principal's own key space: a replay answers webhook_segredo to the principal that created the batch, never to another.
-      const idemKey = header === undefined ? null : service.idempotencyKey('lotes', dono, header);
+      const idemKey = header === undefined ? null : service.idempotencia.key('lotes', dono, header);
       const digest = createHash('sha256')
         .update(JSON.stringify([nome, url]))
         .digest('hex');
@@ -204,7 +204,7 @@ async function routes(app: FastifyInstance): Promise<void> {
       };
       // The batch an earlier request with this key created, if any. Not the reply itself: a
       // Fastify reply is thenable, and awaiting it yields undefined once it is sent.
-      const replayOf = async (state: Awaited<ReturnType<typeof service.idempotency>>): Promise<LoteRecord | null> => {
+      const replayOf = async (state: Awaited<ReturnType<typeof service.idempotencia.read>>): Promise<LoteRecord | null> => {
         if (state.state !== 'done') return null;
         if (state.digest !== digest) throw new IdempotencyMismatchError();
         const lote = await service.lote(state.lote ?? '', dono);
@@ -212,7 +212,7 @@ async function routes(app: FastifyInstance): Promise<void> {
         return lote;
       };
       if (idemKey !== null) {
-        const earlier = await replayOf(await service.idempotency(idemKey));
+        const earlier = await replayOf(await service.idempotencia.read(idemKey));
         if (earlier !== null) return answer(earlier, true);
       }
 

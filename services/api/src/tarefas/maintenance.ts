@@ -1,0 +1,74 @@
+// The passes the housekeeping runs on every API process (housekeeping.ts): the reconciler, which
+// records ends whose hint was missed and stops tasks past JOB_TIMEOUT_MS, and the sweep, which
+// deletes what has expired, closes idle batches and resumes interrupted batch deletions. Each is
+// safe on several replicas at once: every change goes through the service's guarded commits.
+import { isFinal } from './model.js';
+import type { TarefasService } from './service.js';
+import { keys } from './store.js';
+
+/** An open batch with no new file for this long closes itself (SPEC §7.3). */
+export const LOTE_IDLE_MS = 24 * 3_600_000;
+
+export class Maintenance {
+  readonly #service: TarefasService;
+  readonly #jobTimeoutMs: number;
+  /** The reconciler's place in the unfinished tasks (a page a pass, round-robin). */
+  #reconcileAfter = -Infinity;
+
+  constructor(service: TarefasService, jobTimeoutMs: number) {
+    this.#service = service;
+    this.#jobTimeoutMs = jobTimeoutMs;
+  }
+
+  /**
+   * Looks at unfinished tasks a page at a time, round-robin: records the end of jobs whose hint
+   * was missed, and stops tasks running past JOB_TIMEOUT_MS (the synchronous route's 504).
+   */
+  async reconcile(): Promise<void> {
+    // Start times come from the executor (the job's own clock), so they are compared with it.
+    const now = Date.now();
+    // Jobs a rollback left for workers no longer there go back to the live ones first.
+    await this.#service.execution.rescue?.();
+    const running = await this.#service.execution.running();
+    for (const [id, startedAt] of running) {
+      if (startedAt + this.#jobTimeoutMs >= now) continue;
+      const record = await this.#service.tarefa(id);
+      if (record === null || isFinal(record.estado)) continue;
+      await this.#service.finish(id, { state: 'failed', why: 'timeout', startedAt, finishedAt: now });
+      await this.#service.execution.cancel(record).catch(() => undefined);
+    }
+    const page = await this.#service.store.range(keys.pendentes, { after: this.#reconcileAfter, limit: 100 });
+    this.#reconcileAfter = page.length < 100 ? -Infinity : page[page.length - 1]!.score;
+    for (const { member: id } of page) {
+      if (running.has(id)) continue;
+      await this.#service.finish(id);
+    }
+  }
+
+  /** Deletes what has expired (SPEC §7.1 retention), closes idle batches, resumes interrupted batch deletions. */
+  async sweep(): Promise<void> {
+    const now = this.#service.now();
+    for (const { member } of await this.#service.store.range(keys.expiram, { upTo: now, limit: 100 })) {
+      const id = member.slice(2);
+      if (member.startsWith('t:')) {
+        if (!(await this.#service.deleteTarefa(id))) await this.#service.store.commit([], [{ op: 'zrem', key: keys.expiram, member }]);
+      } else if (!(await this.#service.deleteLote(id))) {
+        await this.#service.store.commit([], [{ op: 'zrem', key: keys.expiram, member }]);
+      }
+    }
+    const idleSince = now - LOTE_IDLE_MS;
+    for (const { member } of await this.#service.store.range(keys.abertos, { upTo: idleSince, limit: 100 })) {
+      if ((await this.#service.fecharLote(member, { onlyIfIdleSince: idleSince })) === null) {
+        await this.#service.store.commit([], [{ op: 'zrem', key: keys.abertos, member }]);
+      }
+    }
+    // LOTE_MAX_HOURS after its creation a batch closes whatever its uploads (SPEC §7.3), so no
+    // result outlives LOTE_MAX_HOURS + RESULT_TTL_HOURS.
+    for (const { member } of await this.#service.store.range(keys.limite, { upTo: now, limit: 100 })) {
+      if ((await this.#service.fecharLote(member)) === null)
+        await this.#service.store.commit([], [{ op: 'zrem', key: keys.limite, member }]);
+    }
+    for (const { member } of await this.#service.store.range(keys.apagar, { upTo: now - 60_000, limit: 10 }))
+      await this.#service.purgeLote(member);
+  }
+}
