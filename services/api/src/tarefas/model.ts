@@ -227,3 +227,9 @@ export function loteMonitor(lote: LoteRecord, processando: number): LoteMonitor 
     tarefas: contagens(lote, processando),
   };
 }
+
+/** `dono` given: the record only if it is that principal's (any other gets what an unknown id gets). */
+export function owned<T extends { readonly dono?: Dono }>(record: T | null, dono: Dono | undefined): T | null {
+  if (record === null || dono === undefined) return record;
+  return donoOf(record) === dono ? record : null;
+}

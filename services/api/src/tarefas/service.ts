@@ -6,13 +6,12 @@
 // A task's state comes from its record when it has ended, and otherwise from its job (waiting,
 // running, or ended but not yet recorded: then it is recorded now). Whoever sees the end first
 // records it: the request that asks, the executor's hint, or the reconciler's pass.
-import { createHash } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { CensoError, ERRORS, httpMessages, type Config, type JobResult, type Logger, type Storage } from '@censo/shared';
+import type { Config, Logger, Storage } from '@censo/shared';
 import type { JobObservation, TaskExecution } from './execution.js';
 import {
   contagens,
   donoOf,
+  owned,
   isFinal,
   TASK_OUTPUTS,
   type Contagens,
@@ -23,46 +22,18 @@ import {
   type TarefaAgora,
   type TarefaRecord,
 } from './model.js';
-import { keys, type Guard, type TarefaStore, type Write } from './store.js';
-import {
-  IDEMPOTENCY_TTL_MS,
-  IdempotencyRecords,
-  type IdempotencyDone,
-  type IdempotencyReservation,
-  type IdempotencyState,
-} from './idempotency.js';
+import { donoKey, keys, type Guard, type TarefaStore, type Write } from './store.js';
+import { Listings } from './listings.js';
+import { IDEMPOTENCY_TTL_MS, IdempotencyRecords, type IdempotencyDone, type IdempotencyReservation } from './idempotency.js';
 import { WebhookOutbox, webhookWrites } from './webhook-outbox.js';
+import { divergenciasCount, ending } from './ending.js';
+import { HOUR_MS, withOneMoreCreation } from './lote-quota.js';
+import { RETRY, StoreContentionError, retrying } from './retrying.js';
+import { Batched } from './batched.js';
+import type { NewLoteOutcome, NewTarefaOutcome } from './outcomes.js';
 
 /** A task just committed may not be in the queue yet: a missing job is not a lost one this soon. */
 const SUBMIT_GRACE_MS = 30_000;
-/** Bound on the attempts of one commit under contention (a batch's record, hot during a burst). */
-const MAX_ATTEMPTS = 200;
-
-export type NewLoteOutcome =
-  | { readonly ok: true }
-  | { readonly ok: false; readonly why: 'idempotencia'; readonly existing: IdempotencyState }
-  | { readonly ok: false; readonly why: 'muitos-abertos' };
-
-/** A page of a principal's batches, newest first (GET /api/lotes). */
-export interface LotesListing {
-  readonly lotes: LoteRecord[];
-  /** Where the next page starts: the last batch's position. */
-  readonly next: LotesCursor | null;
-}
-
-export interface LotesCursor {
-  readonly score: number;
-  readonly id: string;
-}
-
-export type NewTarefaOutcome =
-  | { readonly ok: true; readonly records: TarefaRecord[] }
-  | { readonly ok: false; readonly why: 'lote-nao-encontrado' | 'lote-fechado' | 'idempotencia' };
-
-export interface TarefasListing {
-  readonly tarefas: TarefaAgora[];
-  readonly next: number | null;
-}
 
 export interface TarefasServiceDeps {
   readonly store: TarefaStore;
@@ -80,104 +51,14 @@ export interface TarefasServiceDeps {
 
 const parse = <T>(raw: string): T => JSON.parse(raw) as T;
 
-/** A principal as part of a store key: fixed length, whatever a provider's `sub` holds. */
-const donoKey = (dono: Dono): string => createHash('sha256').update(dono, 'utf8').digest('hex').slice(0, 32);
-
-/** `dono` given: the record only if it is that principal's (any other gets what an unknown id gets). */
-function owned<T extends { readonly dono?: Dono }>(record: T | null, dono: Dono | undefined): T | null {
-  if (record === null || dono === undefined) return record;
-  return donoOf(record) === dono ? record : null;
-}
-const RETRY = Symbol('retry');
-
-// MAX_LOTES_POR_HORA (issue 50): MAX_LOTES_ABERTOS alone counts open batches, and a loop that
-// creates and closes made 60 past a limit of 3. A principal's creations are counted per minute
-// over the last hour, in one record read and written with the batch (guarded like the open
-// count, so two replicas cannot both take the last place): at most 61 numbers, whatever the limit.
-const HOUR_MS = 3_600_000;
-const MINUTE_MS = 60_000;
-/** Creations per minute (epoch minute → count), the minutes of the last hour only. */
-type CriadosPorMinuto = Array<[minute: number, count: number]>;
-
-/** The creations of `raw` still inside the hour that ends at `now`, oldest first. */
-function criadosNaUltimaHora(raw: string | null, now: number): CriadosPorMinuto {
-  const expired = Math.floor((now - HOUR_MS) / MINUTE_MS);
-  return raw === null ? [] : parse<CriadosPorMinuto>(raw).filter(([minute]) => minute > expired);
-}
-
-/** 429: the principal created MAX_LOTES_POR_HORA batches in the last hour (issue 50). */
-export class TooManyLotesCreatedError extends CensoError {
-  readonly status = 429;
-  readonly code = 'TOO_MANY_LOTES_PER_HOUR';
-  /** When the oldest minute counted leaves the hour: the errors plugin sends it as Retry-After. */
-  readonly retryAfterSeconds: number;
-  constructor(retryAfterSeconds: number) {
-    super('Muitos lotes criados na última hora.');
-    this.retryAfterSeconds = retryAfterSeconds;
-  }
-}
-
-/** A task end waiting for its batch's next commit (TarefasService.finish). */
-interface PendingEnd {
+/** A task's end to record, with its job's observation when the caller has it. */
+interface TaskEnd {
   readonly id: string;
   readonly given: JobObservation | undefined;
-  resolve(): void;
-  reject(err: unknown): void;
 }
 
 /** Ends recorded by one commit at most (its Lua script writes about four keys per task). */
 const MAX_ENDS_PER_COMMIT = 500;
-
-/** The store's records stayed contended for every attempt (TarefasService.agora answers without recording). */
-export class StoreContentionError extends Error {
-  constructor() {
-    super('store contention: gave up after many attempts');
-  }
-}
-
-async function retrying<T>(attempt: () => Promise<T | typeof RETRY>): Promise<T> {
-  for (let i = 0; i < MAX_ATTEMPTS; i++) {
-    const result = await attempt();
-    if (result !== RETRY) return result;
-    // Past the first few conflicts, writers that keep meeting step apart (a random pause that
-    // grows to 20 ms) instead of rereading in lockstep.
-    if (i >= 2) await sleep(Math.random() * Math.min(20, i));
-  }
-  throw new StoreContentionError();
-}
-
-/** A finished task's fields, from what its job did. */
-function ending(
-  observation: JobObservation,
-  now: number,
-): {
-  estado: EstadoFinal;
-  erro: TarefaRecord['erro'];
-  resultado: TarefaRecord['resultado'];
-  iniciadaEm: number | null;
-  concluidaEm: number;
-} {
-  const times =
-    observation.state === 'done' || observation.state === 'failed'
-      ? { iniciadaEm: observation.startedAt, concluidaEm: observation.finishedAt }
-      : { iniciadaEm: null, concluidaEm: now };
-  if (observation.state === 'done') {
-    const result: JobResult = observation.result;
-    if (result.ok) {
-      const resultado = { bytes: result.bytes, count: result.count, ...(result.corrigido ? { corrigido: result.corrigido } : {}) };
-      return { estado: 'concluida', erro: null, resultado, ...times };
-    }
-    return { estado: 'falhou', erro: { status: result.status, erro: result.erro }, resultado: null, ...times };
-  }
-  if (observation.state === 'failed' && observation.why === 'timeout') {
-    return { estado: 'falhou', erro: { status: ERRORS.JOB_TIMEOUT.status, erro: ERRORS.JOB_TIMEOUT.message }, resultado: null, ...times };
-  }
-  if (observation.state === 'failed' && observation.why === 'error') {
-    return { estado: 'falhou', erro: { status: 500, erro: httpMessages.internal }, resultado: null, ...times };
-  }
-  // Stopped on request, or removed from the queue by someone else.
-  return { estado: 'cancelada', erro: null, resultado: null, ...times };
-}
 
 export class TarefasService {
   readonly store: TarefaStore;
@@ -188,12 +69,15 @@ export class TarefasService {
   readonly idempotencia: IdempotencyRecords;
   /** Batches' end messages waiting to be sent (SPEC §7.4). */
   readonly webhooks: WebhookOutbox;
+  /** What the listings read: a principal's batches, a batch's tasks, what runs now. */
+  readonly listagens: Listings;
 
   constructor(deps: TarefasServiceDeps) {
     this.#deps = deps;
     this.store = deps.store;
     this.execution = deps.execution;
     this.now = deps.now ?? Date.now;
+    this.listagens = new Listings(deps.store, deps.execution);
     this.idempotencia = new IdempotencyRecords(deps.store, deps.config.uploadTimeoutMs);
     this.webhooks = new WebhookOutbox({ store: deps.store, log: deps.log, now: this.now, allowPrivate: deps.config.webhookAllowPrivate });
     // The executor's hint: record the end now rather than at the next reconcile.
@@ -308,36 +192,14 @@ export class TarefasService {
    * that arrive while this process's previous commit is under way go in its next one.
    */
   finish(id: string, given?: JobObservation): Promise<void> {
-    const done = new Promise<void>((resolve, reject) => this.#ends.push({ id, given, resolve, reject }));
-    if (!this.#recordingEnds) void this.#recordEnds();
-    return done;
+    return this.#ends.add({ id, given });
   }
 
-  /** Ends waiting for the next commit (see finish), and whether one is under way. */
-  readonly #ends: PendingEnd[] = [];
-  #recordingEnds = false;
-
-  async #recordEnds(): Promise<void> {
-    this.#recordingEnds = true;
-    // The executor tells a group's ends together, one after the other in one tick: one commit for them all.
-    await Promise.resolve();
-    try {
-      while (this.#ends.length > 0) {
-        const taken = this.#ends.splice(0, MAX_ENDS_PER_COMMIT);
-        try {
-          await this.#finishTogether(taken);
-          for (const end of taken) end.resolve();
-        } catch (err) {
-          for (const end of taken) end.reject(err);
-        }
-      }
-    } finally {
-      this.#recordingEnds = false;
-    }
-  }
+  /** Ends waiting for the next commit (see finish). */
+  readonly #ends = new Batched<TaskEnd>((ends) => this.#finishTogether(ends), MAX_ENDS_PER_COMMIT);
 
   /** One commit for the ends of these tasks, whatever their batches (each batch's counts once). */
-  async #finishTogether(ends: readonly PendingEnd[]): Promise<void> {
+  async #finishTogether(ends: readonly TaskEnd[]): Promise<void> {
     const observations = new Map<string, JobObservation>();
     for (const end of ends) if (end.given) observations.set(end.id, end.given);
     // A task told twice (its event and a look at it) is one end.
@@ -478,15 +340,7 @@ export class TarefasService {
       const [countRaw = null, criadosRaw = null] = await this.store.getMany([abertosKey, criadosKey]);
       const abertos = countRaw === null ? 0 : Number(countRaw);
       if (abertos >= this.#deps.config.maxLotesAbertos) return { ok: false, why: 'muitos-abertos' } as const;
-      const criados = criadosNaUltimaHora(criadosRaw, lote.criadoEm);
-      if (criados.reduce((sum, [, count]) => sum + count, 0) >= this.#deps.config.maxLotesPorHora) {
-        const [oldest] = criados[0]!;
-        throw new TooManyLotesCreatedError(Math.max(1, Math.ceil((oldest * MINUTE_MS + HOUR_MS - lote.criadoEm) / 1000)));
-      }
-      const minute = Math.floor(lote.criadoEm / MINUTE_MS);
-      const last = criados.at(-1);
-      if (last !== undefined && last[0] === minute) last[1]++;
-      else criados.push([minute, 1]);
+      const criados = withOneMoreCreation(criadosRaw, lote.criadoEm, this.#deps.config.maxLotesPorHora);
       const guards: Guard[] = [
         { key: keys.lote(lote.id), value: null },
         { key: abertosKey, value: countRaw },
@@ -523,43 +377,6 @@ export class TarefasService {
   async lote(id: string, dono?: Dono): Promise<LoteRecord | null> {
     const raw = await this.store.get(keys.lote(id));
     return owned(raw === null ? null : parse<LoteRecord>(raw), dono);
-  }
-
-  /** A principal's batches, newest first, after `cursor` (keyset; creation times may tie, ids break them). */
-  async listLotes(dono: Dono, cursor: LotesCursor | null, limit: number): Promise<LotesListing> {
-    const key = keys.lotesDe(donoKey(dono));
-    const seen = (entry: { score: number; member: string }) =>
-      cursor !== null && (entry.score < cursor.score || (entry.score === cursor.score && entry.member <= cursor.id));
-    // Entries that tie with the cursor's score and were already listed are skipped; ask for enough
-    // beyond them (ties are batches created in the same millisecond: a handful at most).
-    const fetch = async (extra: number) => {
-      const fetched = await this.store.range(key, { ...(cursor ? { from: cursor.score } : {}), limit: limit + 1 + extra });
-      return { page: fetched.filter((entry) => !seen(entry)), all: fetched.length < limit + 1 + extra };
-    };
-    let extra = 16;
-    let { page, all } = await fetch(extra);
-    while (page.length <= limit && !all) ({ page, all } = await fetch((extra *= 4)));
-    const chosen = page.slice(0, limit);
-    const raws = await this.store.getMany(chosen.map((entry) => keys.lote(entry.member)));
-    const lotes = raws.flatMap((raw) => (raw === null ? [] : [parse<LoteRecord>(raw)]));
-    const last = chosen[chosen.length - 1];
-    return { lotes, next: page.length > limit && last ? { score: last.score, id: last.member } : null };
-  }
-
-  /** How many of the batch's unfinished tasks are running now. */
-  async processando(loteId: string): Promise<number> {
-    return (await this.processandoPorLote()).get(loteId) ?? 0;
-  }
-
-  /** Unfinished tasks running now, counted by batch (one look at the executor for a whole listing). */
-  async processandoPorLote(): Promise<Map<string, number>> {
-    const running = [...(await this.execution.running()).keys()];
-    const records = (await this.store.getMany(running.map(keys.tarefa))).flatMap((raw) => (raw === null ? [] : [parse<TarefaRecord>(raw)]));
-    const counts = new Map<string, number>();
-    for (const record of records) {
-      if (record.lote !== null && record.estado === 'aguardando') counts.set(record.lote, (counts.get(record.lote) ?? 0) + 1);
-    }
-    return counts;
   }
 
   /**
@@ -611,47 +428,6 @@ export class TarefasService {
       { op: 'zadd', key: keys.expiram, member: `l:${lote.id}`, score: done.expiraEm! },
       ...webhookWrites(done, 'lote.concluido', 'concluido', contagens(done, 0), now),
     ];
-  }
-
-  /** A batch's tasks in creation order after position `after`, `estado` only if given (keyset, SPEC §7.3). */
-  async listLote(loteId: string, options: { after: number; limit: number; estado: EstadoTarefa | null }): Promise<TarefasListing> {
-    const running = await this.execution.running();
-    const found: TarefaAgora[] = [];
-    let cursor = options.after;
-    // Bounded work per request: with a filter, a page may come back shorter, with a cursor to go on.
-    for (let scanned = 0; found.length < options.limit && scanned < 5_000;) {
-      const page = await this.store.range(keys.loteTarefas(loteId), { after: cursor, limit: 200 });
-      if (page.length === 0) return { tarefas: found, next: null };
-      const raws = await this.store.getMany(page.map((entry) => keys.tarefa(entry.member)));
-      for (let i = 0; i < page.length && found.length < options.limit; i++) {
-        cursor = page[i]!.score;
-        scanned++;
-        const raw = raws[i];
-        if (!raw) continue;
-        const record = parse<TarefaRecord>(raw);
-        const started = running.get(record.id);
-        const agora: TarefaAgora = isFinal(record.estado)
-          ? { record, estado: record.estado, iniciadaEm: record.iniciadaEm }
-          : started !== undefined
-            ? { record, estado: 'processando', iniciadaEm: started }
-            : { record, estado: 'aguardando', iniciadaEm: null };
-        if (options.estado === null || agora.estado === options.estado) found.push(agora);
-      }
-    }
-    const more = await this.store.range(keys.loteTarefas(loteId), { after: cursor, limit: 1 });
-    return { tarefas: found, next: more.length > 0 ? cursor : null };
-  }
-
-  /** The batch's tasks in creation order, page by page (for the combined divergences). */
-  async *loteTarefas(loteId: string): AsyncGenerator<TarefaRecord> {
-    let after = -Infinity;
-    for (;;) {
-      const page = await this.store.range(keys.loteTarefas(loteId), { after, limit: 100 });
-      if (page.length === 0) return;
-      const raws = await this.store.getMany(page.map((entry) => keys.tarefa(entry.member)));
-      for (const raw of raws) if (raw !== null) yield parse<TarefaRecord>(raw);
-      after = page[page.length - 1]!.score;
-    }
   }
 
   /** DELETE (SPEC §7.3): unfinished tasks cancelled, every record and file removed. False when unknown (or not `dono`'s). */
@@ -711,13 +487,4 @@ export class TarefasService {
       ],
     );
   }
-}
-
-/**
- * The batch's `divergencias-rf` counts after one of its tasks reached (`delta` +1) or left (-1)
- * `estado`; nothing for other routes and states. A record from before the counts existed keeps none.
- */
-function divergenciasCount(lote: LoteRecord, task: TarefaRecord, estado: EstadoFinal, delta: 1 | -1): Partial<LoteRecord> {
-  if (task.rota !== 'divergencias-rf' || estado === 'cancelada' || lote.divergencias === undefined) return {};
-  return { divergencias: { ...lote.divergencias, [estado]: lote.divergencias[estado] + delta } };
 }

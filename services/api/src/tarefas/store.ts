@@ -8,6 +8,8 @@
 // when it ends, who finishes a task) is written once, in service.ts, as read-compute-commit, and
 // both adapters give it the same guarantees: of two replicas finishing one task, exactly one
 // commit succeeds.
+import { createHash } from 'node:crypto';
+import type { Dono } from './model.js';
 
 export interface Guard {
   readonly key: string;
@@ -74,3 +76,6 @@ export const keys = {
   /** Webhook messages to send (score: when the next attempt is due). */
   webhooksDue: 'webhooks',
 } as const;
+
+/** A principal as part of a store key: fixed length, whatever a provider's `sub` holds. */
+export const donoKey = (dono: Dono): string => createHash('sha256').update(dono, 'utf8').digest('hex').slice(0, 32);

@@ -81,7 +81,7 @@ async function tarefasDaRodada(service: TarefasService, loteId: string) {
   const referencias: string[] = [];
   const falhas: FalhaRodada[] = [];
   let divergencias = 0;
-  for await (const record of service.loteTarefas(loteId)) {
+  for await (const record of service.listagens.loteTarefas(loteId)) {
     if (record.rota !== 'divergencias-rf') continue;
     if (record.estado === 'concluida') {
       referencias.push(record.referencia ?? '');

@@ -142,7 +142,7 @@ async function* loteConcluidas(
   loteId: string,
   onTarefa?: (record: TarefaRecord) => void,
 ): AsyncGenerator<TarefaRecord> {
-  for await (const record of service.loteTarefas(loteId)) {
+  for await (const record of service.listagens.loteTarefas(loteId)) {
     onTarefa?.(record);
     if (record.rota === 'divergencias-rf' && record.estado === 'concluida') yield record;
   }
@@ -213,7 +213,7 @@ export interface Falha {
 
 /** The batch's failed divergencias-rf tasks, in creation order. */
 async function* loteFalhas(service: TarefasService, loteId: string): AsyncGenerator<Falha> {
-  for await (const record of service.loteTarefas(loteId)) {
+  for await (const record of service.listagens.loteTarefas(loteId)) {
     if (record.rota !== 'divergencias-rf' || record.estado !== 'falhou' || record.erro === null) continue;
     yield { referencia: record.referencia ?? '', arquivo: record.arquivo, status: record.erro.status, erro: record.erro.erro };
   }
@@ -235,7 +235,7 @@ export async function divergenciasCounts(service: TarefasService, lote: LoteReco
   if (lote.divergencias) return lote.divergencias;
   let concluida = 0;
   let falhou = 0;
-  for await (const record of service.loteTarefas(lote.id)) {
+  for await (const record of service.listagens.loteTarefas(lote.id)) {
     if (record.rota !== 'divergencias-rf') continue;
     if (record.estado === 'concluida') concluida++;
     else if (record.estado === 'falhou') falhou++;

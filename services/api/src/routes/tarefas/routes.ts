@@ -35,7 +35,7 @@ import { monitorOf } from './intake.js';
 import { ESTADOS_TAREFA, isId, loteMonitor, newId, type EstadoTarefa, type LoteRecord } from '../../tarefas/model.js';
 import { sendComparacao, sendResumo } from './progresso.js';
 import { answerOnlyWhole, parcialOf, RETRY_AFTER_S, sendLoteDivergencias, sendLoteFalhas, sendResultado } from './results.js';
-import type { LotesCursor } from '../../tarefas/service.js';
+import type { LotesCursor } from '../../tarefas/listings.js';
 import { checkWebhookDestination, newWebhookSecret, parseWebhookUrl, WebhookRefused } from '../../tarefas/webhooks.js';
 
 /** The schemas describe; the handlers check, with the SPEC's messages. */
@@ -106,7 +106,7 @@ async function routes(app: FastifyInstance): Promise<void> {
 
   const loteAnswer = async (reply: FastifyReply, lote: LoteRecord) => {
     if (lote.estado !== 'concluido') reply.header('retry-after', RETRY_AFTER_S);
-    return reply.send(loteMonitor(lote, await service.processando(lote.id)));
+    return reply.send(loteMonitor(lote, await service.listagens.processando(lote.id)));
   };
 
   // ------------------------------------------------------------------ tasks (SPEC §7.1)
@@ -199,7 +199,7 @@ async function routes(app: FastifyInstance): Promise<void> {
         annotateRequestLog(request, { lote: lote.id });
         reply.code(201).header('location', `/api/lotes/${lote.id}`);
         if (replayed) reply.header('idempotent-replayed', 'true');
-        const monitor = loteMonitor(lote, await service.processando(lote.id));
+        const monitor = loteMonitor(lote, await service.listagens.processando(lote.id));
         return reply.send(lote.webhook ? { ...monitor, webhook_segredo: lote.webhook.segredo } : monitor);
       };
       // The batch an earlier request with this key created, if any. Not the reply itself: a
@@ -248,8 +248,8 @@ async function routes(app: FastifyInstance): Promise<void> {
 
   app.get('/api/lotes', { schema: lotesListSchema, ...describeOnly }, async (request, reply) => {
     const { cursor, limit } = lotesQuery(request.query as Record<string, unknown>);
-    const page = await service.listLotes(donoDe(request), cursor, limit);
-    const processando = await service.processandoPorLote();
+    const page = await service.listagens.listLotes(donoDe(request), cursor, limit);
+    const processando = await service.listagens.processandoPorLote();
     const lotes = page.lotes.map((lote) => loteMonitor(lote, processando.get(lote.id) ?? 0));
     return reply.send({ lotes, next_cursor: page.next === null ? null : encodeLotesCursor(page.next) });
   });
@@ -276,7 +276,7 @@ async function routes(app: FastifyInstance): Promise<void> {
     const query = listQuery(request.query as Record<string, unknown>);
     const lote = await service.lote(id, donoDe(request));
     if (lote === null) throw loteNaoEncontrado();
-    const page = await service.listLote(id, query);
+    const page = await service.listagens.listLote(id, query);
     const tarefas = await Promise.all(page.tarefas.map((agora) => monitorOf(service, agora)));
     return reply.send({ tarefas, next_cursor: page.next === null ? null : encodeCursor(page.next) });
   });
