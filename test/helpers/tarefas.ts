@@ -20,7 +20,16 @@ import {
   type JobResult,
   type Storage,
 } from '@censo/shared';
-import { buildApp, createBullmqRunner, createInProcessRunner, type JobRunner } from '@censo/api';
+import {
+  buildApp,
+  createBullmqRunner,
+  createInProcessRunner,
+  embeddedTaskBackend,
+  queueTaskBackend,
+  type BullmqRunner,
+  type JobRunner,
+  type TaskBackend,
+} from '@censo/api';
 import { startWorker, type RunningWorker } from '@censo/worker';
 import type { FastifyInstance } from 'fastify';
 import { API_KEY, formWith, type UploadFile } from './http.js';
@@ -152,10 +161,15 @@ export async function startHarness(mode: Mode, options: HarnessOptions): Promise
   const gate = options.sameAs?.gate ?? new Gate();
   const pool = createJobPool({ threads: 2, maxQueue: 128 });
   let runner: JobRunner;
+  let tasks: TaskBackend;
   let worker: RunningWorker | null = null;
-  if (mode === 'embedded') runner = createInProcessRunner(gated(pool, gate), storage);
-  else {
-    runner = createBullmqRunner(config, logger);
+  if (mode === 'embedded') {
+    runner = createInProcessRunner(gated(pool, gate), storage);
+    tasks = embeddedTaskBackend(runner, config, options.now ? { now: options.now } : {});
+  } else {
+    const queue: BullmqRunner = createBullmqRunner(config, logger);
+    runner = queue;
+    tasks = queueTaskBackend(queue, config);
     if (!options.sameAs && !options.noWorker) {
       worker = await startWorker(config, logger, { executor: gated(pool, gate), storage, drainMs: 1_000 });
       await worker.waitUntilReady();
@@ -165,6 +179,7 @@ export async function startHarness(mode: Mode, options: HarnessOptions): Promise
     config,
     logger,
     runner,
+    tasks,
     storage,
     query: null,
     tarefas: {

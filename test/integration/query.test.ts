@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createFolderStorage, createLogger, loadConfig, type Config } from '@censo/shared';
-import { buildApp, createQueryService, type JobRunner, type QueryService } from '@censo/api';
+import { buildApp, createQueryService, embeddedTaskBackend, type JobRunner, type QueryService } from '@censo/api';
 import { encodeCursor } from '../../services/api/dist/query/cursor.js';
 import { parseCsv } from '../helpers/csv.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
@@ -67,7 +67,14 @@ async function buildQueryApp(service: QueryService | null): Promise<FastifyInsta
     },
   );
   const config = configFor({});
-  const app = await buildApp({ config, logger, runner: noJobs, storage: createFolderStorage(config.uploadDir), query: service });
+  const app = await buildApp({
+    config,
+    logger,
+    runner: noJobs,
+    tasks: embeddedTaskBackend(noJobs, config),
+    storage: createFolderStorage(config.uploadDir),
+    query: service,
+  });
   await app.ready();
   apps.push(app);
   return app;

@@ -4,6 +4,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import multipart from '@fastify/multipart';
 import { httpMessages, type Config, type Logger, type Storage } from '@censo/shared';
 import type { JobRunner } from './jobs/runner.js';
+import type { TaskBackend } from './jobs/task-backend.js';
 import { requireCredential } from './http/auth.js';
 import { staffAccessPlugin } from './auth/plugin.js';
 import type { SessionLifetimes } from './auth/sessions.js';
@@ -33,10 +34,11 @@ export interface AppDeps {
   readonly logger: Logger;
   readonly runner: JobRunner;
   /**
-   * Embedded mode: what runs the asynchronous tasks' jobs (a pool of their own at BATCH_NICENESS,
-   * so a burst never takes the synchronous requests' threads); default `runner`. Closed with the app.
+   * The asynchronous tasks' store and execution (jobs/task-backend.ts), of the mode the entry
+   * point chose: embedded, a pool of their own at BATCH_NICENESS so a burst never takes the
+   * synchronous requests' threads; queue mode, the tasks' queue. Closed with the app.
    */
-  readonly taskRunner?: JobRunner;
+  readonly tasks: TaskBackend;
   /** Where uploads and results live; the caller owns it (closes it after the app). */
   readonly storage: Storage;
   /** null when DATABASE_URL is unset: the query route then answers 503 (SPEC §3.3). */
@@ -128,7 +130,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(tarefasPlugin, {
     config,
     runner,
-    ...(deps.taskRunner ? { taskRunner: deps.taskRunner } : {}),
+    backend: deps.tasks,
     storage,
     logger: deps.logger,
     ...(deps.tarefas ? { tuning: deps.tarefas } : {}),

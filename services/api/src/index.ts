@@ -9,6 +9,8 @@ export { queryRoutes } from './routes/query.js';
 export { loadCatalog } from './query/catalog.js';
 export { errorsPlugin } from './plugins/errors.js';
 export { createBullmqRunner, type BullmqRunner } from './jobs/bullmq.js';
+export { embeddedTaskBackend, type TaskBackend } from './jobs/task-backend.js';
+export { queueTaskBackend } from './jobs/queue-task-backend.js';
 export { jsonListItems } from './routes/tarefas/results.js';
 export { deliverWebhook, checkWebhookDestination, parseWebhookUrl, webhookSignature } from './tarefas/webhooks.js';
 // The store's two adapters, for the contract suite that holds them to one behaviour (test/integration/tarefas-store-contract.test.ts).

@@ -18,6 +18,7 @@ import {
 } from '@censo/shared';
 import { buildApp, type AppDeps } from './app.js';
 import { createInProcessRunner } from './jobs/in-process.js';
+import { embeddedTaskBackend, type TaskBackend } from './jobs/task-backend.js';
 import { loadCatalog } from './query/catalog.js';
 import { createQueryService } from './query/service.js';
 import type { JobRunner } from './jobs/runner.js';
@@ -38,7 +39,7 @@ async function createRunner(
   role: Role,
   logger: Logger,
   storage: Storage,
-): Promise<{ runner: JobRunner; taskRunner?: JobRunner; worker: RunningWorker | null }> {
+): Promise<{ runner: JobRunner; tasks: TaskBackend; worker: RunningWorker | null }> {
   if (!config.redis) {
     // Room for every admitted upload (MAX_INFLIGHT_UPLOADS, checked before the body is read), so
     // the pool never refuses a request whose body the client has already sent.
@@ -46,15 +47,21 @@ async function createRunner(
     const pool = createJobPool({ threads: config.workerConcurrency, maxQueue: config.maxInFlightUploads, vocabulary });
     // The tasks' jobs on threads of their own, below the requests' (SPEC §7.5), as a worker runs them.
     const tasks = createJobPool({ threads: config.workerConcurrency, vocabulary, niceness: BATCH_NICENESS });
-    return { runner: createInProcessRunner(pool, storage), taskRunner: createInProcessRunner(tasks, storage), worker: null };
+    return {
+      runner: createInProcessRunner(pool, storage),
+      tasks: embeddedTaskBackend(createInProcessRunner(tasks, storage), config, { ownsRunner: true }),
+      worker: null,
+    };
   }
   const { createBullmqRunner } = await import('./jobs/bullmq.js');
+  const { queueTaskBackend } = await import('./jobs/queue-task-backend.js');
   const { startWorker } = await import('@censo/worker');
   // The process's logger already binds `role`: binding it again would write the key twice in
   // every worker line, which log pipelines such as OpenSearch refuse (SPEC §9). `component`
   // tells the worker's lines apart instead, as `tarefas` does for its own.
   const worker = role === 'all' ? await startWorker(config, logger.child({ component: 'worker' }), { storage }) : null;
-  return { runner: createBullmqRunner(config, logger), worker };
+  const runner = createBullmqRunner(config, logger);
+  return { runner, tasks: queueTaskBackend(runner, config), worker };
 }
 
 export async function startServer(
@@ -70,9 +77,9 @@ export async function startServer(
   // The folder storage's uploads, or with S3 the in-process worker's scratch copies.
   if (config.storage.kind === 'folder' || role === 'all') await mkdir(config.uploadDir, { recursive: true, mode: 0o700 });
   const storage = await createStorage(config, logger);
-  const { runner, taskRunner, worker } = await createRunner(config, role, logger, storage);
+  const { runner, tasks, worker } = await createRunner(config, role, logger, storage);
   const query = config.databaseUrl === null ? null : await createQueryService(config, logger);
-  const app = await buildApp({ config, logger, runner, ...(taskRunner ? { taskRunner } : {}), storage, query, ...internals });
+  const app = await buildApp({ config, logger, runner, tasks, storage, query, ...internals });
   // The in-process worker's own metrics are served by this /metrics, but not one the API already
   // has: its censo_redis_failovers_total counts the failovers every connection of this process
   // hears, the worker's included (shared/src/runtime/job-metrics.ts), so the worker's would be

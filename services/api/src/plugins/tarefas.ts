@@ -1,20 +1,17 @@
-// Asynchronous intake's wiring (SPEC §7): the store and executor of the mode (memory and the
-// in-process pool without Redis; Redis and the BullMQ queue with it), the service, its periodic
-// housekeeping and its metrics, as the `tarefas` decorator the routes use.
+// Asynchronous intake's wiring (SPEC §7): the service over the backend the entry point chose
+// (jobs/task-backend.ts: memory and the in-process pool, or Redis and the BullMQ queue), its
+// periodic housekeeping and its metrics, as the `tarefas` decorator the routes use.
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge } from 'prom-client';
 import { isAreaFolderName, type Config, type Logger, type Storage } from '@censo/shared';
-import type { BullmqRunner } from '../jobs/bullmq.js';
 import type { JobRunner } from '../jobs/runner.js';
-import { createEmbeddedExecution } from '../jobs/embedded-tasks.js';
+import type { TaskBackend } from '../jobs/task-backend.js';
 import { defaultIntervals, startHousekeeping, type HousekeepingIntervals } from '../tarefas/housekeeping.js';
 import { AdmissionCount } from '../tarefas/admission.js';
 import { TarefasService } from '../tarefas/service.js';
-import { createMemoryStore } from '../tarefas/store-memory.js';
-import { createRedisStore } from '../tarefas/store-redis.js';
 
 export interface TarefasContext {
   readonly service: TarefasService;
@@ -38,9 +35,10 @@ export interface TarefasTuning {
 
 export interface TarefasPluginOptions {
   readonly config: Config;
+  /** The synchronous requests' runner (its queue's waiting count is a metric here). */
   readonly runner: JobRunner;
-  /** Embedded mode: the tasks' own runner (AppDeps.taskRunner); default `runner`. */
-  readonly taskRunner?: JobRunner;
+  /** The tasks' store and execution, of the mode the entry point chose. */
+  readonly backend: TaskBackend;
   readonly storage: Storage;
   readonly logger: Logger;
   readonly tuning?: TarefasTuning;
@@ -48,14 +46,10 @@ export interface TarefasPluginOptions {
 
 async function tarefas(
   app: FastifyInstance,
-  { config, runner, taskRunner, storage, logger, tuning = {} }: TarefasPluginOptions,
+  { config, runner, backend, storage, logger, tuning = {} }: TarefasPluginOptions,
 ): Promise<void> {
   const log = logger.child({ component: 'tarefas' });
-  const bullmq = runner.mode === 'bullmq' ? (runner as BullmqRunner) : null;
-  const store = bullmq ? createRedisStore(bullmq.redis, config.queuePrefix) : createMemoryStore(tuning.now);
-  const execution = bullmq
-    ? bullmq.tasks
-    : createEmbeddedExecution(taskRunner ?? runner, { concurrency: config.workerConcurrency, jobTimeoutMs: config.jobTimeoutMs });
+  const { store, execution } = backend;
 
   const tarefasTotal = new Counter({
     name: 'censo_tarefas_total',
@@ -93,14 +87,13 @@ async function tarefas(
   // Embedded records die with the process; the folders of the tasks it forgot would stay. They
   // are removed at start once older than the longest a result can live (a batch's task lives until
   // its batch expires: LOTE_MAX_HOURS + RESULT_TTL_HOURS; a folder changes when its job ends).
-  if (!bullmq && storage.kind === 'folder') await removeForgottenAreas(config.uploadDir, config.loteMaxMs + config.resultTtlMs, log);
+  if (store.kind === 'memory' && storage.kind === 'folder')
+    await removeForgottenAreas(config.uploadDir, config.loteMaxMs + config.resultTtlMs, log);
 
   const housekeeping = startHousekeeping(service, log, { ...defaultIntervals(config.resultTtlMs), ...tuning.intervals });
   app.addHook('onClose', async () => {
     await housekeeping.close();
-    // The queue's executor closes with its runner.
-    if (!bullmq) await execution.close();
-    await taskRunner?.close();
+    await backend.close();
   });
 }
 
