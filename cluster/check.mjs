@@ -63,7 +63,7 @@ export function check({
   // has no answer, and the client sends it to the other replica, as behind a load balancer.
   const replacements = faults
     .filter((f) => f.name === 'rolling-restart')
-    .flatMap((f) => f.steps ?? [])
+    .flatMap((f) => [...(f.steps ?? []), ...(f.rollback?.steps ?? [])])
     .filter((step) => API_IPS[step.host]);
   const received = (r) => receivedRequests.has(`${r.upload}.${r.attempt}`);
   const refusedByReplacement = (r) =>
@@ -168,6 +168,13 @@ export function check({
     'rolling upgrade: every API and worker replaced one at a time by the next version under load; each left on its own, ' +
       'every request it took was answered, none lost its job, no job of the new contract ran on an older worker',
     ...rollingUpgrade({ faults, requests, ok200, received, jobsDone, workers }),
+  );
+
+  // --- Rollback -------------------------------------------------------------------------------------
+  add(
+    'rollback: the next version back to this one, APIs then workers, while group jobs of the next contract wait; ' +
+      'no task stranded (every one concluida), none of them run by a worker of an older contract',
+    ...rollBack({ faults, jobsDone, workers }),
   );
 
   // --- Nothing left behind -----------------------------------------------------------------------
@@ -302,5 +309,58 @@ function rollingUpgrade({ faults, requests, ok200, received, jobsDone, workers }
     `${steps.map((step) => step.host).join(', ')} replaced in ${Math.round((roll.end - roll.start) / 100) / 10} s, ` +
     `at most ${Math.round(longest / 100) / 10} s from SIGTERM to the next version ready; ${during.length} requests meanwhile; ` +
     `contract ${from} → ${to}: ${newJobs} jobs of contract ${to} done, older workers that gave such jobs back: ${workers.handBacks}`;
+  return [held, problems.length ? `${problems.join('; ')}. ${summary}` : summary];
+}
+
+/**
+ * [held, detail] of the rollback (SPEC §12): each step left on its own and its replacement became
+ * ready; the batch sent before it was queued as group jobs of the next contract; every one of its
+ * tasks ended concluida (a task left waiting for a worker no longer there is stranded); and no
+ * worker ran a job of a contract newer than its own (the rolling upgrade's check covers every job).
+ */
+function rollBack({ faults, jobsDone, workers }) {
+  const roll = faults.find((f) => f.name === 'rolling-restart');
+  const back = roll?.rollback;
+  if (!back) return [false, 'no rollback in this run'];
+  const { to } = roll.contract ?? {};
+  const notClean = back.steps.filter((step) => step.exit !== 0 || !step.readyAt).map((step) => `${step.host} (${step.exit})`);
+  const groups = back.queued.filter((job) => job.name === 'grupo' && job.contract === to);
+  const estados = Object.entries(back.estados ?? {});
+  const stranded = estados.filter(([, estado]) => estado !== 'concluida');
+  const done = Object.values(jobsDone).flat();
+  const misrun = done.filter(
+    (job) => job.time >= back.start && job.contract !== null && (workers.versions[job.pid] ?? Infinity) < job.contract,
+  );
+  const held =
+    back.status === 202 &&
+    back.tarefas.length > 0 &&
+    estados.length === back.tarefas.length &&
+    groups.length > 0 &&
+    notClean.length === 0 &&
+    stranded.length === 0 &&
+    misrun.length === 0;
+  const problems = [
+    back.status !== 202 ? `the batch request was answered ${back.status}` : '',
+    groups.length === 0
+      ? `no group job of contract ${to} was queued (${back.queued.map((j) => `${j.name}@${j.contract}`).join(', ')})`
+      : '',
+    notClean.length ? `did not leave on their own or never got ready: ${notClean.join(', ')}` : '',
+    stranded.length
+      ? `${stranded.length} tasks not concluida: ${stranded
+          .slice(0, 5)
+          .map(([id, estado]) => `${id} ${estado}`)
+          .join(', ')}`
+      : '',
+    misrun.length
+      ? `${misrun.length} jobs run by a worker of an older contract: ${misrun
+          .slice(0, 5)
+          .map((j) => j.jobId)
+          .join(', ')}`
+      : '',
+  ].filter(Boolean);
+  const summary =
+    `${back.steps.map((step) => step.host).join(', ')} back to contract ${roll.contract?.from}; ` +
+    `${back.tarefas.length} tasks in ${groups.length} group jobs of contract ${to} waiting meanwhile; ` +
+    `all concluida ${back.endedAt ? back.endedAt - back.resumedAt : '?'} ms after the queue resumed`;
   return [held, problems.length ? `${problems.join('; ')}. ${summary}` : summary];
 }

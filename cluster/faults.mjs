@@ -1,9 +1,13 @@
 // The fault schedule: every kind of fault once, in an order and on targets a seed chooses, with
 // a healthy gap between them so each recovery can be seen on its own. Each fault is recorded in
 // the history with when it began and when it was healed.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Queue } from 'bullmq';
+import { TASK_QUEUE, closeRedisClient, createRedisClient, loadConfig } from '@censo/shared';
 import { heal, isolate } from './net.mjs';
 import { REDIS_HOSTS, WORKER_HOSTS, API_HOSTS } from './topology.mjs';
-import { sleep, until } from './procs.mjs';
+import { ROOT, sleep, until } from './procs.mjs';
 
 export function mulberry32(seed) {
   let state = seed >>> 0;
@@ -31,6 +35,22 @@ const KINDS = [
  * the new job contract runs before any API sends such jobs.
  */
 export const ROLLING_ORDER = WORKER_HOSTS.flatMap((worker, i) => [worker, ...(API_HOSTS[i] ? [API_HOSTS[i]] : [])]);
+
+/**
+ * The rollback's order (docs/operacao.md): the APIs first, so no job of the next contract is
+ * queued once the workers start going back; then the workers. Group jobs the next version queued
+ * and no worker of this one reads are relabelled by this version's APIs (SPEC §12).
+ */
+export const ROLLBACK_ORDER = [...API_HOSTS, ...WORKER_HOSTS];
+
+/** Returns in the rollback's batch request: with three workers, group jobs (TAREFAS_POR_JOB default 50) of them all. */
+const ROLLBACK_RETURNS = 6;
+
+/** How long an API takes the workers' contracts as it last read them (READERS_CACHE_MS), plus a margin. */
+const READERS_SEEN_MS = 6_000;
+
+/** The batch of the rollback must end within this after the last step (a hand-back, a housekeeping pass, a relabel, the jobs). */
+const ROLLBACK_TASKS_MS = 60_000;
 
 /** What happens when, decided before the run from the seed (the Redis master is found at run time). */
 export function planFaults(seed, profile) {
@@ -138,8 +158,94 @@ export async function runFault(fault, topology, log) {
         );
         record.steps.push(step);
       }
+      record.rollback = await rollBack(topology, log);
       break;
   }
   record.end = Date.now();
   return record;
+}
+
+/**
+ * The rolling upgrade's way back (SPEC §12): with every process on the next version, a batch's
+ * returns are sent in one request while the tasks' queue is paused, so its group jobs of the next
+ * contract still wait when the last worker that reads them leaves; then APIs and workers go back
+ * to this build one at a time, the queue resumes, and every task must end concluida. The batch is
+ * deleted afterwards (its records are not the run's to keep).
+ */
+async function rollBack(topology, log) {
+  const out = { start: Date.now(), steps: [], tarefas: [], queued: [], estados: {} };
+  const config = loadConfig({ ...topology.serviceEnv });
+  const redis = createRedisClient(config.redis, 'fail-fast', { enableOfflineQueue: true, commandTimeout: 10_000 });
+  redis.on('error', () => undefined);
+  const queue = new Queue(TASK_QUEUE, { connection: redis, prefix: config.queuePrefix });
+  const api = topology.apiUrls[0];
+  const headers = { 'x-api-key': topology.settings.API_KEY };
+  try {
+    // Every worker now announces the next contract; the APIs' view of them is renewed meanwhile.
+    await sleep(READERS_SEEN_MS);
+    await queue.pause();
+    try {
+      const created = await fetch(`${api}/api/lotes`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ nome: 'rollback' }),
+      });
+      out.lote = (await created.json()).id;
+      const json = await readFile(path.join(ROOT, 'test/fixtures/basico/retorno.json'));
+      const form = new FormData();
+      for (let i = 0; i < ROLLBACK_RETURNS; i++) {
+        form.append('referencia', `rollback-${i}`);
+        form.append('retorno', new Blob([json]), `escola-${i}.json`);
+      }
+      const sent = await fetch(`${api}/api/lotes/${out.lote}/divergencias-rf`, { method: 'POST', headers, body: form });
+      out.status = sent.status;
+      out.tarefas = sent.status === 202 ? (await sent.json()).tarefas.map((t) => t.id) : [];
+      out.queued = (await queue.getJobs(['waiting', 'prioritized', 'delayed'])).map((job) => ({
+        id: job.id,
+        name: job.name,
+        contract: job.data?.contract ?? null,
+      }));
+      log(`  rollback: ${out.tarefas.length} tasks queued as ${out.queued.map((j) => `${j.name}@${j.contract}`).join(', ') || 'nothing'}`);
+      for (const host of ROLLBACK_ORDER) {
+        const step = await topology.downgrade(host);
+        log(
+          `  ${host} back: exited (${step.exit}) ${step.exitedAt - step.stoppedAt} ms after SIGTERM, this version ready ${step.readyAt - step.exitedAt} ms later`,
+        );
+        out.steps.push(step);
+      }
+    } finally {
+      await queue.resume();
+    }
+    out.resumedAt = Date.now();
+    const estados = async () => {
+      const seen = {};
+      for (const id of out.tarefas) {
+        const answer = await fetch(`${api}/api/tarefas/${id}`, { headers, signal: AbortSignal.timeout(5_000) }).catch(() => null);
+        seen[id] = answer?.ok ? (await answer.json()).estado : `http ${answer?.status ?? 0}`;
+      }
+      return seen;
+    };
+    await until(
+      async () => {
+        out.estados = await estados();
+        return Object.values(out.estados).every((estado) => ['concluida', 'falhou', 'cancelada'].includes(estado));
+      },
+      { timeoutMs: ROLLBACK_TASKS_MS, everyMs: 1_000 },
+    );
+    out.endedAt = Date.now();
+    log(
+      `  rollback: tasks ${JSON.stringify(countOf(Object.values(out.estados)))} ${out.endedAt - out.resumedAt} ms after the queue resumed`,
+    );
+    if (out.lote) await fetch(`${api}/api/lotes/${out.lote}`, { method: 'DELETE', headers }).catch(() => undefined);
+  } finally {
+    await queue.close().catch(() => undefined);
+    await closeRedisClient(redis).catch(() => undefined);
+  }
+  return out;
+}
+
+function countOf(values) {
+  const out = {};
+  for (const value of values) out[value] = (out[value] ?? 0) + 1;
+  return out;
 }

@@ -15,11 +15,27 @@ const started = new Set();
 
 /**
  * Starts `command args` in `host`'s namespace with only `env` (plus PATH), appending its output
- * to `logFile`.
+ * to `logFile`. `options.ns` names the namespace when it is not the fault suite's host (the scale
+ * profile's own set); `options.cgroupProcs` lists `cgroup.procs` files the process enters before
+ * it runs anything (a shell writes its own pid there, then execs: the pid stays the same, so the
+ * process and every thread it starts are counted and limited from its first instruction).
  */
-export function startIn(host, name, command, args, env, logFile) {
+export function startIn(host, name, command, args, env, logFile, options = {}) {
   const out = openSync(logFile, 'a');
-  const child = spawn('ip', ['netns', 'exec', nsOf(host), command, ...args], {
+  const netnsExec = ['ip', 'netns', 'exec', options.ns ?? nsOf(host), command, ...args];
+  const cgroupProcs = options.cgroupProcs ?? [];
+  const [file, ...argv] =
+    cgroupProcs.length === 0
+      ? netnsExec
+      : [
+          'sh',
+          '-c',
+          `${cgroupProcs.map((_, i) => `echo $$ > "$${i + 1}"`).join(' && ')} && shift ${cgroupProcs.length} && exec "$@"`,
+          'sh',
+          ...cgroupProcs,
+          ...netnsExec,
+        ];
+  const child = spawn(file, argv, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
     stdio: ['ignore', out, out],

@@ -1,5 +1,6 @@
-// The "next version" a rolling upgrade installs (SPEC §9): a copy of this build whose only change
-// is the next job contract version (its jobs of the core need it), laid out as a release is (package.json files and dist/, the
+// The "next version" a rolling upgrade installs (SPEC §9), and the rollback leaves (§12): a copy of
+// this build whose only change is the next job contract version (its jobs of the core need it, and
+// so its group jobs, GROUP_JOB_CONTRACT_VERSION being the larger of the two), laid out as a release is (package.json files and dist/, the
 // API's page and queries), in a folder of the run. Its node_modules holds links to this tree's
 // packages, except the workspaces, which point at the copy: so the upgraded processes run the
 // copy's code on the same dependencies, and their jobs carry version N+1.

@@ -1,9 +1,10 @@
 // CLUSTER.md: what a run of the fault suite set up, did, found and measured.
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { fmt, table, versionOf } from '../bench/lib.mjs';
 import { recoveryBoundMs } from './check.mjs';
 import { HOSTS, SUBNET, ipOf } from './net.mjs';
+import { escalaSection } from './sections.mjs';
 import { SENTINEL_DOWN_AFTER_MS } from './topology.mjs';
 
 const s = (ms) => (ms === null || ms === undefined || Number.isNaN(ms) ? 'n/a' : `${fmt(ms / 1000, 1)} s`);
@@ -205,5 +206,8 @@ export async function writeReport(file, run) {
   }
 
   push(`Run folder (history, verdict, logs): \`${run.runDir}\`.`, '');
+  // The scale profile's section (escala.mjs) is its own report: carried over as it is.
+  const kept = escalaSection(await readFile(file, 'utf8').catch(() => ''));
+  if (kept !== null) push(kept, '');
   await writeFile(file, lines.join('\n'));
 }

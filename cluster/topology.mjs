@@ -43,6 +43,53 @@ const UPGRADE_GRACE_MS = 40_000;
 export const SENTINEL_DOWN_AFTER_MS = 2_000;
 const SENTINEL_FAILOVER_TIMEOUT_MS = 6_000;
 
+/**
+ * A Redis server's arguments as the suite runs it: `bind`:`port`, its files in `dir`, a replica of
+ * `replicaOf` (an address, on REDIS_PORT) or a master. Also the scale profile's (escala.mjs).
+ */
+export function redisServerArgs({ bind, port, dir, replicaOf = null }) {
+  return [
+    '--port',
+    String(port),
+    '--bind',
+    bind,
+    '--protected-mode',
+    'no',
+    '--dir',
+    dir,
+    // As BullMQ's production guide asks: AOF every second, never evict.
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'everysec',
+    '--save',
+    '',
+    '--maxmemory-policy',
+    'noeviction',
+    // A master cut off from every replica stops taking writes a failover would lose (README).
+    '--min-replicas-to-write',
+    '1',
+    '--min-replicas-max-lag',
+    '10',
+    ...(replicaOf ? ['--replicaof', replicaOf, String(REDIS_PORT)] : []),
+  ];
+}
+
+/** A sentinel's configuration file: on `bind`, watching `master` (an address) as `censo`, quorum 2. */
+export function sentinelConfig({ bind, dir, master }) {
+  return [
+    `port ${SENTINEL_PORT}`,
+    `bind ${bind}`,
+    'protected-mode no',
+    `dir ${dir}`,
+    `sentinel monitor censo ${master} ${REDIS_PORT} 2`,
+    `sentinel down-after-milliseconds censo ${SENTINEL_DOWN_AFTER_MS}`,
+    `sentinel failover-timeout censo ${SENTINEL_FAILOVER_TIMEOUT_MS}`,
+    'sentinel parallel-syncs censo 1',
+    '',
+  ].join('\n');
+}
+
 export async function startTopology(runDir, profile) {
   const logs = path.join(runDir, 'logs');
   await mkdir(logs, { recursive: true });
@@ -61,31 +108,8 @@ export async function startTopology(runDir, profile) {
   const restarts = [];
 
   // --- Redis and Sentinel ----------------------------------------------------------------------
-  const redisArgs = (host, replicaOf) => [
-    '--port',
-    String(REDIS_PORT),
-    '--bind',
-    ipOf(host),
-    '--protected-mode',
-    'no',
-    '--dir',
-    path.join(runDir, host),
-    // As BullMQ's production guide asks: AOF every second, never evict.
-    '--appendonly',
-    'yes',
-    '--appendfsync',
-    'everysec',
-    '--save',
-    '',
-    '--maxmemory-policy',
-    'noeviction',
-    // A master cut off from every replica stops taking writes a failover would lose (README).
-    '--min-replicas-to-write',
-    '1',
-    '--min-replicas-max-lag',
-    '10',
-    ...(replicaOf ? ['--replicaof', ipOf(replicaOf), String(REDIS_PORT)] : []),
-  ];
+  const redisArgs = (host, replicaOf) =>
+    redisServerArgs({ bind: ipOf(host), port: REDIS_PORT, dir: path.join(runDir, host), replicaOf: replicaOf ? ipOf(replicaOf) : null });
   const startRedis = (host, replicaOf) =>
     (procs[`redis-${host}`] = startIn(
       host,
@@ -101,20 +125,7 @@ export async function startTopology(runDir, profile) {
   }
   for (const host of REDIS_HOSTS) {
     const conf = path.join(runDir, host, 'sentinel.conf');
-    await writeFile(
-      conf,
-      [
-        `port ${SENTINEL_PORT}`,
-        `bind ${ipOf(host)}`,
-        'protected-mode no',
-        `dir ${path.join(runDir, host)}`,
-        `sentinel monitor censo ${ipOf('rd1')} ${REDIS_PORT} 2`,
-        `sentinel down-after-milliseconds censo ${SENTINEL_DOWN_AFTER_MS}`,
-        `sentinel failover-timeout censo ${SENTINEL_FAILOVER_TIMEOUT_MS}`,
-        'sentinel parallel-syncs censo 1',
-        '',
-      ].join('\n'),
-    );
+    await writeFile(conf, sentinelConfig({ bind: ipOf(host), dir: path.join(runDir, host), master: ipOf('rd1') }));
     procs[`sentinel-${host}`] = startIn(
       host,
       `sentinel-${host}`,
@@ -219,6 +230,22 @@ export async function startTopology(runDir, profile) {
   };
   await waitReady([...WORKER_HOSTS, ...API_HOSTS]);
 
+  /** Replaces `host`'s process by the release at `root` (this build or the next). */
+  const replace = async (host, root) => {
+    const old = procs[host];
+    const step = { host, stoppedAt: Date.now() };
+    await old.stop(UPGRADE_GRACE_MS);
+    step.exitedAt = Date.now();
+    // 0 when it left on its own; SIGKILL when it was still there after the grace.
+    step.exit = await old.exited;
+    releaseOf[host] = root;
+    (API_HOSTS.includes(host) ? startApi : startWorker)(host);
+    await waitReady([host]);
+    step.readyAt = Date.now();
+    restarts.push({ host, at: step.exitedAt });
+    return step;
+  };
+
   return {
     settings,
     serviceEnv,
@@ -245,20 +272,9 @@ export async function startTopology(runDir, profile) {
      * One step of a rolling upgrade, as an operator (or an orchestrator) takes it: SIGTERM, wait
      * for the process to leave, start the next version in its place, wait until it is ready.
      */
-    async upgrade(host) {
-      const old = procs[host];
-      const step = { host, stoppedAt: Date.now() };
-      await old.stop(UPGRADE_GRACE_MS);
-      step.exitedAt = Date.now();
-      // 0 when it left on its own; SIGKILL when it was still there after the grace.
-      step.exit = await old.exited;
-      releaseOf[host] = next.root;
-      (API_HOSTS.includes(host) ? startApi : startWorker)(host);
-      await waitReady([host]);
-      step.readyAt = Date.now();
-      restarts.push({ host, at: step.exitedAt });
-      return step;
-    },
+    upgrade: (host) => replace(host, next.root),
+    /** One step of the rollback: the same, back to this build. */
+    downgrade: (host) => replace(host, ROOT),
     /** Back as a replica of whichever master the sentinels name now, as an operator restarts it. */
     async restartRedis(host) {
       const master = await currentMaster();

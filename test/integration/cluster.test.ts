@@ -3,10 +3,11 @@
 // every fault once (workers isolated, paused and killed, an API killed, the Redis master killed,
 // all Redis unreachable for 15 s (30 s in the long profile), the bucket unreachable, and a
 // rolling upgrade: every API and worker replaced one at a time by the next version, whose jobs
-// carry the next contract). Fails when the checker finds an answer that is not the embedded
+// carry the next contract, and back again while group jobs of the next contract wait). Fails when the checker finds an answer that is not the embedded
 // mode's nor a documented 503/504, a request past its deadline, an upload with two results, a
 // slow recovery, an idle worker, a replaced process that did not leave on its own, a request it
-// took left unanswered, a job of the new contract run by an older worker, or anything left
+// took left unanswered, a job of the new contract run by an older worker, a task the rollback
+// stranded, or anything left
 // behind. The suite removes every namespace, link and process it made; afterAll runs its cleanup
 // again in case the run was cut short.
 import { spawn, spawnSync } from 'node:child_process';
@@ -53,7 +54,7 @@ it(
     };
     const failed = (verdict.checks ?? []).filter((c) => !c.ok);
     expect(failed, output.slice(-4000)).toEqual([]);
-    expect(verdict.checks?.length, output.slice(-4000)).toBe(9);
+    expect(verdict.checks?.length, output.slice(-4000)).toBe(10);
     expect(code, output.slice(-4000)).toBe(0);
   },
   LIMIT_MS,

@@ -1,0 +1,129 @@
+// The scale profile's short run (cluster/escala.mjs, CLUSTER.md "Scale profile"): one and two
+// worker hosts at 0.1 core each (network namespaces with a cgroup CPU quota), a Sentinel trio, one
+// API, a small batch sent by `censo lote --servidor`. What can fail: a run that does not finish,
+// a file of the batch left unanswered, a combined CSV that is not byte for byte the local
+// `censo lote`'s, a rate or a role's CPU not measured, the report not written between its markers
+// (and the rest of the file touched), and namespaces or cgroups left behind. It measures, so it
+// runs alone or one file at a time, never beside other files.
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const ESCALA = path.join(ROOT, 'cluster/escala.mjs');
+const LIMIT_MS = 150_000;
+let out: string | undefined;
+
+interface Run {
+  label: string;
+  files: number;
+  exit: number | string;
+  filesPerSec: number;
+  everyFileAnswered: boolean;
+  answered: { total: number; concluida: number; falhou: number; estado: string } | null;
+  sameOutput: boolean;
+  cpuMsPerFile: Record<string, number>;
+  hosts: Record<string, { cpuMs: number; periods: number; throttled: number; quota: number | null }>;
+  redis: { callsPerFile: number; top: { command: string; perFile: number }[] };
+}
+interface Size {
+  hosts: number;
+  cores: number;
+  files: number;
+  runs: Run[];
+}
+interface Results {
+  ok: boolean;
+  series: { workers?: Size[] };
+}
+
+afterAll(async () => {
+  spawnSync(process.execPath, [ESCALA, '--cleanup'], { cwd: ROOT, timeout: 60_000, stdio: 'ignore' });
+  if (out) await rm(out, { recursive: true, force: true });
+});
+
+const ours = (names: string[]) => names.filter((name) => name.startsWith('cnse-'));
+
+it(
+  'short profile: both sizes finish, every file answered, output identical to the local censo lote, CPU per role measured, nothing left',
+  async () => {
+    out = await mkdtemp(path.join(os.tmpdir(), 'censo-escala-test-'));
+    const report = path.join(out, 'CLUSTER.md');
+    // A report that already has the fault suite's part and an older scale section: only the latter changes.
+    await writeFile(report, '# Cluster fault suite\n\nbefore\n\n<!-- escala:inicio -->\nold section\n<!-- escala:fim -->\n\nafter\n');
+    const child = spawn(process.execPath, [ESCALA, '--profile', 'short', '--out', path.join(out, 'run'), '--report', report], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    // The run tears itself down on SIGTERM; past that, SIGKILL (afterAll still cleans up).
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 15_000).unref();
+    }, LIMIT_MS - 25_000);
+    const [code] = (await once(child, 'exit')) as [number | null];
+    clearTimeout(timer);
+    const tail = output.slice(-4000);
+
+    const results = JSON.parse(await readFile(path.join(out, 'run', 'results.json'), 'utf8').catch(() => '{}')) as Partial<Results>;
+    const sizes = results.series?.workers ?? [];
+    expect(
+      sizes.map((s) => [s.hosts, s.cores]),
+      tail,
+    ).toEqual([
+      [1, 0.1],
+      [2, 0.1],
+    ]);
+    for (const size of sizes) {
+      expect(size.runs, tail).toHaveLength(1);
+      const run = size.runs[0]!;
+      expect(run.exit, `${run.label}\n${tail}`).toBe(0);
+      expect(run.answered, run.label).toEqual({ total: size.files, concluida: size.files, falhou: 0, estado: 'concluido' });
+      expect(run.everyFileAnswered, run.label).toBe(true);
+      expect(run.sameOutput, `${run.label}: the CLI's combined CSV differs from the local censo lote's`).toBe(true);
+      expect(run.filesPerSec, run.label).toBeGreaterThan(0);
+      for (const role of ['workers', 'api', 'cli', 'redis']) {
+        expect(Number.isFinite(run.cpuMsPerFile[role]) && run.cpuMsPerFile[role]! > 0, `${run.label}: CPU of ${role}`).toBe(true);
+      }
+      // Each worker host ran under its quota, and its cpu.stat was read.
+      for (let i = 1; i <= size.hosts; i++) {
+        const host = run.hosts[`wk${i}`]!;
+        expect(host.quota, `${run.label} wk${i}`).toBe(0.1);
+        expect(host.periods, `${run.label} wk${i}`).toBeGreaterThan(0);
+      }
+      expect(run.redis.callsPerFile, run.label).toBeGreaterThan(0);
+      expect(run.redis.top.length, run.label).toBeGreaterThan(0);
+    }
+    expect(results.ok, tail).toBe(true);
+    expect(code, tail).toBe(0);
+
+    // The section replaced between its markers, the rest of the file as it was; the chart beside it.
+    const written = await readFile(report, 'utf8');
+    expect(written.startsWith('# Cluster fault suite\n\nbefore\n\n<!-- escala:inicio -->\n## Scale profile')).toBe(true);
+    expect(written.endsWith('<!-- escala:fim -->\n\nafter\n')).toBe(true);
+    expect(written).not.toContain('old section');
+    expect(written).toContain('| 2 × 0.1 core | ');
+    expect(written).toContain('](escala.svg)');
+    const svg = await readFile(path.join(out, 'escala.svg'), 'utf8');
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+
+    // Nothing of the run is left: namespaces, links, cgroups.
+    const netns = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout;
+    expect(ours(netns.split('\n').map((line) => line.split(' ')[0]!))).toEqual([]);
+    const links = spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).stdout;
+    expect(ours(links.split('\n').map((line) => /^\d+:\s+([^:@\s]+)/.exec(line)?.[1] ?? ''))).toEqual([]);
+    for (const hierarchy of ['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpuacct']) {
+      expect(existsSync(hierarchy), hierarchy).toBe(true);
+      expect(ours(readdirSync(hierarchy)), hierarchy).toEqual([]);
+    }
+  },
+  LIMIT_MS,
+);
