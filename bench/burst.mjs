@@ -1,7 +1,7 @@
-// Section 6: a state's burst (SPEC §7, issue 35). Thousands of school returns (1,500 rows each)
+// Section 6: a state's burst (SPEC §7, issues 35 and 47). Thousands of school returns (1,500 rows each)
 // sent as one batch by `censo lote --servidor` to one API and one worker process on this machine,
 // against the local `censo lote` on the same folder, in the same run. The service runs twice on
-// the same folder: the whole tree as it was before issue 35's work (BURST_BEFORE_REV, built beside
+// the same folder: the whole tree as it was before issue 47's work (BURST_BEFORE_REV, built beside
 // the current one by before.mjs `treeAt`: its CLI, API and worker), then the current build.
 // Meanwhile a probe makes synchronous uploads, one at a time, to see what the burst does to the
 // people using the page; the API's, the worker's and the CLI's RSS are sampled to see whether they
@@ -215,11 +215,12 @@ function safeJson(text) {
 
 /**
  * The service's builds: the whole tree at BURST_BEFORE_REV (unless `nowOnly`), then the current
- * one as deployed by default (a queue job per task), then the current one with group jobs
- * (TAREFAS_POR_JOB at the CLI's request size: one job per request).
+ * one with a queue job per task (TAREFAS_POR_JOB=1), then the current one with group jobs as it
+ * is deployed by default since issue 47 (TAREFAS_POR_JOB at the CLI's request size: one job per request).
  */
 function builds(nowOnly) {
-  const now = { name: 'now', rev: null, apiMain: undefined, workerMain: undefined, cliMain: CLI };
+  // A queue job per task, the default before issue 47 (and the tree at BURST_BEFORE_REV's).
+  const now = { name: 'now', rev: null, apiMain: undefined, workerMain: undefined, cliMain: CLI, env: { TAREFAS_POR_JOB: '1' } };
   const grupos = { ...now, name: 'grupos', env: { TAREFAS_POR_JOB: String(CLI_GROUP_FILES) } };
   // BENCH_GROUPS_FIRST: the group jobs' run before the default one (this VM's journal-less disk
   // makes each run pay for the files the previous one deleted in its last minute).

@@ -1,4 +1,4 @@
-// Section 6: a state's burst (SPEC §7, issue 35), before and now, and the 50,000-file batch
+// Section 6: a state's burst (SPEC §7, issues 35 and 47), before and now, and the 50,000-file batch
 // (bench/burst.mjs).
 import { BIG_FILES, PROBE_GAP_MS, runBurst } from '../burst.mjs';
 import { fmt, table } from '../lib.mjs';
@@ -14,10 +14,10 @@ export async function burstSection({ log, section, target, measure, quick, redis
   if (burst) {
     const b = burst;
     const rev = b.beforeRev;
-    const grupos = `now, TAREFAS_POR_JOB=${b.grupos.groupFiles}`;
+    const grupos = `now, TAREFAS_POR_JOB=${b.grupos.groupFiles} (default)`;
     const builds = [
       [`tree at ${rev}`, b.before],
-      ['now', b.now],
+      ['now, TAREFAS_POR_JOB=1', b.now],
       [grupos, b.grupos],
     ];
     const perFile = (seconds) => fmt((seconds * 1000) / b.files, 1);
@@ -26,7 +26,7 @@ export async function burstSection({ log, section, target, measure, quick, redis
     const identical = (r) => `${r.sameOutput ? '**byte-identical**' : '**different (a defect)**'}${failures(r)}`;
     const flat = (t) => `${(t.last / t.first).toFixed(2)}×`;
     const parts = [
-      `${fmt(b.files)} school returns (xlsx, ${fmt(b.rowsPerFile)} rows each, hard links to one copy of a return in 50 folders) sent as one batch by \`censo lote <pasta> --servidor\` to one API and one worker process (queue mode, shared folder, the local Redis), against the local \`censo lote\` on the same folder, in the same run. The service runs three times on that folder, one after the other: first the whole tree at ${rev}, the last commit before issue 35's work (its CLI, API and worker, built beside the current one under \`.bench/tree-${rev}/\` by \`treeAt\` in \`bench/before.mjs\`, with a \`node_modules\` of its own whose \`@censo\` packages are that tree's), then the current build twice: as deployed by default (a queue job per task) and with group jobs (\`TAREFAS_POR_JOB=${b.grupos.groupFiles}\`, the CLI's request size: one job per request). Every run writes the combined CSV; against the local one, the file at ${rev} is ${identical(b.before)}, the current one's ${identical(b.now)} and with group jobs ${identical(b.grupos)}. Each deployment gets its own probe: the small \`basico\` return sent to the synchronous \`POST /api/divergencias-rf\` one at a time (every ${PROBE_GAP_MS} ms), "idle" on the fresh deployment before its burst, "during" while the burst runs. Everything (CLI, API, worker, Redis, probe) shares the 2 cores.`,
+      `${fmt(b.files)} school returns (xlsx, ${fmt(b.rowsPerFile)} rows each, hard links to one copy of a return in 50 folders) sent as one batch by \`censo lote <pasta> --servidor\` to one API and one worker process (queue mode, shared folder, the local Redis), against the local \`censo lote\` on the same folder, in the same run. The service runs three times on that folder, one after the other: first the whole tree at ${rev}, the last commit before issue 47's work (its CLI, API and worker, built beside the current one under \`.bench/tree-${rev}/\` by \`treeAt\` in \`bench/before.mjs\`, with a \`node_modules\` of its own whose \`@censo\` packages are that tree's), then the current build twice: with a queue job per task (\`TAREFAS_POR_JOB=1\`, the default until issue 47 and the earlier tree's) and with group jobs as deployed by default since issue 47 (\`TAREFAS_POR_JOB=${b.grupos.groupFiles}\`, the CLI's request size: one job per request). Every run writes the combined CSV; against the local one, the file at ${rev} is ${identical(b.before)}, the current one's ${identical(b.now)} and with group jobs ${identical(b.grupos)}. Each deployment gets its own probe: the small \`basico\` return sent to the synchronous \`POST /api/divergencias-rf\` one at a time (every ${PROBE_GAP_MS} ms), "idle" on the fresh deployment before its burst, "during" while the burst runs. Everything (CLI, API, worker, Redis, probe) shares the 2 cores.`,
       '',
       table(
         ['run', 'time s', 'files/s', 'rate vs local', 'CPU s', 'CPU ms per file', 'CPU vs local'],
