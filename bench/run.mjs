@@ -17,7 +17,7 @@ import { machineSection } from './sections/machine.mjs';
 import { pageSection } from './sections/page.mjs';
 import { profileSection } from './sections/profile.mjs';
 import { querySection } from './sections/query.mjs';
-import { createReport, writeReport } from './sections/report.mjs';
+import { createReport, spliceReport, writeReport } from './sections/report.mjs';
 import { spanNode24Section } from './sections/span-node24.mjs';
 import { spanSection } from './sections/span.mjs';
 import { xlsxSpanSection } from './sections/span-xlsx.mjs';
@@ -35,22 +35,47 @@ mkdirSync(path.join(DATA, 'logs'), { recursive: true });
 
 const report = createReport();
 const { machine, redisVersion, pgVersion } = await machineSection({ ...report, quick, RUNS, redisUrl, databaseUrl });
-const { data, dataTable } = await dataSection(report);
+// `--only 6,9`: those sections alone, spliced into the BENCHMARKS.md of the last full run (the
+// sections that can run so read no data set).
+const onlyArg = process.argv.indexOf('--only');
+const { data, dataTable } = onlyArg >= 0 ? { data: null, dataTable: '' } : await dataSection(report);
 /** What every section may read: the report, the options, the servers found and the data sets. */
 const run = { ...report, quick, RUNS, redisUrl, databaseUrl, redisVersion, pgVersion, data };
 
-const core = await coreSections(run); // 1, 2, 2b
-await cliSection(run, core); // 5
-await httpSection(run, core); // 3
-await storageSection(run); // 3b
-await workerMemorySection(run); // 2c
-await burstSection(run); // 6
-await spanSection(run); // 3c
-await spanNode24Section(run); // 3d
-await xlsxSpanSection(run); // 3e
-await pageSection(run); // 7
-await querySection(run); // 4
-await tracingSection(run); // 8
-await idleSection(run); // 9
-await profileSection(run);
-writeReport(run, { started, machine, dataTable });
+if (onlyArg >= 0) {
+  const only = String(process.argv[onlyArg + 1] ?? '')
+    .split(',')
+    .filter(Boolean);
+  const alone = {
+    6: burstSection,
+    8: tracingSection,
+    9: idleSection,
+    '3b': storageSection,
+    '2c': workerMemorySection,
+    4: querySection,
+    7: pageSection,
+  };
+  const unknown = only.filter((name) => !(name in alone));
+  if (only.length === 0 || unknown.length > 0) {
+    console.error(`bench: --only takes sections of ${Object.keys(alone).join(', ')} (got ${unknown.join(', ') || 'none'})`);
+    process.exit(2);
+  }
+  for (const name of only) await alone[name](run);
+  spliceReport(run, { only, machine });
+} else {
+  const core = await coreSections(run); // 1, 2, 2b
+  await cliSection(run, core); // 5
+  await httpSection(run, core); // 3
+  await storageSection(run); // 3b
+  await workerMemorySection(run); // 2c
+  await burstSection(run); // 6
+  await spanSection(run); // 3c
+  await spanNode24Section(run); // 3d
+  await xlsxSpanSection(run); // 3e
+  await pageSection(run); // 7
+  await querySection(run); // 4
+  await tracingSection(run); // 8
+  await idleSection(run); // 9
+  await profileSection(run);
+  writeReport(run, { started, machine, dataTable });
+}

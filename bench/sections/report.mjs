@@ -64,3 +64,45 @@ export function writeReport({ log, md, targets, section, quick }, { started, mac
   writeFileSync(path.join(ROOT, 'BENCHMARKS.md'), loadSection ? `${doc.trimEnd()}\n\n${loadSection}\n` : doc);
   log(`\nWrote BENCHMARKS.md in ${((Date.now() - started) / 60000).toFixed(1)} min.`);
 }
+
+/**
+ * `npm run bench -- --only 6,9`: the sections just run, put in place of the same sections of the
+ * BENCHMARKS.md a full run wrote (a new one before the targets), and their targets' rows likewise;
+ * everything else in the file stays as that run measured it. The header says which were re-run.
+ */
+export function spliceReport({ log, md, targets }, { only, machine }) {
+  const file = path.join(ROOT, 'BENCHMARKS.md');
+  let doc = readFileSync(file, 'utf8');
+  const TARGETS = '## Targets (2-core machine; benchmark figures, not test assertions)';
+  for (const block of md) {
+    const title = block.slice(0, block.indexOf('\n'));
+    const at = doc.indexOf(`${title}\n`);
+    if (at >= 0) {
+      const next = doc.indexOf('\n## ', at + title.length);
+      doc = `${doc.slice(0, at)}${block.trimEnd()}\n${next < 0 ? '' : doc.slice(next)}`;
+    } else {
+      const before = doc.indexOf(TARGETS);
+      doc = before < 0 ? `${doc.trimEnd()}\n\n${block}` : `${doc.slice(0, before)}${block.trimEnd()}\n\n${doc.slice(before)}`;
+    }
+  }
+  for (const [name, value, ok] of targets) {
+    const row = `| ${name} | ${value} | ${ok} |`;
+    const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const existing = new RegExp(`^\\| ${escaped} \\|.*$`, 'm');
+    if (existing.test(doc)) doc = doc.replace(existing, () => row);
+    else {
+      const table = doc.indexOf(TARGETS);
+      const end = table < 0 ? -1 : doc.indexOf('\n\n', doc.indexOf('|---', table));
+      if (end >= 0) doc = `${doc.slice(0, end)}\n${row}${doc.slice(end)}`;
+    }
+  }
+  const note = `Sections ${only.join(', ')} re-run alone (\`npm run bench -- --only ${only.join(',')}\`): ${machine
+    .split('\n')
+    .filter((line) => /Date|Load|Node/.test(line))
+    .map((line) => line.replace(/^- /, ''))
+    .join('; ')}`;
+  const marker = /^Sections [\d, ]+ re-run alone.*$/m;
+  doc = marker.test(doc) ? doc.replace(marker, () => note) : doc.replace(/^(Written by .*)$/m, (line) => `${line}\n\n${note}`);
+  writeFileSync(file, doc);
+  log(`\nSpliced sections ${only.join(', ')} into BENCHMARKS.md.`);
+}
