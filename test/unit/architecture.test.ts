@@ -71,7 +71,7 @@ describe('the layers, enforced by lint (eslint.config.js)', () => {
   // Planted imports, linted as if they were in the file named: each points up a layer, and the
   // same line in a file of a higher layer is allowed (the rule is about direction, not names).
   const cases: Array<[string, string, boolean]> = [
-    ['services/api/src/tarefas/service.ts', "import { x } from '../http/census-answers.js';", false],
+    ['services/api/src/tarefas/service.ts', "import { x } from '../http/retorno-answers.js';", false],
     ['services/api/src/tarefas/model.ts', "import type { x } from '../jobs/runner.js';", false],
     ['services/api/src/tarefas/store.ts', "import { x } from '../routes/tarefas/intake.js';", false],
     ['services/api/src/http/uploads.ts', "import type { x } from '../tarefas/model.js';", false],

@@ -20,7 +20,7 @@ import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { requestId, requestLogPlugin } from './plugins/request-log.js';
 import { MULTIPART_LIMITS } from './http/uploads.js';
 import type { QueryService } from './query/service.js';
-import { censusReturnRoutes } from './routes/census-return.js';
+import { retornoRoutes } from './routes/retorno.js';
 import { queryRoutes } from './routes/query.js';
 import { healthRoutes, type ReadinessProbe } from './routes/health.js';
 import { erroSchema } from './routes/schemas.js';
@@ -142,7 +142,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     uploads.addHook('onSend', async (_request, reply) => {
       reply.header('cache-control', 'no-store');
     });
-    await uploads.register(censusReturnRoutes, { config, runner, storage });
+    await uploads.register(retornoRoutes, { config, runner, storage });
     await uploads.register(tarefasRoutes);
     // A batch's corrections as a script for the school system's database (SPEC §11).
     await uploads.register(correcoesRoutes);

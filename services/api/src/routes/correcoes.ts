@@ -10,7 +10,7 @@ import { BadInputError, ieducarScript, type IeducarDivergencia } from '@censo/sh
 import { annotateRequestLog } from '../http/request-annotations.js';
 import { attachment } from '../http/content-disposition.js';
 import { loteNaoEncontrado } from '../tarefas/errors.js';
-import { donoDe } from './tarefas/dono.js';
+import { donoOfRequest } from './tarefas/dono.js';
 import { isId } from '../tarefas/model.js';
 import { answerOnlyWhole, loteDivergencias, parcialOf } from './tarefas/results.js';
 import { apiKeySecurity, authErrors, errorResponses } from './schemas.js';
@@ -65,7 +65,7 @@ async function routes(app: FastifyInstance): Promise<void> {
       const query = request.query as Record<string, unknown>;
       if (query.formato !== 'ieducar') throw new BadInputError(FORMATO_CORRECOES_ERROR);
       const parcial = parcialOf(query);
-      const lote = await service.lote(id, donoDe(request));
+      const lote = await service.lote(id, donoOfRequest(request));
       if (lote === null) throw loteNaoEncontrado();
       await answerOnlyWhole(service, reply, lote, parcial);
       // Each item is a stored divergence with the batch's `referencia` and `arquivo` in front.

@@ -3,7 +3,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Dono } from '../../tarefas/model.js';
 
-export function donoDe(request: FastifyRequest): Dono {
+export function donoOfRequest(request: FastifyRequest): Dono {
   const principal = request.principal;
   // The /api/* hooks set it before any handler runs; a route reached without one is a wiring bug.
   if (!principal) throw new Error('no principal on an authenticated route');

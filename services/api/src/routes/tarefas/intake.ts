@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import { GROUP_ID_PREFIX, OverloadedError, type JobData, type RequestArea } from '@censo/shared';
 import { receiveFiles, receiveReturns } from '../../http/uploads.js';
 import { annotateRequestLog } from '../../http/request-annotations.js';
-import { jobData, requestedFormat, type RouteSpec } from '../../http/census-answers.js';
+import { jobData, requestedFormat, type RouteSpec } from '../../http/retorno-answers.js';
 import {
   ConflictError,
   IdempotencyMismatchError,
@@ -15,7 +15,7 @@ import {
   mensagens,
   tarefaNaoEncontrada,
 } from '../../tarefas/errors.js';
-import { donoDe } from './dono.js';
+import { donoOfRequest } from './dono.js';
 import { loteLeading, RETRY_AFTER_S } from './results.js';
 import {
   isFinal,
@@ -100,7 +100,7 @@ export function admitTarefa(app: FastifyInstance, route: RouteSpec, options: { l
     if (!options.lote && !wantsAsync(request)) return;
     const { service, config, admitted } = app.tarefas;
     const idemKey = idempotencyKeyOf(request);
-    const dono = donoDe(request);
+    const dono = donoOfRequest(request);
     const loteId = options.lote ? (request.params as { id: string }).id : null;
     if (loteId !== null) {
       annotateRequestLog(request, { lote: loteId });
@@ -364,7 +364,7 @@ function newRecord(
   const { service } = request.server.tarefas;
   return {
     id: task.id,
-    dono: donoDe(request),
+    dono: donoOfRequest(request),
     rota: route.rota,
     formato: task.formato,
     estado: 'aguardando',
@@ -453,7 +453,7 @@ async function replay(
   const ids = done.tarefas ?? [done.tarefa ?? ''];
   const agoras: TarefaAgora[] = [];
   for (const id of ids) {
-    const agora = await service.agora(id, donoDe(request));
+    const agora = await service.agora(id, donoOfRequest(request));
     if (agora === null) throw tarefaNaoEncontrada();
     agoras.push(agora);
   }

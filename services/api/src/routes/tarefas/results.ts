@@ -27,7 +27,7 @@ import {
   type Storage,
 } from '@censo/shared';
 import { attachment } from '../../http/content-disposition.js';
-import { CONTENT_TYPES, describeResult, LIST_NAMES } from '../../http/census-answers.js';
+import { CONTENT_TYPES, describeResult, LIST_NAMES } from '../../http/retorno-answers.js';
 import { KIND_OF, RESULT_FILE, type ContagemDivergencias, type LoteRecord, type TarefaRecord } from '../../tarefas/model.js';
 import type { TarefasService } from '../../tarefas/service.js';
 import { ConflictError, invalido, mensagens } from '../../tarefas/errors.js';

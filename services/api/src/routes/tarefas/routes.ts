@@ -1,5 +1,5 @@
 // The task and batch routes of SPEC §7 other than the uploads themselves (those are beside the
-// synchronous ones, in census-return.ts): monitors, results, batch lifecycle, deletion.
+// synchronous ones, in retorno.ts): monitors, results, batch lifecycle, deletion.
 // Parameters are checked here with SPEC's own messages; the route schemas document them (and
 // serialise the monitors) but do not validate.
 import { createHash } from 'node:crypto';
@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { BadInputError, JobRejectedError } from '@censo/shared';
 import { annotateRequestLog } from '../../http/request-annotations.js';
-import { FORMAT_ERROR, requestedFormat } from '../../http/census-answers.js';
+import { FORMAT_ERROR, requestedFormat } from '../../http/retorno-answers.js';
 import {
   loteCreateSchema,
   loteDeleteSchema,
@@ -30,10 +30,10 @@ import {
   TooManyLotesError,
   tarefaNaoEncontrada,
 } from '../../tarefas/errors.js';
-import { donoDe } from './dono.js';
+import { donoOfRequest } from './dono.js';
 import { monitorOf } from './intake.js';
 import { ESTADOS_TAREFA, isId, loteMonitor, newId, type EstadoTarefa, type LoteRecord } from '../../tarefas/model.js';
-import { sendComparacao, sendResumo } from './progresso.js';
+import { sendComparacao, sendResumo } from './resumo.js';
 import { answerOnlyWhole, parcialOf, RETRY_AFTER_S, sendLoteDivergencias, sendLoteFalhas, sendResultado } from './results.js';
 import type { LotesCursor } from '../../tarefas/listings.js';
 import { checkWebhookDestination, newWebhookSecret, parseWebhookUrl, WebhookRefused } from '../../tarefas/webhooks.js';
@@ -114,7 +114,7 @@ async function routes(app: FastifyInstance): Promise<void> {
   app.get<WithId>('/api/tarefas/:id', { schema: tarefaGetSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, tarefaNaoEncontrada);
     annotateRequestLog(request, { tarefa: id });
-    const agora = await service.agora(id, donoDe(request));
+    const agora = await service.agora(id, donoOfRequest(request));
     if (agora === null) throw tarefaNaoEncontrada();
     if (agora.record.lote) annotateRequestLog(request, { lote: agora.record.lote });
     if (agora.estado === 'aguardando' || agora.estado === 'processando') reply.header('retry-after', RETRY_AFTER_S);
@@ -124,7 +124,7 @@ async function routes(app: FastifyInstance): Promise<void> {
   app.get<WithId>('/api/tarefas/:id/resultado', { schema: tarefaResultadoSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, tarefaNaoEncontrada);
     annotateRequestLog(request, { tarefa: id });
-    const agora = await service.agora(id, donoDe(request));
+    const agora = await service.agora(id, donoOfRequest(request));
     if (agora === null) throw tarefaNaoEncontrada();
     // The corrected census file exists in one format: asking for another is refused, as an unknown format is elsewhere.
     if (agora.record.rota === 'censo-corrigido' && (request.query as Record<string, unknown>).format !== undefined) {
@@ -150,7 +150,7 @@ async function routes(app: FastifyInstance): Promise<void> {
   app.delete<WithId>('/api/tarefas/:id', { schema: tarefaDeleteSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, tarefaNaoEncontrada);
     annotateRequestLog(request, { tarefa: id });
-    if (!(await service.deleteTarefa(id, donoDe(request)))) throw tarefaNaoEncontrada();
+    if (!(await service.deleteTarefa(id, donoOfRequest(request)))) throw tarefaNaoEncontrada();
     return reply.code(204).send();
   });
 
@@ -188,7 +188,7 @@ async function routes(app: FastifyInstance): Promise<void> {
 
       const header = request.headers['idempotency-key'];
       if (header !== undefined && (typeof header !== 'string' || !/^[\x20-\x7e]{1,255}$/.test(header))) throw invalido.idempotencyKey();
-      const dono = donoDe(request);
+      const dono = donoOfRequest(request);
       // The principal's own key space: a replay answers webhook_segredo to the principal that created the batch, never to another.
       const idemKey = header === undefined ? null : service.idempotencia.key('lotes', dono, header);
       const digest = createHash('sha256')
@@ -248,7 +248,7 @@ async function routes(app: FastifyInstance): Promise<void> {
 
   app.get('/api/lotes', { schema: lotesListSchema, ...describeOnly }, async (request, reply) => {
     const { cursor, limit } = lotesQuery(request.query as Record<string, unknown>);
-    const page = await service.listagens.listLotes(donoDe(request), cursor, limit);
+    const page = await service.listagens.listLotes(donoOfRequest(request), cursor, limit);
     const processando = await service.listagens.processandoPorLote();
     const lotes = page.lotes.map((lote) => loteMonitor(lote, processando.get(lote.id) ?? 0));
     return reply.send({ lotes, next_cursor: page.next === null ? null : encodeLotesCursor(page.next) });
@@ -257,7 +257,7 @@ async function routes(app: FastifyInstance): Promise<void> {
   app.get<WithId>('/api/lotes/:id', { schema: loteGetSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, loteNaoEncontrado);
     annotateRequestLog(request, { lote: id });
-    const lote = await service.lote(id, donoDe(request));
+    const lote = await service.lote(id, donoOfRequest(request));
     if (lote === null) throw loteNaoEncontrado();
     return loteAnswer(reply, lote);
   });
@@ -265,7 +265,7 @@ async function routes(app: FastifyInstance): Promise<void> {
   app.post<WithId>('/api/lotes/:id/fechar', { schema: loteFecharSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, loteNaoEncontrado);
     annotateRequestLog(request, { lote: id });
-    const lote = await service.fecharLote(id, { dono: donoDe(request) });
+    const lote = await service.fecharLote(id, { dono: donoOfRequest(request) });
     if (lote === null) throw loteNaoEncontrado();
     return loteAnswer(reply, lote);
   });
@@ -274,7 +274,7 @@ async function routes(app: FastifyInstance): Promise<void> {
     const id = idOf(request, loteNaoEncontrado);
     annotateRequestLog(request, { lote: id });
     const query = listQuery(request.query as Record<string, unknown>);
-    const lote = await service.lote(id, donoDe(request));
+    const lote = await service.lote(id, donoOfRequest(request));
     if (lote === null) throw loteNaoEncontrado();
     const page = await service.listagens.listLote(id, query);
     const tarefas = await Promise.all(page.tarefas.map((agora) => monitorOf(service, agora)));
@@ -300,7 +300,7 @@ async function routes(app: FastifyInstance): Promise<void> {
       const format = requestedFormat(request.query);
       if (format === null) throw new BadInputError(FORMAT_ERROR);
       const parcial = parcialOf(request.query);
-      const lote = await service.lote(id, donoDe(request));
+      const lote = await service.lote(id, donoOfRequest(request));
       if (lote === null) throw loteNaoEncontrado();
       await answerOnlyWhole(service, reply, lote, parcial);
       return send(reply, id, format);
@@ -322,7 +322,7 @@ async function routes(app: FastifyInstance): Promise<void> {
     if (typeof anteriorId !== 'string' || anteriorId === '' || anteriorId === id) throw invalido.anterior();
     // An id that cannot exist is as unknown as one that does not (issue 50): one answer, 404, as for `:id`.
     if (!isId(anteriorId)) throw loteNaoEncontrado();
-    const dono = donoDe(request);
+    const dono = donoOfRequest(request);
     // Both rounds the caller's (SPEC §7.1): another's earlier batch is as unknown as a made-up id.
     const [lote, anterior] = await Promise.all([service.lote(id, dono), service.lote(anteriorId, dono)]);
     if (lote === null || anterior === null) throw loteNaoEncontrado();
@@ -337,7 +337,7 @@ async function routes(app: FastifyInstance): Promise<void> {
   app.delete<WithId>('/api/lotes/:id', { schema: loteDeleteSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, loteNaoEncontrado);
     annotateRequestLog(request, { lote: id });
-    if (!(await service.deleteLote(id, donoDe(request)))) throw loteNaoEncontrado();
+    if (!(await service.deleteLote(id, donoOfRequest(request)))) throw loteNaoEncontrado();
     return reply.code(204).send();
   });
 }

@@ -1,5 +1,5 @@
 // A batch's summary and its comparison with an earlier round (SPEC §10), fed from the batch's tasks
-// and results; the counting, judging and writing are the core's (progresso.ts), which `censo
+// and results; the counting, judging and writing are the core's (shared/src/core/progresso.ts), which `censo
 // comparar` shares, so the route and the command give the same bytes.
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
@@ -18,7 +18,7 @@ import {
   type Storage,
 } from '@censo/shared';
 import { attachment } from '../../http/content-disposition.js';
-import { CONTENT_TYPES } from '../../http/census-answers.js';
+import { CONTENT_TYPES } from '../../http/retorno-answers.js';
 import { loteDivergencias } from './results.js';
 import type { TarefaRecord } from '../../tarefas/model.js';
 import type { TarefasService } from '../../tarefas/service.js';

@@ -11,8 +11,8 @@ import { receiveFiles, withRequestArea } from '../http/uploads.js';
 import { checkUploadHeaders, limitInFlight } from '../http/admission.js';
 import { continueIfExpected } from '../http/expect-continue.js';
 import { annotateRequestLog } from '../http/request-annotations.js';
-import { censoCorrigidoSchema, divergenciasSchema, retornoRfSchema } from './census-return-schemas.js';
-import { checkFormat, describeResult, jobData, requestedFormat, UPLOAD_ROUTES } from '../http/census-answers.js';
+import { censoCorrigidoSchema, divergenciasSchema, retornoRfSchema } from './retorno-schemas.js';
+import { checkFormat, describeResult, jobData, requestedFormat, UPLOAD_ROUTES } from '../http/retorno-answers.js';
 import { RESULT_FILE } from '../tarefas/model.js';
 import { admitTarefa, intakeTarefa, wantsAsync } from './tarefas/intake.js';
 import { loteUploadSchema } from './tarefas/schemas.js';
@@ -86,8 +86,8 @@ async function routes(app: FastifyInstance, { config, runner, storage }: CensusR
 }
 
 /** Encapsulated (its hooks stay its own), with the metrics it reports to declared. */
-export const censusReturnRoutes = fp(routes, {
-  name: 'censo-census-return-routes',
+export const retornoRoutes = fp(routes, {
+  name: 'censo-retorno-routes',
   fastify: '5.x',
   encapsulate: true,
   dependencies: ['censo-metrics', '@fastify/multipart', 'censo-tarefas'],
