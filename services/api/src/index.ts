@@ -17,3 +17,5 @@ export { deliverWebhook, checkWebhookDestination, parseWebhookUrl, webhookSignat
 export { createMemoryStore } from './tarefas/store-memory.js';
 export { createRedisStore } from './tarefas/store-redis.js';
 export type { TarefaStore } from './tarefas/store.js';
+export { Maintenance, MAX_QUIET_SKIP } from './tarefas/maintenance.js';
+export type { TarefasService } from './tarefas/service.js';

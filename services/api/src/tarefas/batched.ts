@@ -1,26 +1,27 @@
 // Work that arrives while the previous commit is under way goes in the next one, `max` items at
 // most: a state's burst ends tasks faster than one guarded commit each can follow (TarefasService
-// records its tasks' ends so). Each caller's promise settles with the commit that took its item.
+// records its tasks' ends so). Each caller's promise settles with the commit that took its item,
+// with what that commit returned.
 
-interface Pending<T> {
+interface Pending<T, R> {
   readonly item: T;
-  resolve(): void;
+  resolve(value: R): void;
   reject(err: unknown): void;
 }
 
-export class Batched<T> {
-  readonly #commit: (items: readonly T[]) => Promise<void>;
+export class Batched<T, R = void> {
+  readonly #commit: (items: readonly T[]) => Promise<R>;
   readonly #max: number;
-  readonly #pending: Pending<T>[] = [];
+  readonly #pending: Pending<T, R>[] = [];
   #running = false;
 
-  constructor(commit: (items: readonly T[]) => Promise<void>, max: number) {
+  constructor(commit: (items: readonly T[]) => Promise<R>, max: number) {
     this.#commit = commit;
     this.#max = max;
   }
 
-  add(item: T): Promise<void> {
-    const done = new Promise<void>((resolve, reject) => this.#pending.push({ item, resolve, reject }));
+  add(item: T): Promise<R> {
+    const done = new Promise<R>((resolve, reject) => this.#pending.push({ item, resolve, reject }));
     if (!this.#running) void this.#run();
     return done;
   }
@@ -33,8 +34,8 @@ export class Batched<T> {
       while (this.#pending.length > 0) {
         const taken = this.#pending.splice(0, this.#max);
         try {
-          await this.#commit(taken.map((pending) => pending.item));
-          for (const pending of taken) pending.resolve();
+          const value = await this.#commit(taken.map((pending) => pending.item));
+          for (const pending of taken) pending.resolve(value);
         } catch (err) {
           for (const pending of taken) pending.reject(err);
         }

@@ -8,12 +8,22 @@ import { keys } from './store.js';
 
 /** An open batch with no new file for this long closes itself (SPEC §7.3). */
 export const LOTE_IDLE_MS = 24 * 3_600_000;
+/**
+ * The reconciler's scan of waiting tasks runs at most this many passes apart once it keeps finding
+ * nothing to record (every end then came by its hint): a backlog of waiting tasks costs a page of
+ * job reads every 8 s rather than every 2 s (issue 47: no polling where Redis notifies), and an end
+ * whose hint was missed (an API restart, a failover) is still recorded within 8 s at the default pace.
+ */
+export const MAX_QUIET_SKIP = 3;
 
 export class Maintenance {
   readonly #service: TarefasService;
   readonly #jobTimeoutMs: number;
   /** The reconciler's place in the unfinished tasks (a page a pass, round-robin). */
   #reconcileAfter = -Infinity;
+  /** Scans in a row that recorded nothing, and passes left before the next scan. */
+  #quietScans = 0;
+  #skip = 0;
 
   constructor(service: TarefasService, jobTimeoutMs: number) {
     this.#service = service;
@@ -37,12 +47,21 @@ export class Maintenance {
       await this.#service.finish(id, { state: 'failed', why: 'timeout', startedAt, finishedAt: now });
       await this.#service.execution.cancel(record).catch(() => undefined);
     }
+    if (this.#skip > 0) {
+      this.#skip--;
+      return;
+    }
     const page = await this.#service.store.range(keys.pendentes, { after: this.#reconcileAfter, limit: 100 });
     this.#reconcileAfter = page.length < 100 ? -Infinity : page[page.length - 1]!.score;
+    let recorded = 0;
     for (const { member: id } of page) {
       if (running.has(id)) continue;
-      await this.#service.finish(id);
+      if (await this.#service.finish(id)) recorded++;
     }
+    // Back off while scans find only tasks that wait (1, 2, 3 passes skipped); at once to every
+    // pass when one recorded an end, since hints are being missed.
+    this.#quietScans = recorded > 0 || page.length === 0 ? 0 : this.#quietScans + 1;
+    this.#skip = Math.min(MAX_QUIET_SKIP, this.#quietScans);
   }
 
   /** Deletes what has expired (SPEC §7.1 retention), closes idle batches, resumes interrupted batch deletions. */

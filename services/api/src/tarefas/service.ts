@@ -189,17 +189,18 @@ export class TarefasService {
    * Ends are recorded together: every end of a batch's task rewrites the batch's record (its
    * counts), and a state's burst ends tasks faster than one guarded commit each can follow
    * (measured at 50,000 files: finishes retrying against each other until they gave up). Ends
-   * that arrive while this process's previous commit is under way go in its next one.
+   * that arrive while this process's previous commit is under way go in its next one. True when
+   * this call's commit recorded it (false: still running or waiting, or recorded by someone else).
    */
-  finish(id: string, given?: JobObservation): Promise<void> {
-    return this.#ends.add({ id, given });
+  async finish(id: string, given?: JobObservation): Promise<boolean> {
+    return (await this.#ends.add({ id, given })).has(id);
   }
 
   /** Ends waiting for the next commit (see finish). */
-  readonly #ends = new Batched<TaskEnd>((ends) => this.#finishTogether(ends), MAX_ENDS_PER_COMMIT);
+  readonly #ends = new Batched<TaskEnd, ReadonlySet<string>>((ends) => this.#finishTogether(ends), MAX_ENDS_PER_COMMIT);
 
-  /** One commit for the ends of these tasks, whatever their batches (each batch's counts once). */
-  async #finishTogether(ends: readonly TaskEnd[]): Promise<void> {
+  /** One commit for the ends of these tasks, whatever their batches (each batch's counts once); the ids it recorded. */
+  async #finishTogether(ends: readonly TaskEnd[]): Promise<ReadonlySet<string>> {
     const observations = new Map<string, JobObservation>();
     for (const end of ends) if (end.given) observations.set(end.id, end.given);
     // A task told twice (its event and a look at it) is one end.
@@ -252,11 +253,12 @@ export class TarefasService {
       });
       return (await this.store.commit(guards, writes)) ? done : RETRY;
     });
-    if (won.length === 0) return;
+    if (won.length === 0) return new Set();
     await Promise.all(won.map((finished) => this.#afterEnd(finished)));
     await this.execution
       .forget(won)
       .catch((err: unknown) => this.#deps.log.debug({ err, tarefas: won.map(({ id }) => id) }, 'could not drop finished task jobs'));
+    return new Set(won.map(({ id }) => id));
   }
 
   /** What follows a task's recorded end: its upload (and a failed one's result) go; its job's trace then goes with the others'. */
