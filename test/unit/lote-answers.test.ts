@@ -27,9 +27,11 @@ function task(id: string): TarefaRecord {
 async function read(aNow: TarefaRecord | null): Promise<object[]> {
   const [a, b] = [task('a'), task('b')];
   const service = {
-    async *loteTarefas() {
-      yield a;
-      yield b;
+    listagens: {
+      async *loteTarefas() {
+        yield a;
+        yield b;
+      },
     },
     tarefa: async (id: string) => (id === 'a' ? aNow : b),
   } as unknown as TarefasService;
