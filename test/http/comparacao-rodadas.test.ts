@@ -5,7 +5,7 @@
 // holding anything after it.
 import ExcelJS from 'exceljs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { comparacaoLimite, comparacoesEmAndamento } from '../../services/api/dist/routes/tarefas/progresso.js';
+import { comparacaoLimite, comparacoesEmAndamento } from '../../services/api/dist/routes/tarefas/resumo.js';
 import { formWith } from '../helpers/http.js';
 import { useTestRedis } from '../helpers/redis.js';
 import { request, startHarness, waitForTarefa, type Harness } from '../helpers/tarefas.js';
