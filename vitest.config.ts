@@ -7,46 +7,52 @@ import { defineConfig } from 'vitest/config';
 // resolve to their compiled dist/: the suite exercises exactly the JavaScript that ships, and
 // worker threads / sandboxed processors load real .js files. `npm test` builds first.
 //
-// Three groups, one after the other. Most files run two at a time even on 2 cores (vitest's
+// Three groups, one after the other. Most files run three at a time even on 2 cores (vitest's
 // default there is one): the unit and in-process HTTP files, the CLI run as a user runs it, the
 // installs, the documents' examples, the deployment files' own tools and the staff page in
-// Chromium mostly wait on sockets, processes and the browser, and time nothing against a bound.
-// The files that time Redis failovers, a worker's SIGTERM drain or a recovery against a bound run
-// one at a time (two at a time made a drain and a Sentinel failover miss their bounds). The fault
-// suite in network namespaces times recovery against its own healthy baseline, so it runs last, alone.
-const ALONE = ['test/integration/cluster.test.ts'];
+// Chromium spend much of their time waiting on sockets, processes, npm and the browser (two at a
+// time, the group's CPU time was about 60% of what two cores give over its duration; three at a
+// time cut it from about 8 to 6 minutes, measured on a busy machine), and time nothing against a
+// bound. The files that time Redis failovers, a worker's SIGTERM drain, a 500 ms limiter deadline,
+// a recovery against a bound or V8's collections run one at a time (two at a time made a drain
+// and a Sentinel failover miss their bounds). The fault suite in network namespaces times recovery
+// against its own healthy baseline, so it runs last, alone.
+// The scale profile's short run (escala) measures CPU per host under quotas, as the fault suite
+// measures recovery: alone too.
+const ALONE = ['test/integration/escala.test.ts', 'test/integration/cluster.test.ts'];
 const ONE_AT_A_TIME = [
+  'test/integration/autoscale.test.ts',
   'test/deploy/redis-recipe.test.ts',
   'test/deploy/queue-metrics.test.ts',
-  'test/integration/embedded-footprint.test.ts',
   'test/integration/faults.test.ts',
   'test/integration/heap-tuning.test.ts',
   'test/integration/queue.test.ts',
   'test/integration/rate-limit-redis.test.ts',
-  'test/integration/readyz-redis.test.ts',
   'test/integration/redis-cluster.test.ts',
   'test/integration/redis-failover-metric.test.ts',
   'test/integration/redis-master-switch.test.ts',
   'test/integration/redis-partition.test.ts',
   'test/integration/redis-sentinel.test.ts',
-  'test/integration/startup.test.ts',
-  'test/integration/storage-s3-abort.test.ts',
   'test/integration/tarefas-processes.test.ts',
-  'test/integration/tarefas-redis-outage.test.ts',
   'test/integration/worker-health.test.ts',
 ];
 
-// Two at a time, a long file that starts last runs on alone at the end: these (the longest,
-// longest first) start before the rest. Without it vitest orders a clean clone's files by size.
+// A long file that starts last runs on alone at the end: these (the longest, longest first, as
+// measured with TEST_CPU_LOG: docs/desenvolvimento.md) start before the rest. Without it vitest
+// orders a clean clone's files by size.
 const LONG_FIRST = [
   'test/cli/install.test.ts',
   'test/http/clients.test.ts',
   'test/cli/lote-servidor-envios.test.ts',
-  'test/cli/lote-servidor.test.ts',
+  'test/integration/lean-install.test.ts',
   'test/browser/page.test.ts',
+  'test/deploy/monitoring.test.ts',
   'test/cli/lote.test.ts',
+  'test/cli/lote-servidor.test.ts',
   'test/integration/tarefas-cli.test.ts',
   'test/browser/page-access.test.ts',
+  'test/browser/page-safety.test.ts',
+  'test/browser/page-escolas.test.ts',
 ];
 
 class LongFirstSequencer extends BaseSequencer {
@@ -72,13 +78,14 @@ export default defineConfig({
       {
         extends: true,
         test: {
-          name: 'two-at-a-time',
+          name: 'parallel',
           include: ['test/**/*.test.ts'],
           exclude: [...ONE_AT_A_TIME, ...ALONE],
-          maxWorkers: Math.max(2, os.availableParallelism()),
-          // Each test process runs file after file without loading the modules again: on a
-          // 2-core machine this group is CPU-bound, and a fresh process per file spent a tenth of
-          // its CPU on imports. Helpers clean up per file through test/helpers/file-end.ts.
+          // One more than the cores, and at least three: a file waiting on npm, Chromium or a
+          // service leaves its core to the others.
+          maxWorkers: Math.max(3, os.availableParallelism() + 1),
+          // Each test process runs file after file without loading the modules again: a fresh
+          // process per file spent a tenth of this group's CPU on imports. Helpers clean up per file through test/helpers/file-end.ts.
           isolate: false,
           sequence: { groupOrder: 0 },
         },

@@ -45,9 +45,17 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-/** A multipart body with one `retorno` file of `size` bytes. */
+const bodies = new Map<string, Buffer>();
+/**
+ * A multipart body with one `retorno` file of `size` bytes. Made once per shape: the tries send the
+ * same bytes hundreds of times (no client changes the buffer it sends), and allocating and filling
+ * 12 MB again for each one cost CPU the service's side then waited for.
+ */
 function multipart(size: number, field = 'retorno', filename = 'retorno.json'): Buffer {
-  return Buffer.concat([partHead(field, filename), Buffer.alloc(size, 0x61), closing()]);
+  const key = `${size}\0${field}\0${filename}`;
+  let body = bodies.get(key);
+  if (!body) bodies.set(key, (body = Buffer.concat([partHead(field, filename), Buffer.alloc(size, 0x61), closing()])));
+  return body;
 }
 
 interface Answer {
