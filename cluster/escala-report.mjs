@@ -132,7 +132,7 @@ export function renderSection(results, { chartLink }) {
       '`censo lote <folder> --servidor <API> --novo-lote -o <file>.csv` from its own host, timed from its start to its exit ' +
       '(sending, the last task, the combined CSV read back). Its output is compared byte for byte with the local `censo lote` of the same folder.',
     '- Services: `--role=api` and `start:worker` as operators start them, `QUEUE_PREFIX={censo}`, `WORKER_CONCURRENCY=1` ' +
-      '(a fraction of a core runs one job at a time), one task per queue job (the default `TAREFAS_POR_JOB=1`), `LOG_LEVEL=info`, ' +
+      '(a fraction of a core runs one job at a time), group jobs as deployed by default (`TAREFAS_POR_JOB=50`: the returns of a request in one queue job while every connected worker reads them, SPEC §12), `LOG_LEVEL=info`, ' +
       "one `UPLOAD_DIR` shared by every host (the machine's disk, as an NFS share would be). The API of the worker series runs " +
       'without a quota, as do the client, Redis and Caddy; new workers warm up on a few files, unmeasured, before their quota is set.',
     `- Median of ${p.workers?.runs ?? 1} run(s) per size. Efficiency is rate(K) / (K · rate(1) · cores(K)/cores(1)). ` +

@@ -67,6 +67,9 @@ const GROUP_JOB_OPTIONS = { ...JOB_OPTIONS, removeOnComplete: true, removeOnFail
 
 const COMMAND_TIMEOUT_MS = 3_000;
 
+/** Tasks and groups whose ends this process waits to hear at most (MAX_QUEUED_TAREFAS is 10,000 by default). */
+const MINE_MAX = 100_000;
+
 /** A queue, how to cancel its running jobs, and its events. */
 export interface TaskQueue {
   readonly queue: Queue<JobData, JobResult>;
@@ -121,16 +124,33 @@ export function createBullmqTaskExecution({
   const { groupSizeNow, rescue } = createGroupHandshake({ queue, client, prefix, groupSize, log, redis });
 
   const listeners: ((id: string) => void)[] = [];
+  /**
+   * The tasks (and groups) this process queued whose end it has not been told yet: only their ends
+   * are recorded from the queue's events here. Every replica hears every job's end; when each of
+   * them recorded every end, the APIs' CPU per file grew with their number (CLUSTER.md, the API
+   * series: 3.9 ms a file with one, 7.1 with two, 10.1 with three). The end of a task whose API is
+   * gone is recorded by any replica's reconciler (tarefas/maintenance.ts) or by the first look at
+   * it. Insertion-ordered and bounded: past MINE_MAX the oldest are left to the reconciler too.
+   */
+  const mine = new Map<string, true>();
+  const remember = (id: string) => {
+    mine.set(id, true);
+    if (mine.size > MINE_MAX) mine.delete(mine.keys().next().value!);
+  };
   const notify = (id: string) => {
+    if (!mine.delete(id)) return;
     for (const listener of listeners) listener(id);
   };
   // A group's tasks were each told as they ended (TASK_ENDED_EVENT); one that failed for good
   // (its attempts spent) ends its unfinished tasks, so each of them is told then.
   const onCompleted = ({ jobId }: { jobId: string }) => {
-    if (!jobId.startsWith(GROUP_ID_PREFIX)) notify(jobId);
+    // A group's own end tells nothing more: its tasks were told one by one.
+    if (jobId.startsWith(GROUP_ID_PREFIX)) mine.delete(jobId);
+    else notify(jobId);
   };
   const onFailed = ({ jobId }: { jobId: string }) => {
     if (!jobId.startsWith(GROUP_ID_PREFIX)) return notify(jobId);
+    if (!mine.delete(jobId)) return;
     client.hkeys(keys.group(jobId)).then(
       (ids) => ids.forEach(notify),
       () => undefined, // the reconciler finds them later
@@ -269,6 +289,9 @@ export function createBullmqTaskExecution({
         if (grupo) groups.set(grupo, tasks);
         else single.push(...tasks);
       }
+      // Remembered before they are queued: a quick job's end may be heard before addBulk returns.
+      for (const { id } of jobs) remember(id);
+      for (const grupo of groups.keys()) remember(grupo);
       try {
         await redis(async () => {
           // addBulk: one MULTI for the request's jobs of their own, all of them or none.
@@ -281,6 +304,8 @@ export function createBullmqTaskExecution({
         });
       } catch (err) {
         log.warn({ err, tarefas: jobs.map((job) => job.id) }, 'could not enqueue task');
+        for (const { id } of jobs) mine.delete(id);
+        for (const grupo of groups.keys()) mine.delete(grupo);
         // They may still land after the timeout: none must run for a task that does not exist.
         for (const { id } of single) void queue.remove(id).catch(() => undefined);
         for (const [grupo, tasks] of groups) {
@@ -328,6 +353,8 @@ export function createBullmqTaskExecution({
     },
 
     async forget(tasks) {
+      // Recorded (here or by another replica): no event of theirs is waited for any more.
+      for (const { id } of tasks) mine.delete(id);
       await redis(() =>
         Promise.all(
           [...byGroup(tasks)].map(async ([grupo, at]) => {
