@@ -380,4 +380,35 @@ describe('queue mode, a burst of task ends', () => {
       await a.dispose();
     }
   }, 120_000);
+
+  // Issue 47: an API records from the queue's events only the ends of the tasks it queued. One
+  // whose API is gone before they run must still end: the other replica's reconciler records them.
+  it('tasks queued by a replica that is gone before they run: the other replica records their ends, and the batch concludes', async () => {
+    const logLines: Record<string, unknown>[] = [];
+    const a = await startHarness('queue', { redisUrl: redis.url, logLines, env: { LOG_LEVEL: 'warn' } });
+    const b = await startHarness('queue', { redisUrl: redis.url, sameAs: a, logLines, env: { LOG_LEVEL: 'warn' } });
+    let bGone = false;
+    try {
+      const json = await readFile(basico.retorno.json!);
+      const lote = (await request(a, 'POST', '/api/lotes', { body: '{}', headers: { 'content-type': 'application/json' } })).json()
+        .id as string;
+      a.gate.close();
+      const parts = Array.from({ length: 3 }, (_, k) => ({ referencia: `e${k}`, name: `e${k}.json`, content: json }));
+      expect((await request(b, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: interleaved(parts) })).status).toBe(202);
+      await request(a, 'POST', `/api/lotes/${lote}/fechar`);
+      await b.dispose();
+      bGone = true;
+      a.gate.open();
+      let monitor: Record<string, unknown> = {};
+      for (let i = 0; i < 300 && monitor.estado !== 'concluido'; i++) {
+        monitor = (await request(a, 'GET', `/api/lotes/${lote}`)).json();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(monitor).toMatchObject({ estado: 'concluido', tarefas: { total: 3, concluida: 3, falhou: 0, aguardando: 0, processando: 0 } });
+    } finally {
+      a.gate.open();
+      if (!bGone) await b.dispose();
+      await a.dispose();
+    }
+  }, 60_000);
 });

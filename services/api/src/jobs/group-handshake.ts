@@ -9,6 +9,7 @@ import {
   GROUP_JOB_CONTRACT_VERSION,
   TASK_QUEUE,
   contractOf,
+  groupSizeFor,
   groupsAllowed,
   jobOf,
   liveReaders,
@@ -67,8 +68,8 @@ export interface GroupHandshakeDeps {
 }
 
 export interface GroupHandshake {
-  /** How many tasks a group job may carry now: TAREFAS_POR_JOB while every live worker reads groups, else 1. */
-  groupSizeNow(): Promise<number>;
+  /** How many of a request's `tasks` a group job may carry now (TaskExecution.groupSize). */
+  groupSizeNow(tasks: number): Promise<number>;
   /** One pass of the rescue of handed-back jobs. */
   rescue(): Promise<void>;
 }
@@ -99,7 +100,7 @@ export function createGroupHandshake({ queue, client, prefix, groupSize, log, re
 
   /** Whether groups were on at the last decision, for a log line when that changes. */
   let groupsWereOn: boolean | null = null;
-  async function groupSizeNow(): Promise<number> {
+  async function groupSizeNow(tasks: number): Promise<number> {
     if (groupSize <= 1) return 1;
     let readers: Readers;
     try {
@@ -124,7 +125,7 @@ export function createGroupHandshake({ queue, client, prefix, groupSize, log, re
         decision.on ? 'group jobs on' : 'group jobs off: a job per task',
       );
     }
-    return decision.on ? groupSize : 1;
+    return decision.on ? groupSizeFor(groupSize, tasks, readers.workers) : 1;
   }
 
   /**
