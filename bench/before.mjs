@@ -62,6 +62,18 @@ export function treeAt(rev = BURST_BEFORE_REV) {
     if (existsSync(path.resolve(own, '@censo', target))) symlinkSync(target, path.join(own, '@censo', name));
   }
 
+  // A workspace's own node_modules (a package npm could not hoist, such as a pinned version the
+  // root cannot hold: @fastify/static under services/api) is linked into the tree's same folder.
+  for (const project of ['shared', 'services/worker', 'services/api', 'cli']) {
+    const nested = path.join(ROOT, project, 'node_modules');
+    if (!existsSync(nested) || !existsSync(path.join(dir, project))) continue;
+    mkdirSync(path.join(dir, project, 'node_modules'), { recursive: true });
+    for (const name of readdirSync(nested)) {
+      if (name === '.bin') continue;
+      symlinkSync(path.join(nested, name), path.join(dir, project, 'node_modules', name));
+    }
+  }
+
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   try {
     execFileSync(process.execPath, [tsc, '-b', dir], { cwd: dir, stdio: 'inherit' });

@@ -103,6 +103,15 @@ export function spliceReport({ log, md, targets }, { only, machine }) {
     .join('; ')}`;
   const marker = /^Sections [\d, ]+ re-run alone.*$/m;
   doc = marker.test(doc) ? doc.replace(marker, () => note) : doc.replace(/^(Written by .*)$/m, (line) => `${line}\n\n${note}`);
-  writeFileSync(file, doc);
+  writeFileSync(file, withNotes(doc));
   log(`\nSpliced sections ${only.join(', ')} into BENCHMARKS.md.`);
+}
+
+/** `doc` with bench/notes.md in place of the notes it holds (from their first heading to the load section or the end). */
+export function withNotes(doc) {
+  const notes = readFileSync(path.join(ROOT, 'bench', 'notes.md'), 'utf8').trim();
+  const start = doc.indexOf(notes.slice(0, notes.indexOf('\n')));
+  if (start < 0) return doc;
+  const load = doc.indexOf('<!-- load:start -->', start);
+  return `${doc.slice(0, start)}${notes}\n${load < 0 ? '' : `\n${doc.slice(load)}`}`;
 }
