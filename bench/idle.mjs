@@ -20,7 +20,7 @@ import { DATA, ROOT, cpuSecondsOf, sleep } from './lib.mjs';
 
 const CLI = path.join(ROOT, 'cli', 'dist', 'main.js');
 /** Long enough for start-up work (connections, first housekeeping passes) to be over. */
-const WARM_UP_MS = 10_000;
+const WARM_UP_MS = 30_000;
 /** Files the waiting CLI sends: a few requests, then nothing but waiting. */
 const CLI_FILES = 20;
 

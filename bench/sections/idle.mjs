@@ -31,7 +31,7 @@ export async function idleSection({ log, section, target, measure, quick }) {
   }
   section(
     '9. Idle: what waiting costs',
-    `Each picture measured over ${r.seconds} s after a 10 s warm-up, on a Redis server of its own (so only these ` +
+    `Each picture measured over ${r.seconds} s after a 30 s warm-up, on a Redis server of its own (so only these ` +
       "processes' commands are counted); CPU from /proc and from Redis's INFO cpu, as a percentage of one core.\n\n" +
       table(['picture', 'process', 'CPU % of a core'], rows) +
       '\n\nWith tasks waiting (the third picture: the batch has no worker), the API is not idle: every 2 s its ' +
