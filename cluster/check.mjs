@@ -297,12 +297,7 @@ function rollingUpgrade({ faults, requests, ok200, received, jobsDone, workers }
           .map((r) => `${r.upload}.${r.attempt} ${r.status}`)
           .join(', ')}`
       : '',
-    misrun.length
-      ? `${misrun.length} jobs run by a worker of an older contract: ${misrun
-          .slice(0, 5)
-          .map((j) => j.jobId)
-          .join(', ')}`
-      : '',
+    misrunDetail(misrun),
     newJobs === 0 ? `no job of contract ${to} done` : '',
   ].filter(Boolean);
   const summary =
@@ -351,16 +346,21 @@ function rollBack({ faults, jobsDone, workers }) {
           .map(([id, estado]) => `${id} ${estado}`)
           .join(', ')}`
       : '',
-    misrun.length
-      ? `${misrun.length} jobs run by a worker of an older contract: ${misrun
-          .slice(0, 5)
-          .map((j) => j.jobId)
-          .join(', ')}`
-      : '',
+    misrunDetail(misrun),
   ].filter(Boolean);
   const summary =
     `${back.steps.map((step) => step.host).join(', ')} back to contract ${roll.contract?.from}; ` +
     `${back.tarefas.length} tasks in ${groups.length} group jobs of contract ${to} waiting meanwhile; ` +
     `all concluida ${back.endedAt ? back.endedAt - back.resumedAt : '?'} ms after the queue resumed`;
   return [held, problems.length ? `${problems.join('; ')}. ${summary}` : summary];
+}
+
+/** The rolling restart's and the rollback's shared failure: jobs a worker older than their contract ran. */
+function misrunDetail(misrun) {
+  return misrun.length
+    ? `${misrun.length} jobs run by a worker of an older contract: ${misrun
+        .slice(0, 5)
+        .map((j) => j.jobId)
+        .join(', ')}`
+    : '';
 }

@@ -10,16 +10,15 @@
 // stranded, or anything left
 // behind. The suite removes every namespace, link and process it made; afterAll runs its cleanup
 // again in case the run was cut short.
-import { spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
+import { ROOT, runClusterScript } from '../helpers/cluster-script.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const RUN = path.join(ROOT, 'cluster/run.mjs');
+const RUN_SCRIPT = 'cluster/run.mjs';
+const RUN = path.join(ROOT, RUN_SCRIPT);
 const LIMIT_MS = 280_000;
 let out: string | undefined;
 
@@ -33,21 +32,16 @@ it(
   async () => {
     out = await mkdtemp(path.join(os.tmpdir(), 'censo-cluster-test-'));
     const report = path.join(out, 'CLUSTER.md');
-    const child = spawn(process.execPath, [RUN, '--profile', 'short', '--out', path.join(out, 'run'), '--report', report], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     // The run tears itself down on SIGTERM; past that, SIGKILL (afterAll still cleans up).
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), 20_000).unref();
-    }, LIMIT_MS - 30_000);
-    const [code] = (await once(child, 'exit')) as [number | null];
-    clearTimeout(timer);
+    const { code, output } = await runClusterScript(
+      RUN_SCRIPT,
+      ['--profile', 'short', '--out', path.join(out, 'run'), '--report', report],
+      {
+        limitMs: LIMIT_MS,
+        termBeforeMs: 30_000,
+        killAfterMs: 20_000,
+      },
+    );
 
     const verdict = JSON.parse(await readFile(path.join(out, 'run', 'verdict.json'), 'utf8').catch(() => '{}')) as {
       checks?: { name: string; ok: boolean; detail: string }[];

@@ -5,17 +5,16 @@
 // `censo lote`'s, a rate or a role's CPU not measured, the report not written between its markers
 // (and the rest of the file touched), and namespaces or cgroups left behind. It measures, so it
 // runs alone or one file at a time, never beside other files.
-import { spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
+import { ROOT, runClusterScript } from '../helpers/cluster-script.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const ESCALA = path.join(ROOT, 'cluster/escala.mjs');
+const ESCALA_SCRIPT = 'cluster/escala.mjs';
+const ESCALA = path.join(ROOT, ESCALA_SCRIPT);
 const LIMIT_MS = 150_000;
 let out: string | undefined;
 
@@ -56,21 +55,16 @@ it(
     const report = path.join(out, 'CLUSTER.md');
     // A report that already has the fault suite's part and an older scale section: only the latter changes.
     await writeFile(report, '# Cluster fault suite\n\nbefore\n\n<!-- escala:inicio -->\nold section\n<!-- escala:fim -->\n\nafter\n');
-    const child = spawn(process.execPath, [ESCALA, '--profile', 'short', '--out', path.join(out, 'run'), '--report', report], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     // The run tears itself down on SIGTERM; past that, SIGKILL (afterAll still cleans up).
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), 15_000).unref();
-    }, LIMIT_MS - 25_000);
-    const [code] = (await once(child, 'exit')) as [number | null];
-    clearTimeout(timer);
+    const { code, output } = await runClusterScript(
+      ESCALA_SCRIPT,
+      ['--profile', 'short', '--out', path.join(out, 'run'), '--report', report],
+      {
+        limitMs: LIMIT_MS,
+        termBeforeMs: 25_000,
+        killAfterMs: 15_000,
+      },
+    );
     const tail = output.slice(-4000);
 
     const results = JSON.parse(await readFile(path.join(out, 'run', 'results.json'), 'utf8').catch(() => '{}')) as Partial<Results>;
