@@ -130,15 +130,19 @@ export function createBullmqTaskExecution({
    * them recorded every end, the APIs' CPU per file grew with their number (CLUSTER.md, the API
    * series: 3.9 ms a file with one, 7.1 with two, 10.1 with three). The end of a task whose API is
    * gone is recorded by any replica's reconciler (tarefas/maintenance.ts) or by the first look at
-   * it. Insertion-ordered and bounded: past MINE_MAX the oldest are left to the reconciler too.
+   * it. A task leaves it when its end is recorded here (forget), a group when it completes.
+   * Insertion-ordered and bounded: past MINE_MAX the oldest (ends another replica recorded, say)
+   * are left to the reconciler too.
    */
   const mine = new Map<string, true>();
   const remember = (id: string) => {
     mine.set(id, true);
     if (mine.size > MINE_MAX) mine.delete(mine.keys().next().value!);
   };
+  // A task may be told twice (its group's task-ended event, then the group's failure); the first
+  // look may find it not ended yet, so it stays remembered until its end is recorded (forget).
   const notify = (id: string) => {
-    if (!mine.delete(id)) return;
+    if (!mine.has(id)) return;
     for (const listener of listeners) listener(id);
   };
   // A group's tasks were each told as they ended (TASK_ENDED_EVENT); one that failed for good
@@ -150,7 +154,7 @@ export function createBullmqTaskExecution({
   };
   const onFailed = ({ jobId }: { jobId: string }) => {
     if (!jobId.startsWith(GROUP_ID_PREFIX)) return notify(jobId);
-    if (!mine.delete(jobId)) return;
+    if (!mine.has(jobId)) return;
     client.hkeys(keys.group(jobId)).then(
       (ids) => ids.forEach(notify),
       () => undefined, // the reconciler finds them later
