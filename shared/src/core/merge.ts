@@ -13,10 +13,9 @@ import { toDataBr } from './dates.js';
 import { detached } from './strings.js';
 import { inepCpf } from './censo/inep-values.js';
 import { TxtMismatchError } from './errors.js';
-import type { DivergenciaLida, Pessoa } from './types.js';
+import type { AppliedChave, DivergenciaLida, Pessoa } from './types.js';
 
 /** Fields a divergence replaces; `nome_mae`, `nome_pai` and `null` replace nothing. */
-export type AppliedChave = 'cpf' | 'nome' | 'data_nascimento' | 'inep';
 export const APPLIED_CHAVES: readonly AppliedChave[] = ['cpf', 'nome', 'data_nascimento', 'inep'];
 const APPLIED: ReadonlySet<string> = new Set<string>(APPLIED_CHAVES);
 

@@ -5,8 +5,8 @@
 import { csvChunks } from './output/csv.js';
 import { dadoOf, type Planilha } from './output/planilha.js';
 import { xlsxBookChunks, type XlsxCell } from './output/xlsx.js';
-import { CORRECAO_PALAVRAS, CORRECOES, type Correcao } from './reimportacao/correcao.js';
-import type { Chave } from './types.js';
+import { CORRECAO_PALAVRAS, CORRECOES } from './reimportacao/correcao.js';
+import type { Chave, Correcao } from './types.js';
 
 export type ProgressoFormat = 'json' | 'csv' | 'xlsx';
 

@@ -1,7 +1,5 @@
 // Domain and job types shared by the core, the API and the worker. Wire field names are the
 // SPEC's, in Portuguese.
-import type { NaoAplicada } from './censo/corrigido.js';
-import type { Correcao } from './reimportacao/correcao.js';
 
 /** One data row of a return file, by column role (SPEC §1.2), every value as text. */
 export interface RetornoRow {
@@ -17,6 +15,45 @@ export interface RetornoRow {
 }
 
 export type Chave = 'cpf' | 'nome' | 'data_nascimento' | 'inep' | 'nome_mae' | 'nome_pai';
+
+/** The fields the corrected file may rewrite from a divergence (SPEC §3.4). */
+export type AppliedChave = 'cpf' | 'nome' | 'data_nascimento' | 'inep';
+
+/** How a divergence gets fixed (the divergence's `correcao`, SPEC §11). */
+export type Correcao = 'arquivo' | 'formulario' | 'receita' | 'grafia';
+
+/** Why a divergence is not fixed by the corrected file: the rule that decides it (SPEC §11). */
+export type Motivo =
+  /** Differs only in how the census writes it (accents, case, punctuation, spaces, date shape). */
+  | 'grafia'
+  /** Filiation: INEP itself records the Receita's name (field 8, rule 4). */
+  | 'filiacao'
+  /** A field the corrected file does not write (sexo, cor/raça…). */
+  | 'outro-campo'
+  /** The Receita's value cannot be written as the layout requires. */
+  | 'layout'
+  /** Field 5 rule 10: the CPF Educacenso already holds cannot be changed by migration. */
+  | 'cpf-na-base'
+  /** Field 5 rule 7: another person of the file has that CPF. */
+  | 'cpf-de-outra-pessoa'
+  /**
+   * Field 5 rule 8: sent without a CPF the base holds (the Receita's CPF cannot be written), the
+   * person's name, birth date and filiation are not updated.
+   */
+  | 'cpf-em-branco'
+  /** General rule 25: the changes together would "descaracterizar" the person. */
+  | 'regra-25';
+
+/** A correction the corrected file leaves out, and why (SPEC §11). */
+export interface NaoAplicada {
+  readonly codigo_na_escola: string;
+  readonly linha: string;
+  readonly chave: AppliedChave;
+  readonly enviado: string;
+  readonly correto: string;
+  readonly correcao: Correcao;
+  readonly motivo: Motivo;
+}
 
 /** One tax-authority divergence as a return row states it (SPEC §2), before its person is weighed. */
 export interface DivergenciaLida {

@@ -5,9 +5,10 @@
 // becomes one string.
 import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import { answeredChanges, type AppliedChave, type Changes, type CpfHolder, type MatchedPersons } from '../merge.js';
+import { answeredChanges, type Changes, type CpfHolder, type MatchedPersons } from '../merge.js';
 import { badInput } from '../errors.js';
-import { decidirPessoa, type Correcao, type Decisao, type Divergente, type Motivo } from '../reimportacao/correcao.js';
+import { decidirPessoa, type Decisao, type Divergente } from '../reimportacao/correcao.js';
+import type { AppliedChave, NaoAplicada } from '../types.js';
 import { decodeCensoFile, type CensoEncoding, type DecodeOptions } from './decode.js';
 import { inepCpf, inepData, inepId, inepNome } from './inep-values.js';
 import { CENSO_FIELD, censoField, LineSplitter, parseRecord30, visitCensoLines, type LineEnd, type Record30Fields } from './txt.js';
@@ -22,17 +23,6 @@ export interface CorrigidoCounts {
   readonly naoAplicadas: number;
   /** The first of them, with the rule that kept each out (the CLI lists them). */
   readonly amostra: readonly NaoAplicada[];
-}
-
-/** A correction the corrected file leaves out, and why. */
-export interface NaoAplicada {
-  readonly codigo_na_escola: string;
-  readonly linha: string;
-  readonly chave: AppliedChave;
-  readonly enviado: string;
-  readonly correto: string;
-  readonly correcao: Correcao;
-  readonly motivo: Motivo;
 }
 
 const AMOSTRA = 20;

@@ -2,8 +2,8 @@
 // project writes keeps the columns of the JSON answer in their order, but heads them with the
 // staff page's Portuguese words, writes `Sim`/`Não` and the words of `chave`, and for divergences
 // adds whether the corrected census file applies each one (SPEC §3.4).
-import { CORRECAO_PALAVRAS, orientacao, type Correcao } from '../reimportacao/correcao.js';
-import type { Divergencia } from '../types.js';
+import { CORRECAO_PALAVRAS, orientacao } from '../reimportacao/correcao.js';
+import type { Correcao, Divergencia } from '../types.js';
 
 /** A table as a spreadsheet shows it: headers in words, and each item's cells. */
 export interface Planilha {

@@ -18,33 +18,9 @@
 // diverged (the file writes the school's name back).
 import { parseDataBr } from '../dates.js';
 import { inepCpf, inepData, inepId, inepNome } from '../censo/inep-values.js';
-import type { Chave } from '../types.js';
+import type { Chave, Correcao, Motivo } from '../types.js';
 
-/** How a divergence gets fixed (the divergence's `correcao`). */
-export type Correcao = 'arquivo' | 'formulario' | 'receita' | 'grafia';
 export const CORRECOES: readonly Correcao[] = ['arquivo', 'formulario', 'receita', 'grafia'];
-
-/** Why a divergence is not fixed by the corrected file: the rule that decides it. */
-export type Motivo =
-  /** Differs only in how the census writes it (accents, case, punctuation, spaces, date shape). */
-  | 'grafia'
-  /** Filiation: INEP itself records the Receita's name (field 8, rule 4). */
-  | 'filiacao'
-  /** A field the corrected file does not write (sexo, cor/raça…). */
-  | 'outro-campo'
-  /** The Receita's value cannot be written as the layout requires. */
-  | 'layout'
-  /** Field 5 rule 10: the CPF Educacenso already holds cannot be changed by migration. */
-  | 'cpf-na-base'
-  /** Field 5 rule 7: another person of the file has that CPF. */
-  | 'cpf-de-outra-pessoa'
-  /**
-   * Field 5 rule 8: sent without a CPF the base holds (the Receita's CPF cannot be written), the
-   * person's name, birth date and filiation are not updated.
-   */
-  | 'cpf-em-branco'
-  /** General rule 25: the changes together would "descaracterizar" the person. */
-  | 'regra-25';
 
 export interface Decisao {
   readonly correcao: Correcao;
