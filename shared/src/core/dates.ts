@@ -1,6 +1,7 @@
 // Birth dates in the retorno-rf answer are always DD/MM/YYYY (SPEC §3.2), whatever shape the
 // return or the text file used.
 
+const CANONICAL = /^\d\d\/\d\d\/\d{4}$/;
 const DMY = /^(\d{1,2})\/(\d{1,2})\/(\d{4})$/;
 const COMPACT = /^(\d{2})(\d{2})(\d{4})$/;
 // An ISO timestamp is read as its calendar date: no time-zone conversion, so
@@ -15,6 +16,11 @@ const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt].*)?$/;
  */
 export function parseDataBr(value: string): string | null {
   const text = value.trim();
+  // The shape INEP writes is its own answer: no new string for each of a return's dates.
+  if (CANONICAL.test(text)) {
+    const number = (from: number, to: number): number => Number(text.slice(from, to));
+    return isDay(number(0, 2), number(3, 5), number(6, 10)) ? text : null;
+  }
   let match = DMY.exec(text) ?? COMPACT.exec(text);
   if (match) return format(match[1]!, match[2]!, match[3]!);
   match = ISO.exec(text);
@@ -28,10 +34,12 @@ export function toDataBr(value: string): string {
 }
 
 function format(day: string, month: string, year: string): string | null {
-  const d = Number(day);
-  const m = Number(month);
-  if (m < 1 || m > 12 || d < 1 || d > daysIn(m, Number(year))) return null;
+  if (!isDay(Number(day), Number(month), Number(year))) return null;
   return `${day.padStart(2, '0')}/${month.padStart(2, '0')}/${year}`;
+}
+
+function isDay(day: number, month: number, year: number): boolean {
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysIn(month, year);
 }
 
 /** Days of a month in the Gregorian calendar (the one INEP's dates use). */

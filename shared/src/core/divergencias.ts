@@ -126,7 +126,7 @@ function parent(label: string, message: string): 'nome_mae' | 'nome_pai' {
 
 /**
  * The divergence a row states, or `null` when the row is not a tax-authority divergence. Its
- * `correcao` needs the person's other rows: see divergenciaBatches.
+ * `correcao` needs the person's other rows: see comDivergencias.
  */
 export function toDivergencia(row: RetornoRow, labels: FieldLabels = BUILTIN_FIELD_LABELS): DivergenciaLida | null {
   if (!isRegistro30(row.registro)) return null;
@@ -146,15 +146,17 @@ export function toDivergencia(row: RetornoRow, labels: FieldLabels = BUILTIN_FIE
 }
 
 /**
- * The divergences of each batch of rows (a job's pipeline): no promise per row. Each gets its
- * `correcao` (SPEC §11), which weighs the person's other divergences, so they are handed on once
- * the return has been read whole.
+ * Runs `consume` on the divergences of a return, a batch at a time (a job's pipeline: no promise
+ * per row), each with its `correcao` (SPEC §11), which weighs the person's other divergences.
+ * `open` reads the return from its start each time it is called: nearly always once, twice when
+ * its persons' rows come apart (reimportacao/pessoas.ts); `consume` then starts its output afresh.
  */
-export function divergenciaBatches(
-  batches: AsyncIterable<readonly RetornoRow[]>,
-  labels: FieldLabels = BUILTIN_FIELD_LABELS,
-): AsyncGenerator<Divergencia[], void, undefined> {
-  return comCorrecao(lidaBatches(batches, labels));
+export function comDivergencias<T>(
+  open: () => AsyncIterable<readonly RetornoRow[]>,
+  labels: FieldLabels,
+  consume: (divergencias: AsyncGenerator<Divergencia[], void, undefined>) => Promise<T>,
+): Promise<T> {
+  return comCorrecao(() => lidaBatches(open(), labels), consume);
 }
 
 /** The divergences as rows state them, a batch at a time; batches without one are not handed on. */

@@ -4,7 +4,7 @@
 // thrown is a bug or infrastructure.
 import { rm } from 'node:fs/promises';
 import { writeCensoCorrigido } from './censo/corrigido.js';
-import { divergenciaBatches, lidaBatches } from './divergencias.js';
+import { BUILTIN_FIELD_LABELS, comDivergencias, lidaBatches } from './divergencias.js';
 import { itemsOf } from './item-stream.js';
 import { CensoError } from './errors.js';
 import { matchPersons, pessoaBatches } from './merge.js';
@@ -30,31 +30,39 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
   const { signal, vocabulary } = options;
   try {
     signal?.throwIfAborted();
-    const rows = readRetornoBatches(data.retorno, { ...(signal ? { signal } : {}), ...(vocabulary ? { names: vocabulary.columns } : {}) });
+    const readOptions = { ...(signal ? { signal } : {}), ...(vocabulary ? { names: vocabulary.columns } : {}) };
+    const labels = vocabulary?.labels ?? BUILTIN_FIELD_LABELS;
     // Batches from the reader to the writer or the merge: one promise per divergence, none per row.
     if (data.kind === 'divergencias') {
-      const divergencias = itemsOf(divergenciaBatches(rows, vocabulary?.labels));
-      const lines = data.batchLines
-        ? new BatchLinesFile(batchLinesPath(data.resultPath), data.batchLines, DIVERGENCIAS_TABLE.columns)
-        : undefined;
-      try {
-        const written = await writeTable(
-          data.resultPath,
-          data.format ?? 'json',
-          DIVERGENCIAS_TABLE,
-          divergencias,
-          signal,
-          lines && ((item) => lines.add(item)),
-        );
-        lines?.end();
-        return { ok: true, ...written };
-      } finally {
-        lines?.close();
-      }
+      const written = await comDivergencias(
+        () => readRetornoBatches(data.retorno, readOptions),
+        labels,
+        async (divergencias) => {
+          const lines = data.batchLines
+            ? new BatchLinesFile(batchLinesPath(data.resultPath), data.batchLines, DIVERGENCIAS_TABLE.columns)
+            : undefined;
+          try {
+            const table = await writeTable(
+              data.resultPath,
+              data.format ?? 'json',
+              DIVERGENCIAS_TABLE,
+              itemsOf(divergencias),
+              signal,
+              lines && ((item) => lines.add(item)),
+            );
+            lines?.end();
+            return table;
+          } finally {
+            lines?.close();
+          }
+        },
+      );
+      return { ok: true, ...written };
     }
     // The merge finishes before the result file is created: a mismatch leaves nothing to clean. It
     // needs no `correcao`: the corrected file decides on the text file's own values (SPEC §11).
-    const matched = await matchPersons(itemsOf(lidaBatches(rows, vocabulary?.labels)), data.txt.path, { ...(signal ? { signal } : {}) });
+    const rows = readRetornoBatches(data.retorno, readOptions);
+    const matched = await matchPersons(itemsOf(lidaBatches(rows, labels)), data.txt.path, { ...(signal ? { signal } : {}) });
     if (data.kind === 'retorno-rf') {
       return {
         ok: true,

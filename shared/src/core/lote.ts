@@ -4,14 +4,14 @@
 // that asked only copies byte ranges in order: parsing every file's divergences back from a result
 // file and formatting them there kept the main thread as busy as a job thread, and one task per
 // small file spent its time in hand-overs. The text is written synchronously (output/result-file.ts).
-import { divergenciaBatches } from './divergencias.js';
+import { BUILTIN_FIELD_LABELS, comDivergencias } from './divergencias.js';
 import { jobFailure } from './job.js';
 import { csvLine } from './output/csv.js';
 import { cellValues, DIVERGENCIA_COLUMNS } from './output/table.js';
 import { LOTE_ARQUIVO_PLANILHA } from './output/planilha.js';
 import { ResultFile } from './output/result-file.js';
 import { readRetornoBatches } from './retorno/index.js';
-import type { Divergencia, StoredRetorno } from './types.js';
+import type { Divergencia, RetornoRow, StoredRetorno } from './types.js';
 import type { Vocabulary } from './vocabulary.js';
 
 export type LoteFormat = 'csv' | 'json' | 'xlsx';
@@ -71,21 +71,30 @@ export async function runLoteBatch(batch: LoteBatch, options: { readonly vocabul
   const outcomes: LoteFileOutcome[] = [];
   try {
     for (const file of batch.files) {
-      const start = out.position();
-      let rows = 0;
+      let start = out.position();
       try {
-        if (batch.format === 'xlsx') out.add('[');
-        const read = readRetornoBatches(file, vocabulary ? { names: vocabulary.columns } : {});
-        for await (const found of divergenciaBatches(read, vocabulary?.labels)) {
-          for (const divergencia of found) {
-            if (!ofDados(divergencia, batch.dados)) continue;
-            if (batch.format === 'csv') out.add(csvLine(loteCells(file.name, divergencia)));
-            else if (batch.format === 'json') out.add((rows === 0 ? '' : ',') + loteJsonItem(file.name, divergencia));
-            else out.add((rows === 0 ? '' : ',') + JSON.stringify(LOTE_ARQUIVO_PLANILHA.cells({ arquivo: file.name, ...divergencia })));
-            rows++;
+        const labels = vocabulary?.labels ?? BUILTIN_FIELD_LABELS;
+        const open = (): AsyncIterable<readonly RetornoRow[]> => readRetornoBatches(file, vocabulary ? { names: vocabulary.columns } : {});
+        // A second reading (the file's persons came apart) writes the file's rows afresh after the
+        // first's: only the outcome's byte range is ever copied.
+        const rows = await comDivergencias(open, labels, async (divergencias) => {
+          out.discardFrom(start);
+          start = out.position();
+          let written = 0;
+          if (batch.format === 'xlsx') out.add('[');
+          for await (const found of divergencias) {
+            for (const divergencia of found) {
+              if (!ofDados(divergencia, batch.dados)) continue;
+              if (batch.format === 'csv') out.add(csvLine(loteCells(file.name, divergencia)));
+              else if (batch.format === 'json') out.add((written === 0 ? '' : ',') + loteJsonItem(file.name, divergencia));
+              else
+                out.add((written === 0 ? '' : ',') + JSON.stringify(LOTE_ARQUIVO_PLANILHA.cells({ arquivo: file.name, ...divergencia })));
+              written++;
+            }
           }
-        }
-        if (batch.format === 'xlsx') out.add(']');
+          if (batch.format === 'xlsx') out.add(']');
+          return written;
+        });
         const end = out.position();
         // A workbook file without divergences still has its `[]`: an empty range is simpler to skip.
         outcomes.push(rows === 0 ? { ok: true, start: end, end, rows } : { ok: true, start, end, rows });

@@ -7,6 +7,9 @@ import { parseDataBr } from '../dates.js';
 /** The longest name the layout's `Nome completo` field takes. */
 export const MAX_NOME = 100;
 
+/** A value already as the layout writes it: words of `A`–`Z` with single spaces between. */
+const INEP_NOME = /^[A-Z]+(?: [A-Z]+)*$/;
+
 /** A Latin letter that is still not ASCII once its accents are taken off. */
 const LATIN_NOT_ASCII = /(?![\p{ASCII}])\p{Script=Latin}/gu;
 
@@ -17,6 +20,9 @@ const LATIN_NOT_ASCII = /(?![\p{ASCII}])\p{Script=Latin}/gu;
  * rather than dropped; other scripts are not transliterated.
  */
 export function inepNome(value: string): string | null {
+  // Most names in a return are already written this way; the full pass below would give them back
+  // unchanged (NFD, marks, case and spacing are all no-ops on them) at a few microseconds each.
+  if (value.length <= MAX_NOME && INEP_NOME.test(value)) return value;
   const text = value
     .normalize('NFD')
     .replace(/\p{M}/gu, '')

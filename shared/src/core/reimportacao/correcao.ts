@@ -41,8 +41,11 @@ export type Grupo2 = 'sexo' | 'cor_raca' | 'pais' | 'municipio_nascimento' | 'de
 
 /** General rule 25, both forms: three of group 1, or more than one of group 1 with any of group 2. */
 export function descaracteriza(changes: { readonly grupo1: ReadonlySet<Grupo1>; readonly grupo2?: ReadonlySet<Grupo2> }): boolean {
-  const g1 = changes.grupo1.size;
-  return g1 >= 3 || (g1 > 1 && (changes.grupo2?.size ?? 0) > 0);
+  return regra25(changes.grupo1.size, changes.grupo2?.size ?? 0);
+}
+
+function regra25(grupo1: number, grupo2: number): boolean {
+  return grupo1 >= 3 || (grupo1 > 1 && grupo2 > 0);
 }
 
 const digits = (value: string): string => value.replace(/\D/g, '');
@@ -76,24 +79,96 @@ const WRITERS: Readonly<Partial<Record<Chave, (value: string) => string | null>>
 
 const isFiliacao = (chave: Chave | null): boolean => chave === 'nome_mae' || chave === 'nome_pai';
 
+// Decisions are shared values: a return decides hundreds of thousands of divergences.
+const ARQUIVO: Decisao = { correcao: 'arquivo' };
+const GRAFIA: Decisao = { correcao: 'grafia', motivo: 'grafia' };
+const FILIACAO: Decisao = { correcao: 'receita', motivo: 'filiacao' };
+const OUTRO_CAMPO: Decisao = { correcao: 'formulario', motivo: 'outro-campo' };
+const LAYOUT_RECEITA: Decisao = { correcao: 'receita', motivo: 'layout' };
+const LAYOUT_FORMULARIO: Decisao = { correcao: 'formulario', motivo: 'layout' };
+const CPF_NA_BASE: Decisao = { correcao: 'formulario', motivo: 'cpf-na-base' };
+const CPF_DE_OUTRA_PESSOA: Decisao = { correcao: 'formulario', motivo: 'cpf-de-outra-pessoa' };
+const CPF_EM_BRANCO: Decisao = { correcao: 'formulario', motivo: 'cpf-em-branco' };
+const REGRA_25: Decisao = { correcao: 'formulario', motivo: 'regra-25' };
+
 /**
- * What a divergence would be on its own, before the person's other divergences are weighed:
- * `arquivo` means the corrected file can write it.
+ * What a divergence is on its own, before the person's other divergences are weighed: `arquivo`
+ * means the corrected file can write it. Only an `arquivo` decision ever changes once the person
+ * is weighed (rules 8 and 25).
  */
-function alone(d: Divergente): Decisao {
-  if (mesmaGrafia(d.chave, d.enviado, d.correto)) return { correcao: 'grafia', motivo: 'grafia' };
-  if (isFiliacao(d.chave)) return { correcao: 'receita', motivo: 'filiacao' };
+export function sozinha(d: Divergente): Decisao {
   const write = d.chave === null ? undefined : WRITERS[d.chave];
-  if (write === undefined) return { correcao: 'formulario', motivo: 'outro-campo' };
-  if (write(d.correto) === null) {
-    // A name or date the layout cannot take is the Receita's record to mend; a CPF or an INEP id
-    // that is not one is not the citizen's doing.
-    return d.chave === 'nome' || d.chave === 'data_nascimento'
-      ? { correcao: 'receita', motivo: 'layout' }
-      : { correcao: 'formulario', motivo: 'layout' };
+  // A name or a date is the same value exactly when it is written the same (mesmaGrafia); the
+  // written Receita value then serves both questions.
+  if (d.chave === 'nome' || d.chave === 'data_nascimento') {
+    const escrito = write!(d.correto);
+    const sent = write!(d.enviado);
+    if (sent !== null && sent === escrito) return GRAFIA;
+    // A name or date the layout cannot take is the Receita's record to mend.
+    return escrito === null ? LAYOUT_RECEITA : ARQUIVO;
   }
-  if (d.chave === 'cpf' && d.enviado.trim() !== '') return { correcao: 'formulario', motivo: 'cpf-na-base' };
-  return { correcao: 'arquivo' };
+  if (mesmaGrafia(d.chave, d.enviado, d.correto)) return GRAFIA;
+  if (isFiliacao(d.chave)) return FILIACAO;
+  if (write === undefined) return OUTRO_CAMPO;
+  // A CPF or an INEP id that is not one is not the citizen's doing.
+  if (write(d.correto) === null) return LAYOUT_FORMULARIO;
+  if (d.chave === 'cpf' && d.enviado.trim() !== '') return CPF_NA_BASE;
+  return ARQUIVO;
+}
+
+/**
+ * What a person's divergences tell each other, as bits: all that rules 8 and 25 read. A person's
+ * `ResumoPessoa` is the OR of its divergences' `pesoNaPessoa`, in any order, so a summary can be
+ * kept for a person whose rows are already written (pessoas.ts) at the cost of a number.
+ */
+export type ResumoPessoa = number;
+// Seven bits at most: pessoas.ts keeps a summary in a byte beside a mark of its own.
+const NOME_NO_ARQUIVO = 1;
+const DATA_NO_ARQUIVO = 2;
+const OUTRO_NO_ARQUIVO = 4;
+const CPF_EM_BRANCO_MANTIDO = 8;
+const MAE_DA_RECEITA = 16;
+
+/** The bits one divergence, decided on its own, adds to its person's summary. */
+export function pesoNaPessoa(d: Pick<Divergente, 'chave' | 'enviado'>, decision: Decisao): ResumoPessoa {
+  if (decision.correcao === 'arquivo') {
+    return d.chave === 'nome' ? NOME_NO_ARQUIVO : d.chave === 'data_nascimento' ? DATA_NO_ARQUIVO : OUTRO_NO_ARQUIVO;
+  }
+  // Field 5 rule 8: a blank CPF the file cannot fill.
+  if (d.chave === 'cpf' && decision.correcao !== 'grafia' && d.enviado.trim() === '') return CPF_EM_BRANCO_MANTIDO;
+  // The file writes the school's mother's name back over the Receita's that INEP recorded.
+  if (d.chave === 'nome_mae' && decision.motivo === 'filiacao') return MAE_DA_RECEITA;
+  return 0;
+}
+
+/**
+ * A divergence's decision once its person's summary is known: field 5 rule 8 (a blank CPF the
+ * file cannot fill blocks the name and birth date), then rule 25 (a person whose corrections
+ * together would be refused gets none of them: each becomes `formulario`, and the corrected file
+ * writes the person as sent).
+ */
+export function naPessoa(chave: Chave | null, decision: Decisao, resumo: ResumoPessoa, grupo2 = 0): Decisao {
+  if (decision.correcao !== 'arquivo') return decision;
+  const cpfEmBranco = (resumo & CPF_EM_BRANCO_MANTIDO) !== 0;
+  if (cpfEmBranco && (chave === 'nome' || chave === 'data_nascimento')) return CPF_EM_BRANCO;
+  const grupo1 =
+    (!cpfEmBranco && resumo & NOME_NO_ARQUIVO ? 1 : 0) +
+    (!cpfEmBranco && resumo & DATA_NO_ARQUIVO ? 1 : 0) +
+    (resumo & MAE_DA_RECEITA ? 1 : 0);
+  return regra25(grupo1, grupo2) ? REGRA_25 : decision;
+}
+
+/**
+ * Whether a person already decided with summary `antes` would have any of those divergences
+ * decided otherwise with summary `depois` (its rows came apart in the return: pessoas.ts).
+ */
+export function mudaNaPessoa(antes: ResumoPessoa, depois: ResumoPessoa): boolean {
+  const chaves: Array<[number, Chave]> = [
+    [NOME_NO_ARQUIVO, 'nome'],
+    [DATA_NO_ARQUIVO, 'data_nascimento'],
+    [OUTRO_NO_ARQUIVO, 'cpf'],
+  ];
+  return chaves.some(([bit, chave]) => (antes & bit) !== 0 && naPessoa(chave, ARQUIVO, antes) !== naPessoa(chave, ARQUIVO, depois));
 }
 
 export interface PessoaOptions {
@@ -103,39 +178,15 @@ export interface PessoaOptions {
   readonly cpfDeOutraPessoa?: boolean;
 }
 
-/**
- * The decision for each of one person's divergences (same order): each on its own, then field 5
- * rule 8 (a blank CPF the file cannot fill blocks the name and birth date), then rule 25 (a person
- * whose corrections together would be refused gets none of them: every one becomes `formulario`,
- * and the corrected file writes the person as sent).
- */
+/** The decision for each of one person's divergences (same order): each on its own, then weighed together. */
 export function decidirPessoa(divergencias: readonly Divergente[], options: PessoaOptions = {}): Decisao[] {
-  let decisions = divergencias.map((d) => {
-    const decision = alone(d);
-    return options.cpfDeOutraPessoa && d.chave === 'cpf' && decision.correcao === 'arquivo'
-      ? ({ correcao: 'formulario', motivo: 'cpf-de-outra-pessoa' } as const)
-      : decision;
+  const decisions = divergencias.map((d) => {
+    const decision = sozinha(d);
+    return options.cpfDeOutraPessoa && d.chave === 'cpf' && decision.correcao === 'arquivo' ? CPF_DE_OUTRA_PESSOA : decision;
   });
-  const blankCpfKept = divergencias.some(
-    (d, i) => d.chave === 'cpf' && d.enviado.trim() === '' && !['arquivo', 'grafia'].includes(decisions[i]!.correcao),
-  );
-  if (blankCpfKept) {
-    decisions = decisions.map((decision, i) => {
-      const chave = divergencias[i]!.chave;
-      return decision.correcao === 'arquivo' && (chave === 'nome' || chave === 'data_nascimento')
-        ? { correcao: 'formulario', motivo: 'cpf-em-branco' }
-        : decision;
-    });
-  }
-  const grupo1 = new Set<Grupo1>();
-  divergencias.forEach((d, i) => {
-    const decision = decisions[i]!;
-    if (decision.correcao === 'arquivo' && (d.chave === 'nome' || d.chave === 'data_nascimento')) grupo1.add(d.chave);
-    // The file writes the school's mother's name back over the Receita's that INEP recorded.
-    if (d.chave === 'nome_mae' && decision.motivo === 'filiacao') grupo1.add('filiacao_1');
-  });
-  if (!descaracteriza({ grupo1, ...(options.grupo2 ? { grupo2: options.grupo2 } : {}) })) return decisions;
-  return decisions.map((decision) => (decision.correcao === 'arquivo' ? { correcao: 'formulario', motivo: 'regra-25' } : decision));
+  let resumo = 0;
+  divergencias.forEach((d, i) => (resumo |= pesoNaPessoa(d, decisions[i]!)));
+  return decisions.map((decision, i) => naPessoa(divergencias[i]!.chave, decision, resumo, options.grupo2?.size ?? 0));
 }
 
 /**

@@ -1,44 +1,190 @@
-// A divergence's `correcao` depends on its person's other divergences (rule 25 weighs them
-// together), and a person's rows need not be next to each other in the return (several sheets,
-// any order). So the divergences of a return are held until its end, grouped by person, decided,
-// and handed on in the return's order. Only the divergences are held, never the rows: at the
-// upload limit that is ~180k small objects, well inside a job thread's heap.
+// A divergence's `correcao` depends on its person's other divergences (rules 8 and 25 weigh them
+// together). In INEP's returns a person's rows are nearly always next to each other, so a person
+// is decided when the next one begins and handed on at once: the answer streams, and only the
+// current person's rows are held. What a decided person may still need, should its rows come apart
+// (several sheets, any order), is its summary: a number (correcao.ts, ResumoPessoa).
+//
+// A person whose later rows would change what was already handed on for it cannot be mended in a
+// stream, so the one-pass reading stops with ForaDeOrdem and the return is read twice instead
+// (comCorrecao): first every person's summary, then each divergence decided as it is read. Both
+// passes hold a number per person, never the rows.
 import { codigoKey } from '../merge.js';
 import type { Divergencia, DivergenciaLida } from '../types.js';
-import { decidirPessoa } from './correcao.js';
+import { mudaNaPessoa, naPessoa, pesoNaPessoa, sozinha, type Decisao, type ResumoPessoa } from './correcao.js';
 
 /** The person a divergence belongs to: its line in the txt, or its code when the return has no line. */
 export function pessoaKey(d: Pick<DivergenciaLida, 'linha' | 'codigo_na_escola'>): string {
   const linha = d.linha.trim();
+  // A line number as INEP writes it is its own key (no other key is all digits): no new string
+  // per divergence.
+  if (CANONICAL_LINE.test(linha)) return linha;
   if (linha) return `l${/^\d+$/.test(linha) ? linha.replace(/^0+(?=\d)/, '') : linha}`;
   return `c${codigoKey(d.codigo_na_escola)}`;
 }
 
-/** Every divergence of `lidas` with its `correcao`, in the same order. */
-export function decidirTodas(lidas: readonly DivergenciaLida[]): Divergencia[] {
-  const byPerson = new Map<string, number[]>();
-  lidas.forEach((d, i) => {
-    const key = pessoaKey(d);
-    const indexes = byPerson.get(key);
-    if (indexes) indexes.push(i);
-    else byPerson.set(key, [i]);
-  });
-  const out = new Array<Divergencia>(lidas.length);
-  for (const indexes of byPerson.values()) {
-    const decisions = decidirPessoa(indexes.map((i) => lidas[i]!));
-    indexes.forEach((i, k) => {
-      out[i] = { ...lidas[i]!, correcao: decisions[k]!.correcao };
-    });
+const CANONICAL_LINE = /^(?:0|[1-9]\d*)$/;
+
+/**
+ * Every person decided so far, with the summary it was decided with. Persons keyed by their line
+ * in the txt (nearly all) are kept a byte each in an array indexed by the line: a Map of a
+ * return's 100k persons cost more than deciding them. Other keys, and lines past what a census
+ * file can hold, go to a Map.
+ */
+class Decididas {
+  static readonly MAX_LINE = 1 << 24;
+  #byLine = new Uint8Array(1024);
+  readonly #byKey = new Map<string, ResumoPessoa>();
+
+  get(key: string): ResumoPessoa | undefined {
+    const line = lineOf(key);
+    if (line < 0) return this.#byKey.get(key);
+    const stored = line < this.#byLine.length ? this.#byLine[line]! : 0;
+    return stored === 0 ? undefined : stored & RESUMO_BITS;
   }
-  return out;
+
+  set(key: string, resumo: ResumoPessoa): void {
+    const line = lineOf(key);
+    if (line < 0) {
+      this.#byKey.set(key, resumo);
+      return;
+    }
+    if (line >= this.#byLine.length) {
+      const grown = new Uint8Array(Math.min(Decididas.MAX_LINE, Math.max(line + 1, this.#byLine.length * 2)));
+      grown.set(this.#byLine);
+      this.#byLine = grown;
+    }
+    this.#byLine[line] = SEEN | resumo;
+  }
 }
 
-const BATCH = 4096;
+/** A summary fits in these bits (correcao.ts); SEEN marks a line whose person was decided. */
+const RESUMO_BITS = 0x7f;
+const SEEN = 0x80;
 
-/** The divergences of `batches`, decided once the last batch is read, a batch at a time. */
-export async function* comCorrecao(batches: AsyncIterable<readonly DivergenciaLida[]>): AsyncGenerator<Divergencia[], void, undefined> {
-  const lidas: DivergenciaLida[] = [];
-  for await (const batch of batches) for (const d of batch) lidas.push(d);
-  const decididas = decidirTodas(lidas);
-  for (let start = 0; start < decididas.length; start += BATCH) yield decididas.slice(start, start + BATCH);
+/** The line of a key that is one (pessoaKey), below Decididas.MAX_LINE; else -1. */
+function lineOf(key: string): number {
+  if (key.length > 8 || !CANONICAL_LINE.test(key)) return -1;
+  const line = Number(key);
+  return line < Decididas.MAX_LINE ? line : -1;
+}
+
+/** A person's rows came apart in the return and a decision already handed on would change. */
+export class ForaDeOrdem extends Error {
+  constructor() {
+    super("a person's rows came apart in the return and change a decision already handed on");
+    this.name = 'ForaDeOrdem';
+  }
+}
+
+/** The answer's item: the divergence as read, with its decision (an object literal: one shape for all). */
+function decidida(d: DivergenciaLida, decision: Decisao): Divergencia {
+  return {
+    codigo_na_escola: d.codigo_na_escola,
+    linha: d.linha,
+    campo: d.campo,
+    enviado: d.enviado,
+    correto: d.correto,
+    is_filiacao: d.is_filiacao,
+    chave: d.chave,
+    correcao: decision.correcao,
+  };
+}
+
+/**
+ * The divergences of `batches` with their `correcao`, in the same order, a person decided when
+ * the next one begins. Throws ForaDeOrdem when a person's rows come apart and the later ones
+ * change a decision already handed on (then see comCorrecao).
+ */
+export async function* emUmaPassada(batches: AsyncIterable<readonly DivergenciaLida[]>): AsyncGenerator<Divergencia[], void, undefined> {
+  const decididas = new Decididas();
+  let key: string | null = null;
+  // The current person's rows and their decisions on their own (reused from person to person).
+  const rows: DivergenciaLida[] = [];
+  const decisions: Decisao[] = [];
+  let resumo: ResumoPessoa = 0;
+  /** The summary the current person was already decided with, when its rows came apart. */
+  let antes: ResumoPessoa | undefined;
+  let out: Divergencia[] = [];
+
+  const close = (): void => {
+    if (key === null) return;
+    if (antes !== undefined && mudaNaPessoa(antes, resumo)) throw new ForaDeOrdem();
+    for (let i = 0; i < rows.length; i++) out.push(decidida(rows[i]!, naPessoa(rows[i]!.chave, decisions[i]!, resumo)));
+    decididas.set(key, resumo);
+    rows.length = 0;
+    decisions.length = 0;
+  };
+
+  for await (const batch of batches) {
+    for (const d of batch) {
+      const next = pessoaKey(d);
+      if (next !== key) {
+        close();
+        key = next;
+        antes = decididas.get(next);
+        resumo = antes ?? 0;
+      }
+      const decision = sozinha(d);
+      rows.push(d);
+      decisions.push(decision);
+      resumo |= pesoNaPessoa(d, decision);
+    }
+    if (out.length > 0) {
+      yield out;
+      out = [];
+    }
+  }
+  close();
+  if (out.length > 0) yield out;
+}
+
+/** Every person's summary, from a whole reading of the return's divergences. */
+export async function resumosDasPessoas(batches: AsyncIterable<readonly DivergenciaLida[]>): Promise<Map<string, ResumoPessoa>> {
+  const resumos = new Map<string, ResumoPessoa>();
+  for await (const batch of batches) {
+    for (const d of batch) {
+      const key = pessoaKey(d);
+      resumos.set(key, (resumos.get(key) ?? 0) | pesoNaPessoa(d, sozinha(d)));
+    }
+  }
+  return resumos;
+}
+
+/** The divergences of `batches`, each decided with its person's known summary as it is read. */
+export async function* comResumos(
+  batches: AsyncIterable<readonly DivergenciaLida[]>,
+  resumos: ReadonlyMap<string, ResumoPessoa>,
+): AsyncGenerator<Divergencia[], void, undefined> {
+  for await (const batch of batches) {
+    yield batch.map((d) => decidida(d, naPessoa(d.chave, sozinha(d), resumos.get(pessoaKey(d)) ?? 0)));
+  }
+}
+
+/** Every divergence of `lidas` with its `correcao`, in the same order. */
+export function decidirTodas(lidas: readonly DivergenciaLida[]): Divergencia[] {
+  const resumos = new Map<string, ResumoPessoa>();
+  for (const d of lidas) {
+    const key = pessoaKey(d);
+    resumos.set(key, (resumos.get(key) ?? 0) | pesoNaPessoa(d, sozinha(d)));
+  }
+  return lidas.map((d) => decidida(d, naPessoa(d.chave, sozinha(d), resumos.get(pessoaKey(d)) ?? 0)));
+}
+
+/**
+ * Runs `consume` on a return's decided divergences: in one pass (nearly always), or, when the
+ * return's persons come apart in a way one pass cannot mend, again over two passes. `open` reads
+ * the return's divergences anew each time it is called; `consume` must start its output afresh
+ * each time it is called (it is called a second time only after its first call threw ForaDeOrdem).
+ */
+export async function comCorrecao<T>(
+  open: () => AsyncIterable<readonly DivergenciaLida[]>,
+  consume: (divergencias: AsyncGenerator<Divergencia[], void, undefined>) => Promise<T>,
+): Promise<T> {
+  try {
+    return await consume(emUmaPassada(open()));
+  } catch (err) {
+    if (!(err instanceof ForaDeOrdem)) throw err;
+  }
+  const resumos = await resumosDasPessoas(open());
+  return consume(comResumos(open(), resumos));
 }
