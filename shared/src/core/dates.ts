@@ -21,6 +21,12 @@ export function parseDataBr(value: string): string | null {
     const number = (from: number, to: number): number => Number(text.slice(from, to));
     return isDay(number(0, 2), number(3, 5), number(6, 10)) ? text : null;
   }
+  return parseDataBrCompleto(text);
+}
+
+/** {@link parseDataBr} without its shortcut for `DD/MM/YYYY` (its differential test's reference). */
+export function parseDataBrCompleto(value: string): string | null {
+  const text = value.trim();
   let match = DMY.exec(text) ?? COMPACT.exec(text);
   if (match) return format(match[1]!, match[2]!, match[3]!);
   match = ISO.exec(text);
