@@ -18,8 +18,9 @@ export function parseDataBr(value: string): string | null {
   const text = value.trim();
   // The shape INEP writes is its own answer: no new string for each of a return's dates.
   if (CANONICAL.test(text)) {
-    const number = (from: number, to: number): number => Number(text.slice(from, to));
-    return isDay(number(0, 2), number(3, 5), number(6, 10)) ? text : null;
+    const digit = (at: number): number => text.charCodeAt(at) - 48;
+    const year = digit(6) * 1000 + digit(7) * 100 + digit(8) * 10 + digit(9);
+    return isDay(digit(0) * 10 + digit(1), digit(3) * 10 + digit(4), year) ? text : null;
   }
   return parseDataBrCompleto(text);
 }

@@ -27,9 +27,17 @@ export function isRegistro30(registro: string | null): boolean {
 
 /** Rule 2: the normalised message cites `receita federal` or the word `rfb`. */
 export function citesReceitaFederal(mensagem: string): boolean {
-  const text = normalized(mensagem);
-  return text.includes('receita federal') || /\brfb\b/.test(text);
+  let cites = citing.get(mensagem);
+  if (cites === undefined) {
+    if (citing.size >= MEMO_LIMIT) citing.clear();
+    const text = normalized(mensagem);
+    cites = text.includes('receita federal') || /\brfb\b/.test(text);
+    citing.set(mensagem, cites);
+  }
+  return cites;
 }
+// Every row asks rule 2 of its message: the answer is remembered, not only the normalised text.
+const citing = new Map<string, boolean>();
 
 /** Rule 3: `<sent> -- <correct>`, split at the first `--`; `null` when absent or correct is empty. */
 export function splitConteudo(conteudo: string): { enviado: string; correto: string } | null {
@@ -71,6 +79,8 @@ export type LabelSynonyms = Readonly<Partial<Record<Chave, readonly string[]>>>;
  * the message speaks of filiation); `nome_mae`/`nome_pai` labels are filiation labels.
  */
 export class FieldLabels {
+  /** classifyCampo's answers by label, then message: a return repeats a handful of each. */
+  readonly classified = new Map<string, Map<string, Classificacao>>();
   readonly plain: ReadonlyMap<string, Chave>;
   readonly identification: ReadonlySet<string>;
   readonly parents: ReadonlyMap<string, 'nome_mae' | 'nome_pai'>;
@@ -96,11 +106,28 @@ export class FieldLabels {
 
 export const BUILTIN_FIELD_LABELS = new FieldLabels();
 
-export function classifyCampo(
-  campo: string,
-  mensagem: string,
-  labels: FieldLabels = BUILTIN_FIELD_LABELS,
-): { chave: Chave | null; is_filiacao: boolean } {
+export interface Classificacao {
+  readonly chave: Chave | null;
+  readonly is_filiacao: boolean;
+}
+
+export function classifyCampo(campo: string, mensagem: string, labels: FieldLabels = BUILTIN_FIELD_LABELS): Classificacao {
+  let byMessage = labels.classified.get(campo);
+  if (byMessage === undefined) {
+    if (labels.classified.size >= MEMO_LIMIT) labels.classified.clear();
+    byMessage = new Map();
+    labels.classified.set(campo, byMessage);
+  }
+  let classified = byMessage.get(mensagem);
+  if (classified === undefined) {
+    if (byMessage.size >= MEMO_LIMIT) byMessage.clear();
+    classified = classify(campo, mensagem, labels);
+    byMessage.set(mensagem, classified);
+  }
+  return classified;
+}
+
+function classify(campo: string, mensagem: string, labels: FieldLabels): Classificacao {
   const label = labelKey(campo);
   const plain = labels.plain.get(label);
   if (plain) return { chave: plain, is_filiacao: false };

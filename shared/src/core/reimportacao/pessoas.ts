@@ -61,11 +61,10 @@ class Decididas {
 const RESUMO_BITS = 0x7f;
 const SEEN = 0x80;
 
-/** The line of a key that is one (pessoaKey), below Decididas.MAX_LINE; else -1. */
+/** The line of a key that is one (pessoaKey: the only keys that are numbers), below Decididas.MAX_LINE; else -1. */
 function lineOf(key: string): number {
-  if (key.length > 8 || !CANONICAL_LINE.test(key)) return -1;
-  const line = Number(key);
-  return line < Decididas.MAX_LINE ? line : -1;
+  const line = key.length > 8 ? NaN : Number(key);
+  return Number.isInteger(line) && line < Decididas.MAX_LINE ? line : -1;
 }
 
 /** A person's rows came apart in the return and a decision already handed on would change. */
@@ -98,9 +97,11 @@ function decidida(d: DivergenciaLida, decision: Decisao): Divergencia {
 export async function* emUmaPassada(batches: AsyncIterable<readonly DivergenciaLida[]>): AsyncGenerator<Divergencia[], void, undefined> {
   const decididas = new Decididas();
   let key: string | null = null;
-  // The current person's rows and their decisions on their own (reused from person to person).
+  // The current person's rows and their decisions on their own, `count` of them (the arrays are
+  // reused from person to person: setting an array's length costs more than the person).
   const rows: DivergenciaLida[] = [];
   const decisions: Decisao[] = [];
+  let count = 0;
   let resumo: ResumoPessoa = 0;
   /** The summary the current person was already decided with, when its rows came apart. */
   let antes: ResumoPessoa | undefined;
@@ -109,24 +110,29 @@ export async function* emUmaPassada(batches: AsyncIterable<readonly DivergenciaL
   const close = (): void => {
     if (key === null) return;
     if (antes !== undefined && mudaNaPessoa(antes, resumo)) throw new ForaDeOrdem();
-    for (let i = 0; i < rows.length; i++) out.push(decidida(rows[i]!, naPessoa(rows[i]!.chave, decisions[i]!, resumo)));
+    for (let i = 0; i < count; i++) out.push(decidida(rows[i]!, naPessoa(rows[i]!.chave, decisions[i]!, resumo)));
     decididas.set(key, resumo);
-    rows.length = 0;
-    decisions.length = 0;
+    count = 0;
   };
 
+  let last: DivergenciaLida | undefined;
   for await (const batch of batches) {
     for (const d of batch) {
-      const next = pessoaKey(d);
-      if (next !== key) {
-        close();
-        key = next;
-        antes = decididas.get(next);
-        resumo = antes ?? 0;
+      // The same line and code as the row before is the same person: no key to work out.
+      if (last === undefined || d.linha !== last.linha || d.codigo_na_escola !== last.codigo_na_escola) {
+        const next = pessoaKey(d);
+        if (next !== key) {
+          close();
+          key = next;
+          antes = decididas.get(next);
+          resumo = antes ?? 0;
+        }
       }
+      last = d;
       const decision = sozinha(d);
-      rows.push(d);
-      decisions.push(decision);
+      rows[count] = d;
+      decisions[count] = decision;
+      count++;
       resumo |= pesoNaPessoa(d, decision);
     }
     if (out.length > 0) {
