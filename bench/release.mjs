@@ -72,7 +72,8 @@ export function currentRef() {
 
 /** Both builds: the current one (the workspace's dist/) and the release's (extracted under .bench/). */
 export function builds(release) {
-  const tree = treeAt(release.ref);
+  // By its commit: a ref such as `origin/main` or `HEAD~3` would name a folder badly.
+  const tree = treeAt(release.commit);
   return {
     release: {
       name: 'release',

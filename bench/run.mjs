@@ -20,6 +20,7 @@ import { machineSection } from './sections/machine.mjs';
 import { pageSection } from './sections/page.mjs';
 import { profileSection } from './sections/profile.mjs';
 import { querySection } from './sections/query.mjs';
+import { releaseRef } from './release.mjs';
 import { releaseSection, releaseVerdictLine } from './sections/release.mjs';
 import { createReport, spliceReport, writeReport } from './sections/report.mjs';
 import { spanNode24Section } from './sections/span-node24.mjs';
@@ -45,7 +46,17 @@ const onlyArg = process.argv.indexOf('--only');
 const only = String(onlyArg >= 0 ? (process.argv[onlyArg + 1] ?? '') : '')
   .split(',')
   .filter(Boolean);
-const { data, dataTable } = onlyArg >= 0 && !only.includes('release') ? { data: null, dataTable: '' } : await dataSection(report);
+const withRelease = onlyArg < 0 || only.includes('release') || only.includes('0');
+// A --release that names no commit stops the run before anything is measured.
+if (withRelease) {
+  try {
+    releaseRef();
+  } catch (err) {
+    console.error(err.message);
+    process.exit(2);
+  }
+}
+const { data, dataTable } = withRelease ? await dataSection(report) : { data: null, dataTable: '' };
 /** What every section may read: the report, the options, the servers found and the data sets. */
 const run = { ...report, quick, RUNS, redisUrl, databaseUrl, redisVersion, pgVersion, data };
 

@@ -74,7 +74,7 @@ export function writeReport({ log, md, targets, section, quick, releaseTop }, { 
  * BENCHMARKS.md a full run wrote (a new one before the targets), and their targets' rows likewise;
  * everything else in the file stays as that run measured it. The header says which were re-run.
  */
-export function spliceReport({ log, md, targets, releaseTop }, { only, machine }) {
+export function spliceReport({ log, md, targets, releaseTop, quick }, { only, machine }) {
   const file = path.join(ROOT, 'BENCHMARKS.md');
   let doc = readFileSync(file, 'utf8');
   const TARGETS = '## Targets (2-core machine; benchmark figures, not test assertions)';
@@ -108,14 +108,20 @@ export function spliceReport({ log, md, targets, releaseTop }, { only, machine }
       if (end >= 0) doc = `${doc.slice(0, end)}\n${row}${doc.slice(end)}`;
     }
   }
-  const flags = [releaseFlag(), `--only ${only.join(',')}`].filter(Boolean).join(' ');
-  const note = `Sections ${only.join(', ')} re-run alone (\`npm run bench -- ${flags}\`): ${machine
+  const flags = [quick ? '--quick' : '', releaseFlag(), `--only ${only.join(',')}`].filter(Boolean).join(' ');
+  // Section 0 is asked for as `release` too; the note names it by its number.
+  const names = [...new Set(only.map((name) => (name === 'release' ? '0' : name)))];
+  const note = `Sections ${names.join(', ')} re-run alone (\`npm run bench -- ${flags}\`): ${machine
     .split('\n')
     .filter((line) => /Date|Load|Node/.test(line))
     .map((line) => line.replace(/^- /, ''))
     .join('; ')}`;
-  const marker = /^Sections [\w, ]+ re-run alone.*$/m;
-  doc = marker.test(doc) ? doc.replace(marker, () => note) : doc.replace(/^(Written by .*)$/m, (line) => `${line}\n\n${note}`);
+  // One note per set of sections re-run: an earlier note stays while some section it names still
+  // holds that run's figures, and goes once this run has re-run all of them.
+  doc = doc.replace(/^Sections ([\w, ]+) re-run alone.*\n\n/gm, (line, list) =>
+    list.split(', ').every((name) => names.includes(name)) ? '' : line,
+  );
+  doc = doc.replace(/^(Written by .*)$/m, (line) => `${line}\n\n${note}`);
   writeFileSync(file, withNotes(doc));
   log(`\nSpliced sections ${only.join(', ')} into BENCHMARKS.md.`);
 }
