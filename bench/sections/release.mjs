@@ -19,7 +19,10 @@ const ANCHORS = { parse: 'JSON.parse', exceljs: 'exceljs' };
 const pct = (ratio) => `${ratio >= 1 ? '+' : '−'}${Math.abs((ratio - 1) * 100).toFixed(0)} %`;
 
 export async function releaseSection(run) {
-  const { log, section, target, measure, data, RUNS } = run;
+  const { log, section, target, measure, data, quick, RUNS } = run;
+  // Three rounds even in a quick run: the median of two same-round ratios is their mean, and one
+  // slow round on this shared machine would put a row over the 5 % line.
+  const rounds = quick ? 3 : RUNS;
   log('\nAgainst the last release, alternating in this run...');
   let release;
   try {
@@ -30,7 +33,7 @@ export async function releaseSection(run) {
     section(RELEASE_TITLE, `_Failed: ${err.message}._`);
     return;
   }
-  const result = await measure(true, 'release comparison', () => runRelease(data, RUNS, log, release));
+  const result = await measure(true, 'release comparison', () => runRelease(data, rounds, log, release));
   if (!result) {
     run.releaseTop = alert('WARNING', [
       `The comparison with the release ${release.ref} did not run to its end (see the console output and .bench/logs): nothing in this report says whether the current tree is slower.`,
@@ -40,7 +43,9 @@ export async function releaseSection(run) {
   }
   const { rows, current } = result;
   const rel = release.commit === release.ref ? release.ref : `${release.ref} (${release.commit})`;
-  const ratioCell = (r) => (r.ratio > SLOWER ? `**${r.ratio.toFixed(2)}×, ${pct(r.ratio)} slower**` : `${r.ratio.toFixed(2)}×`);
+  // The rounds' spread beside the median: a row just over the line in a quick run may be noise.
+  const ratioCell = (r) =>
+    `${r.ratio > SLOWER ? `**${r.ratio.toFixed(2)}×, ${pct(r.ratio)} slower**` : `${r.ratio.toFixed(2)}×`} (${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)})`;
   const rssCell = (x) => (!Number.isFinite(x) ? '' : x > HEAVIER ? `**${x.toFixed(2)}×**` : `${x.toFixed(2)}×`);
   const anchorCell = (r) => (r.anchor ? `${r.release.anchor.toFixed(2)}× / ${r.current.anchor.toFixed(2)}× ${ANCHORS[r.anchor]}` : '');
   const H = [
@@ -53,7 +58,7 @@ export async function releaseSection(run) {
     'same-round anchor, release / current',
   ];
   const body = [
-    `The release is **${rel}**, ${release.how}; the current build is ${current.label} (what \`npm run build\` just built). The release is extracted with \`git archive\` and built under \`.bench/tree-${release.commit}/\` with node_modules of its own whose \`@censo/*\` point into it (\`bench/before.mjs\` \`treeAt\`), beside the current tree, and every case runs on both in ${result.runs} rounds: case by case, the release first in odd rounds and the current build first in even ones (\`bench/release.mjs\`). Times and peak RSS (the process's \`VmHWM\`) are medians; **current / release is the median of the same-round ratios**, and a row more than ${((SLOWER - 1) * 100).toFixed(0)} % slower (or a peak RSS more than ${((HEAVIER - 1) * 100).toFixed(0)} % higher) is in bold and named at the top of this file. The anchors are measured once a round and divided into that round's figures: a bare \`readFile\` + \`JSON.parse\` of j25 in the bench process (median of three, ${fmt(result.anchors.parse)} ms), and exceljs's streaming reader iterating p100k's rows in a fresh process (${fmt(result.anchors.exceljs)} ms). Figures of this section are compared with each other only, never with another run's.`,
+    `The release is **${rel}**, ${release.how}; the current build is ${current.label} (what \`npm run build\` just built). The release is extracted with \`git archive\` and built under \`.bench/tree-${release.commit}/\` with node_modules of its own whose \`@censo/*\` point into it (\`bench/before.mjs\` \`treeAt\`), beside the current tree, and every case runs on both in ${result.runs} rounds: case by case, the release first in odd rounds and the current build first in even ones (\`bench/release.mjs\`). Times and peak RSS (the process's \`VmHWM\`) are medians; **current / release is the median of the same-round ratios** (their lowest and highest in brackets), and a row more than ${((SLOWER - 1) * 100).toFixed(0)} % slower (or a peak RSS more than ${((HEAVIER - 1) * 100).toFixed(0)} % higher) is in bold and named at the top of this file. The anchors are measured once a round and divided into that round's figures: a bare \`readFile\` + \`JSON.parse\` of j25 in the bench process (median of three, ${fmt(result.anchors.parse)} ms), and exceljs's streaming reader iterating p100k's rows in a fresh process (${fmt(result.anchors.exceljs)} ms). Figures of this section are compared with each other only, never with another run's.`,
   ];
   for (const [group, title] of Object.entries(GROUPS)) {
     const mine = rows.filter((r) => r.group === group);
