@@ -12,6 +12,13 @@ import { DATA, ROOT } from './lib.mjs';
 export const BEFORE_REV = '7879009';
 
 /**
+ * The last release, recorded in the repo while it has no `v*` tag: what section 0 (bench/release.mjs)
+ * compares the current tree with when neither `--release <ref>` nor a `v*` tag reachable from HEAD
+ * names one. 548c99c is the tree before issue 46's `correcao` (the release issue 58 measures against).
+ */
+export const RELEASE_REV = '548c99c';
+
+/**
  * The revision section 6's "before" runs on: the last commit before issue 47's work on scale (it was
  * c9bb2d0, before issue 35's, until that wave's figures were in).
  */

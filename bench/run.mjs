@@ -1,6 +1,9 @@
 #!/usr/bin/env node
-// `npm run bench [-- --quick]`: generates the data it needs in .bench/, runs every section,
-// prints the tables and writes BENCHMARKS.md. Needs nothing outside the repo except the local
+// `npm run bench [-- --quick] [--release <ref>] [--only <sections>]`: generates the data it needs
+// in .bench/, runs every section, prints the tables and writes BENCHMARKS.md. Section 0 builds the
+// last release beside the tree and runs the core, HTTP and CLI cases on both, alternating
+// (bench/release.mjs says which release); what is slower than it opens the report, and ends the
+// terminal output in red. `--only release` runs that comparison alone (a few minutes with --quick). Needs nothing outside the repo except the local
 // Redis and PostgreSQL (REDIS_URL / DATABASE_URL, defaulting to 127.0.0.1); a section whose
 // server is not there is skipped and says so. BENCH_REDIS_URL / BENCH_DATABASE_URL override those;
 // BENCH_LOG_LEVEL sets the deployments' LOG_LEVEL (default warn; their logs go to .bench/logs/).
@@ -17,6 +20,8 @@ import { machineSection } from './sections/machine.mjs';
 import { pageSection } from './sections/page.mjs';
 import { profileSection } from './sections/profile.mjs';
 import { querySection } from './sections/query.mjs';
+import { releaseRef } from './release.mjs';
+import { releaseSection, releaseVerdictLine } from './sections/release.mjs';
 import { createReport, spliceReport, writeReport } from './sections/report.mjs';
 import { spanNode24Section } from './sections/span-node24.mjs';
 import { spanSection } from './sections/span.mjs';
@@ -35,18 +40,30 @@ mkdirSync(path.join(DATA, 'logs'), { recursive: true });
 
 const report = createReport();
 const { machine, redisVersion, pgVersion } = await machineSection({ ...report, quick, RUNS, redisUrl, databaseUrl });
-// `--only 6,9`: those sections alone, spliced into the BENCHMARKS.md of the last full run (the
-// sections that can run so read no data set).
+// `--only 6,9`: those sections alone, spliced into the BENCHMARKS.md of the last full run. Only
+// `release` of them reads the data sets (generated, or checked, first).
 const onlyArg = process.argv.indexOf('--only');
-const { data, dataTable } = onlyArg >= 0 ? { data: null, dataTable: '' } : await dataSection(report);
+const only = String(onlyArg >= 0 ? (process.argv[onlyArg + 1] ?? '') : '')
+  .split(',')
+  .filter(Boolean);
+const withRelease = onlyArg < 0 || only.includes('release') || only.includes('0');
+// A --release that names no commit stops the run before anything is measured.
+if (withRelease) {
+  try {
+    releaseRef();
+  } catch (err) {
+    console.error(err.message);
+    process.exit(2);
+  }
+}
+const { data, dataTable } = withRelease ? await dataSection(report) : { data: null, dataTable: '' };
 /** What every section may read: the report, the options, the servers found and the data sets. */
 const run = { ...report, quick, RUNS, redisUrl, databaseUrl, redisVersion, pgVersion, data };
 
 if (onlyArg >= 0) {
-  const only = String(process.argv[onlyArg + 1] ?? '')
-    .split(',')
-    .filter(Boolean);
   const alone = {
+    0: releaseSection,
+    release: releaseSection,
     6: burstSection,
     8: tracingSection,
     9: idleSection,
@@ -63,6 +80,7 @@ if (onlyArg >= 0) {
   for (const name of only) await alone[name](run);
   spliceReport(run, { only, machine });
 } else {
+  await releaseSection(run); // 0
   const core = await coreSections(run); // 1, 2, 2b
   await cliSection(run, core); // 5
   await httpSection(run, core); // 3
@@ -79,3 +97,5 @@ if (onlyArg >= 0) {
   await profileSection(run);
   writeReport(run, { started, machine, dataTable });
 }
+const verdict = releaseVerdictLine(run);
+if (verdict) console.log(`\n${verdict}`);
