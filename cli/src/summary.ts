@@ -1,7 +1,7 @@
 // What a batch (`censo lote`, local or on a server) did, said at its end on stderr: how many
 // returns it found, read and could not read, which ones failed and which files it did not read,
 // so a combined output never looks complete when it is not.
-import { DADOS, MOTIVO_TEXTO, semParText, type Comparacao, type NaoAplicada } from '@censo/shared/local';
+import { MOTIVO_TEXTO, semParText, type Comparacao, type NaoAplicada } from '@censo/shared/local';
 import { quote } from './failures.js';
 import type { Ignored } from './folder.js';
 
@@ -83,16 +83,29 @@ export function naoAplicadasText(counts: {
   readonly pessoasCorrigidas: number;
   readonly naoAplicadas: number;
   readonly amostra?: readonly NaoAplicada[];
+  readonly pessoasRegra25?: number;
+  readonly amostraRegra25?: readonly { readonly codigo_na_escola: string; readonly linha: string }[];
 }): string {
-  const lines = [`Pessoas corrigidas: ${counts.pessoasCorrigidas}`, `Correções não aplicadas: ${counts.naoAplicadas}`];
+  const lines = [
+    `Pessoas corrigidas: ${counts.pessoasCorrigidas} (linhas de pessoas que o arquivo corrigido altera)`,
+    `Correções não aplicadas: ${counts.naoAplicadas} (divergências destas pessoas que o arquivo corrigido não escreve, fora as só de grafia)`,
+  ];
   const amostra = counts.amostra ?? [];
   for (const item of amostra) {
-    lines.push(
-      `  ${item.codigo_na_escola} (linha ${item.linha} do txt), ${DADOS[item.chave]}: ${item.correto}: ${MOTIVO_TEXTO[item.motivo]}.`,
-    );
+    lines.push(`  ${item.codigo_na_escola} (linha ${item.linha} do txt), ${item.campo}: ${item.correto}: ${MOTIVO_TEXTO[item.motivo]}.`);
   }
   if (counts.naoAplicadas > amostra.length) {
     lines.push(`  (as ${amostra.length} primeiras; a coluna correcao de censo divergencias diz de todas como corrigir)`);
+  }
+  const regra25 = counts.pessoasRegra25 ?? 0;
+  if (regra25 > 0) {
+    lines.push(
+      `Pessoas que o INEP pode recusar (regra 25, descaracterização): ${regra25} (o arquivo leva o nome e a data de nascimento da ` +
+        'Receita Federal; confirme os dados delas no formulário do Educacenso)',
+    );
+    const sample = counts.amostraRegra25 ?? [];
+    for (const item of sample) lines.push(`  ${item.codigo_na_escola} (linha ${item.linha} do txt)`);
+    if (regra25 > sample.length) lines.push(`  (as ${sample.length} primeiras)`);
   }
   return lines.join('\n') + '\n';
 }

@@ -48,11 +48,16 @@ export interface Caso {
   /** Other record 30 lines of the same file, after the person's (lines 3, 4…). */
   readonly outras?: readonly string[];
   readonly rows: readonly Row[];
-  /** Each row's `correcao`, from the return alone. */
+  /** Rows about the person at line 3 (code ALU2, the first of `outras`), before or after the others. */
+  readonly segunda?: { readonly rows: readonly Row[]; readonly primeiro: boolean };
+  /** Each row's `correcao`, from the return alone, in the return's order. */
   readonly correcao: readonly Correcao[];
   /** The person's line in the corrected file: `null` when it is written as sent. */
   readonly linha: Pessoa | null;
+  /** Every divergence of the file's persons the corrected file does not write (`grafia` excepted). */
   readonly naoAplicadas: number;
+  /** The file writes the person although general rule 25 may refuse them. */
+  readonly regra25?: boolean;
 }
 
 const MAE = { campo: 'Filiação 1', mensagem: 'Filiação 1 (nome da mãe) não está de acordo com a base da Receita Federal.' };
@@ -97,12 +102,26 @@ export const CASOS: readonly Caso[] = [
     naoAplicadas: 0,
   },
   {
-    regra: 'filiação, regra 4: o INEP grava o nome da mãe da Receita; o arquivo não muda',
+    regra: 'filiação, regra 4: o INEP grava o nome da mãe da Receita; o arquivo escreve o mesmo na filiação 1',
     pessoa: { mae: 'ANA DA SILVA' },
-    rows: [{ ...MAE, conteudo: 'ANA DA SILVA -- ANA MARIA DA SILVA' }],
+    rows: [{ ...MAE, conteudo: 'ANA DA SILVA -- Ana Maria da Silva' }],
+    correcao: ['educacenso'],
+    linha: { mae: 'ANA MARIA DA SILVA' },
+    naoAplicadas: 0,
+  },
+  {
+    regra: 'filiação 2: a Receita não guarda o pai; o arquivo não altera a filiação 2',
+    pessoa: {},
+    rows: [
+      {
+        campo: 'Filiação 2',
+        mensagem: 'Filiação 2 (nome do pai) não está de acordo com a base da Receita Federal.',
+        conteudo: 'JOSE DA SILVA -- JOSE DE SOUZA',
+      },
+    ],
     correcao: ['receita'],
     linha: null,
-    naoAplicadas: 0,
+    naoAplicadas: 1,
   },
   {
     regra: 'CPF, regra 10: um CPF que o Educacenso já tem não muda por migração',
@@ -154,16 +173,30 @@ export const CASOS: readonly Caso[] = [
     naoAplicadas: 0,
   },
   {
-    regra: 'regra 25: nome, data de nascimento e filiação 1 juntos descaracterizam a pessoa; ela vai como enviada',
+    regra: 'regra 25: nome, data de nascimento e a filiação 1 como o Educacenso já a tem não descaracterizam; tudo é corrigido',
     pessoa: { mae: 'ANA DA SILVA' },
     rows: [
       { campo: 'Nome completo', conteudo: 'MARIA DA SILVA -- MARIA DA SILVA SOUZA' },
       { campo: 'Data de nascimento', conteudo: '14/03/2014 -- 15/03/2014' },
       { ...MAE, conteudo: 'ANA DA SILVA -- ANA MARIA DA SILVA' },
     ],
+    correcao: ['arquivo', 'arquivo', 'educacenso'],
+    linha: { nome: 'MARIA DA SILVA SOUZA', data: '15/03/2014', mae: 'ANA MARIA DA SILVA' },
+    naoAplicadas: 0,
+  },
+  {
+    regra: 'regra 25: nome, data e uma mãe que o layout não aceita descaracterizam; o arquivo corrige nome e data e aponta a pessoa',
+    pessoa: { mae: 'ANA DA SILVA' },
+    rows: [
+      { campo: 'Nome completo', conteudo: 'MARIA DA SILVA -- MARIA DA SILVA SOUZA' },
+      { campo: 'Data de nascimento', conteudo: '14/03/2014 -- 15/03/2014' },
+      { ...MAE, conteudo: 'ANA DA SILVA -- 1234' },
+    ],
     correcao: ['formulario', 'formulario', 'receita'],
-    linha: null,
-    naoAplicadas: 2,
+    linha: { nome: 'MARIA DA SILVA SOUZA', data: '15/03/2014' },
+    // The mother's name, which the layout cannot take.
+    naoAplicadas: 1,
+    regra25: true,
   },
   {
     regra: 'regra 25: a mãe que só muda de grafia não conta; nome e data são corrigidos',
@@ -185,8 +218,8 @@ export const CASOS: readonly Caso[] = [
       { campo: 'Data de nascimento', conteudo: '14/03/2014 -- 15/03/2014' },
       { ...MAE, conteudo: 'JOSE DA SILVA -- ANA MARIA DA SILVA' },
     ],
-    // From the return alone the swap cannot be seen.
-    correcao: ['formulario', 'formulario', 'receita'],
+    // From the return alone the swap cannot be seen; nor does it count.
+    correcao: ['arquivo', 'arquivo', 'educacenso'],
     linha: { nome: 'MARIA DA SILVA SOUZA', data: '15/03/2014', mae: 'JOSE DA SILVA', pai: 'ANA MARIA DA SILVA' },
     naoAplicadas: 0,
   },
@@ -204,20 +237,34 @@ export const CASOS: readonly Caso[] = [
     rows: [{ campo: 'Sexo', conteudo: '1 -- 2' }],
     correcao: ['formulario'],
     linha: null,
-    naoAplicadas: 0,
+    naoAplicadas: 1,
   },
+  ...([false, true] as const).map((primeiro): Caso => ({
+    regra: `CPF, regra 7: duas pessoas corrigidas para o mesmo CPF (${primeiro ? 'a outra' : 'esta'} primeiro no retorno): nenhuma o recebe`,
+    pessoa: { cpf: '', inep: '123456789012' },
+    outras: [record30('ALU2', { cpf: '', inep: '123456789013', nome: 'PEDRO LIMA' })],
+    rows: [{ campo: 'Número do CPF', conteudo: ' -- 11144477735' }],
+    segunda: { rows: [{ campo: 'Número do CPF', conteudo: ' -- 11144477735' }], primeiro },
+    // From the return alone each person's CPF can be written.
+    correcao: ['arquivo', 'arquivo'],
+    linha: null,
+    naoAplicadas: 2,
+  })),
 ];
 
-/** The return of one case: every row about the person at line 2 (code ALU1). */
+/** The return of one case: every row about the person at line 2 (code ALU1), and any about line 3 (ALU2). */
 export function retornoDe(caso: Caso): object[] {
-  return caso.rows.map((row) => ({
+  const of = (linha: string, codigo: string) => (row: Row) => ({
     Registro: '30',
-    Linha: '2',
-    'Código na Escola': 'ALU1',
+    Linha: linha,
+    'Código na Escola': codigo,
     Campo: row.campo,
     Mensagem: row.mensagem ?? RF,
     Conteúdo: row.conteudo,
-  }));
+  });
+  const rows = caso.rows.map(of('2', 'ALU1'));
+  const segunda = (caso.segunda?.rows ?? []).map(of('3', 'ALU2'));
+  return caso.segunda?.primeiro ? [...segunda, ...rows] : [...rows, ...segunda];
 }
 
 /** The census file of one case (lines: school, the person, the others, `99|`), LF. */

@@ -149,20 +149,38 @@ describe('hand-written cases, byte for byte', () => {
     ]);
   });
 
-  it('a person with only a filiation divergence is a person of pessoas but changes no byte', async () => {
+  it("a person with only a mother's divergence gets filiação 1 as the Receita (and Educacenso) has it, nothing else", async () => {
     const txt = latin1(`${SCHOOL}\n${P1}\n99|\n`);
     const { bytes, result, pessoas } = await corrigir(txt, [
       {
         linha: '2',
         codigo: 'ALU1',
         campo: 'Filiação 1',
-        conteudo: 'ANA -- ANA MARIA',
+        conteudo: 'ANA -- Ana Maria',
         mensagem: 'Nome da mãe diverge da Receita Federal.',
       },
     ]);
+    expect(bytes.toString('latin1')).toBe(latin1(`${SCHOOL}\n${P1}\n99|\n`).toString('latin1').replace('|1|ANA|', '|1|ANA MARIA|'));
+    expect(pessoas).toMatchObject([{ nome_mae: 'ANA', arquivo_nome_mae: 'ANA MARIA', nao_aplicadas: '' }]);
+    expect(result).toMatchObject({ ok: true, count: 1, corrigido: { pessoasCorrigidas: 1, naoAplicadas: 0 } });
+  });
+
+  it("a father's divergence is a person of pessoas, changes no byte and counts as not applied", async () => {
+    const txt = latin1(`${SCHOOL}\n${P1}\n99|\n`);
+    const { bytes, result, pessoas } = await corrigir(txt, [
+      {
+        linha: '2',
+        codigo: 'ALU1',
+        campo: 'Filiação 2',
+        conteudo: 'JOSE -- JOSE MARIA',
+        mensagem: 'Nome do pai diverge da Receita Federal.',
+      },
+    ]);
     expect(bytes.equals(txt)).toBe(true);
-    expect(pessoas).toHaveLength(1);
-    expect(result).toMatchObject({ ok: true, count: 1, corrigido: { pessoasCorrigidas: 0, naoAplicadas: 0 } });
+    expect(pessoas).toMatchObject([
+      { nao_aplicadas: 'Filiação 2: o arquivo corrigido não altera a filiação 2, e a Receita Federal não guarda o nome do pai' },
+    ]);
+    expect(result).toMatchObject({ ok: true, count: 1, corrigido: { pessoasCorrigidas: 0, naoAplicadas: 1 } });
   });
 
   it('a name longer than 100 characters is cut at 100', async () => {

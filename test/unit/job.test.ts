@@ -110,8 +110,39 @@ describe('runJob', () => {
     expect(r).toEqual({ ok: true, count: 2, bytes: (await stat(resultPath)).size });
     expect(JSON.parse(await readFile(resultPath, 'utf8'))).toEqual({
       pessoas: [
-        { codigo_na_escola: 'ALU1', linha: '2', cpf: '999', nome: 'ANA', data_nascimento: '15/03/2014', inep: '123', nome_mae: 'MAE' },
-        { codigo_na_escola: 'ALU2', linha: '3', cpf: '222', nome: 'BEATRIZ', data_nascimento: '01/01/2015', inep: '456', nome_mae: 'MAE2' },
+        {
+          ...{ codigo_na_escola: 'ALU1', linha: '2', cpf: '999', nome: 'ANA', data_nascimento: '15/03/2014', inep: '123', nome_mae: 'MAE' },
+          // What the corrected file writes: the sent CPF, since the Receita's is no CPF, and the txt's own date.
+          ...{
+            arquivo_cpf: '111',
+            arquivo_nome: 'ANA',
+            arquivo_data_nascimento: '2014-03-15',
+            arquivo_inep: '123',
+            arquivo_nome_mae: 'MAE',
+          },
+          nao_aplicadas: 'CPF: o valor da Receita Federal não cabe no layout do INEP',
+          regra_25: false,
+        },
+        {
+          ...{
+            codigo_na_escola: 'ALU2',
+            linha: '3',
+            cpf: '222',
+            nome: 'BEATRIZ',
+            data_nascimento: '01/01/2015',
+            inep: '456',
+            nome_mae: 'MAE2',
+          },
+          ...{
+            arquivo_cpf: '222',
+            arquivo_nome: 'BEATRIZ',
+            arquivo_data_nascimento: '01/01/2015',
+            arquivo_inep: '456',
+            arquivo_nome_mae: 'MAE2',
+          },
+          nao_aplicadas: '',
+          regra_25: false,
+        },
       ],
     });
   });

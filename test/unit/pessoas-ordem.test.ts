@@ -136,11 +136,12 @@ const lida = (linha: string, chave: DivergenciaLida['chave'], enviado: string, c
   chave,
 });
 
-// Person 2: name, birth date and mother together make rule 25 refuse the name and the date.
+// Person 2: name, birth date and a mother's name the layout cannot take make rule 25 weigh the
+// name and the date.
 const REGRA_25 = [
   lida('2', 'nome', 'ANA SILVA', 'ANA SOUZA'),
   lida('2', 'data_nascimento', '01/01/2010', '02/02/2010'),
-  lida('2', 'nome_mae', 'MARIA SILVA', 'JOANA SOUZA'),
+  lida('2', 'nome_mae', 'MARIA SILVA', '1234'),
 ];
 const OUTRA = lida('3', 'nome', 'JOSE LIMA', 'JOSE LIMAS');
 

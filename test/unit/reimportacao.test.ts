@@ -31,7 +31,7 @@ describe.each(CASOS)('$regra', (caso) => {
   it('decides correcao from the return alone, with a sentence for each', async () => {
     const { retorno, id } = await files(caso);
     const resultPath = path.join(dir, `div-${id}.json`);
-    expect(await runJob({ kind: 'divergencias', retorno, resultPath })).toMatchObject({ ok: true, count: caso.rows.length });
+    expect(await runJob({ kind: 'divergencias', retorno, resultPath })).toMatchObject({ ok: true, count: caso.correcao.length });
     const { divergencias } = JSON.parse(await readFile(resultPath, 'utf8')) as { divergencias: Divergencia[] };
     expect(divergencias.map((d) => d.correcao)).toEqual(caso.correcao);
     for (const d of divergencias) expect(orientacao(d)).toMatch(/\.$/);
@@ -43,7 +43,7 @@ describe.each(CASOS)('$regra', (caso) => {
     const result = await runJob({ kind: 'censo-corrigido', retorno, txt, resultPath });
     expect(result).toMatchObject({
       ok: true,
-      corrigido: { pessoasCorrigidas: caso.linha === null ? 0 : 1, naoAplicadas: caso.naoAplicadas },
+      corrigido: { pessoasCorrigidas: caso.linha === null ? 0 : 1, naoAplicadas: caso.naoAplicadas, pessoasRegra25: caso.regra25 ? 1 : 0 },
     });
     expect((await readFile(resultPath)).toString('latin1')).toBe(corrigidoDe(caso));
   });
@@ -104,29 +104,25 @@ describe('the whole file (general rules 38 and 39)', () => {
     await expect(readFile(resultPath)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('lists the first corrections it leaves out, each with the rule that kept it out', async () => {
-    const regra25 = CASOS.find((c) => c.regra.startsWith('regra 25: nome, data'))!;
+  it('lists the first corrections it leaves out, each with the rule that kept it out, and the persons rule 25 may refuse', async () => {
+    const regra25 = CASOS.find((c) => c.regra.startsWith('regra 25: nome, data e uma mãe'))!;
     const { retorno, txt, id } = await files(regra25);
     const result = await runJob({ kind: 'censo-corrigido', retorno, txt, resultPath: path.join(dir, `out-${id}.txt`) });
-    expect(result.ok && result.corrigido?.amostra).toEqual([
-      {
-        codigo_na_escola: 'ALU1',
-        linha: '2',
-        chave: 'nome',
-        enviado: 'MARIA DA SILVA',
-        correto: 'MARIA DA SILVA SOUZA',
-        correcao: 'formulario',
-        motivo: 'regra-25',
-      },
-      {
-        codigo_na_escola: 'ALU1',
-        linha: '2',
-        chave: 'data_nascimento',
-        enviado: '14/03/2014',
-        correto: '15/03/2014',
-        correcao: 'formulario',
-        motivo: 'regra-25',
-      },
-    ]);
+    expect(result.ok && result.corrigido).toMatchObject({
+      amostra: [
+        {
+          codigo_na_escola: 'ALU1',
+          linha: '2',
+          chave: 'nome_mae',
+          campo: 'Filiação 1',
+          enviado: 'ANA DA SILVA',
+          correto: '1234',
+          correcao: 'receita',
+          motivo: 'layout',
+        },
+      ],
+      pessoasRegra25: 1,
+      amostraRegra25: [{ codigo_na_escola: 'ALU1', linha: '2' }],
+    });
   });
 });

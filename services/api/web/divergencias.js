@@ -13,6 +13,7 @@ const DADO = Object.fromEntries(TIPOS.map(({ key, label }) => [key === 'outro' ?
 /** The words of a divergence's `correcao` (SPEC §11), as the spreadsheets write them. */
 const CORRECAO = {
   arquivo: 'Arquivo corrigido',
+  educacenso: 'Já no Educacenso',
   formulario: 'Formulário do Educacenso',
   receita: 'Cidadão na Receita Federal',
   grafia: 'Só grafia',
@@ -39,17 +40,20 @@ let divergenciasSource = null;
  */
 function explainDivergencias(total, corrigido, correcao) {
   const applied = corrigido.find(([word]) => word === 'Sim')?.[1] ?? 0;
+  // `educacenso` rows are written too (filiação 1), but nothing changes in the re-import.
+  const arquivo = applied - (correcao.find(([word]) => word === CORRECAO.educacenso)?.[1] ?? 0);
   const by = (key) => correcao.find(([word]) => word === CORRECAO[key])?.[1] ?? 0;
   const ways = [
     [by('formulario'), 'só no formulário do Educacenso (o INEP recusaria a troca por arquivo)'],
-    [by('receita'), 'pelo cidadão, na Receita Federal (ou o INEP já usa o valor da Receita)'],
+    [by('educacenso'), 'já estão no Educacenso (o INEP gravou o nome da mãe da Receita Federal, e o arquivo corrigido leva o mesmo)'],
+    [by('receita'), 'pelo cidadão, na Receita Federal'],
     [by('grafia'), 'só de grafia: nada a corrigir'],
   ].filter(([n]) => n > 0);
   $('explica-divergencias').textContent =
     total === 0
       ? 'Nenhuma divergência com a Receita Federal neste retorno: não há nada a corrigir.'
       : `${plural(total, 'divergência', 'divergências')}, uma por linha da tabela. ` +
-        `${plural(applied, 'é corrigida', 'são corrigidas')} automaticamente no arquivo corrigido, que o INEP aceita ` +
+        `${plural(arquivo, 'é corrigida', 'são corrigidas')} automaticamente no arquivo corrigido, que o INEP aceita ` +
         '(aba “Retorno + txt”). ' +
         (ways.length > 0 ? `Das outras: ${ways.map(([n, how]) => `${n.toLocaleString('pt-BR')} ${how}`).join('; ')}. ` : '') +
         'A coluna “Como corrigir” diz, linha a linha, quem corrige e onde. Baixe a planilha para trabalhar nela.';

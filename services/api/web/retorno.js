@@ -12,12 +12,15 @@ const $ = (id) => document.getElementById(id);
 const PESSOA_COLUMNS = [
   { key: 'codigo_na_escola', label: 'Código na escola' },
   { key: 'linha', label: 'Linha no txt' },
-  // As the corrected file writes them (SPEC §3.4), not as the tax authority's return spelled them.
-  { key: 'cpf', label: 'CPF', escrito: true },
-  { key: 'nome', label: 'Nome', escrito: true },
-  { key: 'data_nascimento', label: 'Data de nascimento', escrito: true },
-  { key: 'inep', label: 'INEP', escrito: true },
-  { key: 'nome_mae', label: 'Nome da mãe' },
+  // As the corrected file writes them (the answer's `arquivo_*`, SPEC §3.2), with the Receita's
+  // value beside one the file keeps; `campo` is how the answer's `nao_aplicadas` names the field.
+  { key: 'cpf', label: 'CPF', escrito: true, campo: 'CPF' },
+  { key: 'nome', label: 'Nome', escrito: true, campo: 'Nome' },
+  { key: 'data_nascimento', label: 'Data de nascimento', escrito: true, campo: 'Data de nascimento' },
+  { key: 'inep', label: 'INEP', escrito: true, campo: 'INEP' },
+  { key: 'nome_mae', label: 'Filiação 1 (nome da mãe)', escrito: true, campo: 'Filiação 1' },
+  { key: 'regra_25', label: 'O INEP pode recusar (regra 25)', values: { true: 'Sim', false: 'Não' } },
+  { key: 'nao_aplicadas', label: 'Não aplicadas (e por quê)' },
 ];
 
 let pessoasSource = null;
@@ -27,10 +30,10 @@ function explainPessoas(total) {
     total === 0
       ? 'Nenhuma pessoa do .txt tem divergência com a Receita Federal: o arquivo corrigido seria igual ao enviado.'
       : `${plural(total, 'pessoa do .txt tem', 'pessoas do .txt têm')} divergência com a Receita Federal, uma por linha, com CPF, ` +
-        'Nome, Data de nascimento e INEP como o arquivo corrigido os escreve (nome em maiúsculas, sem acentos; CPF e INEP só com ' +
-        'números). Nome da mãe é o do .txt: filiação, Sexo e Cor/Raça não são corrigidos automaticamente (corrija-os no ' +
-        'Educacenso). O arquivo corrigido ainda deixa como enviado o que o INEP recusaria na reimportação (um CPF que o ' +
-        'Educacenso já tem, uma pessoa que seria descaracterizada): a coluna “Como corrigir” da aba “Divergências” diz quais. ' +
+        'Nome, Data de nascimento, INEP e Filiação 1 exatamente como o arquivo corrigido os escreve (nome em maiúsculas, sem ' +
+        'acentos; CPF e INEP só com números). Onde o arquivo mantém o valor do .txt, porque o INEP recusaria a troca, a célula diz ' +
+        '“(não aplicada: Receita …)” com o valor da Receita Federal, e a coluna “Não aplicadas” diz a regra. “O INEP pode recusar ' +
+        '(regra 25)” marca quem o arquivo corrige mesmo assim: confirme os dados dessas pessoas no formulário do Educacenso. ' +
         'Próximo passo: baixe o arquivo corrigido e importe-o no Educacenso.';
 }
 
@@ -40,8 +43,8 @@ function explainNaoAplicadas({ count, listed }) {
   $('explica-nao-aplicadas').textContent =
     count === 0
       ? ''
-      : `${plural(count, 'correção não aplicada', 'correções não aplicadas')}: o valor da Receita Federal não cabe no layout do ` +
-        `INEP, e o arquivo corrigido mantém o valor do .txt${count > listed.length ? ` (as ${listed.length} primeiras abaixo)` : ''}. ` +
+      : `${plural(count, 'correção não aplicada', 'correções não aplicadas')}: divergências que o arquivo corrigido não escreve ` +
+        `(fora as só de grafia), com o motivo de cada uma${count > listed.length ? ` (as ${listed.length} primeiras abaixo)` : ''}. ` +
         'Confira-as no Educacenso:';
   $('lista-nao-aplicadas').replaceChildren(
     ...listed.map((item) => el('li', { text: `${item.codigo} (linha ${item.linha} do .txt) — ${item.campo}: ${item.valor}` })),
@@ -80,9 +83,8 @@ async function baixarCorrigido(shown) {
     `Arquivo corrigido: ${plural(linhas, 'linha alterada', 'linhas alteradas')} de ${plural(shown.pessoas, 'pessoa', 'pessoas')} da tabela. ` +
     `Correções não aplicadas: ${naoAplicadas}` +
     (naoAplicadas
-      ? ' (a linha mantém o valor do .txt: o layout do INEP não aceita o valor da Receita, marcado na tabela com ' +
-        `“${NAO_APLICADA.trim()}”, ou o INEP recusaria a troca por arquivo; a aba “Divergências” diz, na coluna “Como corrigir”, ` +
-        'quem corrige e onde)'
+      ? ' (divergências que o arquivo não escreve, fora as só de grafia: a tabela marca cada uma com ' +
+        `“${NAO_APLICADA.trim()}” e a coluna “Não aplicadas” diz o motivo)`
       : '') +
     '.' +
     (parado > 0

@@ -7,7 +7,6 @@ import { WRITERS } from './inep-values.js';
 export const PAGE_SIZE = 100;
 /** Beside a value the corrected file cannot take (SPEC §3.4): the file keeps the text file's. */
 export const NAO_APLICADA = ' (não aplicada)';
-export const NAO_CORRIGIDO = 'não corrigido automaticamente';
 /** How many of the values the corrected file cannot take are listed by name (the count is whole). */
 const LISTED = 200;
 
@@ -19,8 +18,8 @@ const LISTED = 200;
  * says whether the file applies a divergence.
  */
 export function cellText(row, column) {
-  if (column.escrito) return written(row[column.key], column.key);
-  if (column.aplicada) return applies(row) ? 'Sim' : NAO_CORRIGIDO;
+  if (column.escrito) return written(row, column);
+  if (column.aplicada) return applies(row) ? 'Sim' : 'Não';
   const raw = row[column.from ?? column.key];
   if (column.values) {
     const word = column.values[raw === null || raw === undefined ? 'null' : String(raw)];
@@ -32,17 +31,33 @@ export function cellText(row, column) {
 /** A value that cannot be written is the tax authority's, not applied (an empty one is the text file's: nothing to write). */
 const cannotWrite = (raw, field) => raw !== null && raw !== undefined && raw !== '' && WRITERS[field](String(raw)) === null;
 
-function written(raw, field) {
-  if (raw === null || raw === undefined || raw === '') return '';
-  return WRITERS[field](String(raw)) ?? `${raw}${NAO_APLICADA}`;
+/**
+ * A person's field as the corrected file writes it: the answer's `arquivo_<field>` (decided, issue
+ * 56), and beside it the Receita's value when the file keeps another (`… (não aplicada: Receita
+ * …)`). An answer from before it has only the Receita's value: the file writes it when it can.
+ */
+function written(row, column) {
+  const receita = row[column.key];
+  const arquivo = row[`arquivo_${column.key}`];
+  if (arquivo === undefined) {
+    if (receita === null || receita === undefined || receita === '') return '';
+    return WRITERS[column.key](String(receita)) ?? `${receita}${NAO_APLICADA}`;
+  }
+  return keptOut(row, column) ? `${arquivo}${NAO_APLICADA.slice(0, -1)}: Receita ${receita})` : String(arquivo);
 }
+
+/** The file keeps another value than the Receita's in `column` (the field is among the person's `nao_aplicadas`). */
+const keptOut = (row, column) =>
+  typeof row.nao_aplicadas === 'string' && row.nao_aplicadas.split('; ').some((item) => item.startsWith(`${column.campo}:`));
 
 /**
  * A divergence the corrected file applies: what its `correcao` says (SPEC §11); a result from
  * before it (no `correcao`) by the old rule, one of fields 4–7 with a value the file can write.
  */
 const applies = (row) =>
-  row.correcao !== undefined ? row.correcao === 'arquivo' : row.chave in WRITERS && WRITERS[row.chave](String(row.correto ?? '')) !== null;
+  row.correcao !== undefined
+    ? row.correcao === 'arquivo' || row.correcao === 'educacenso'
+    : row.chave in WRITERS && WRITERS[row.chave](String(row.correto ?? '')) !== null;
 
 export class TableData {
   /**
@@ -79,12 +94,20 @@ export class TableData {
     const fields = this.columns.filter((c) => c.escrito);
     const listed = [];
     let count = 0;
+    const list = (row, campo, valor) => {
+      if (++count <= LISTED) listed.push({ codigo: row.codigo_na_escola, linha: row.linha, campo, valor });
+    };
     for (const row of this.rows) {
-      for (const column of fields) {
-        if (!cannotWrite(row[column.key], column.key)) continue;
-        if (++count <= LISTED)
-          listed.push({ codigo: row.codigo_na_escola, linha: row.linha, campo: column.label, valor: String(row[column.key]) });
+      // The answer says what the file leaves out, and why: the same count as the corrected file's
+      // `Censo-Correcoes-Nao-Aplicadas` (one count, SPEC §11).
+      if (typeof row.nao_aplicadas === 'string') {
+        for (const item of row.nao_aplicadas ? row.nao_aplicadas.split('; ') : []) {
+          const at = item.indexOf(': ');
+          list(row, item.slice(0, at), item.slice(at + 2));
+        }
+        continue;
       }
+      for (const column of fields) if (cannotWrite(row[column.key], column.key)) list(row, column.label, String(row[column.key]));
     }
     return { tallies, naoAplicadas: { count, listed } };
   }

@@ -21,6 +21,8 @@ export * from './output/xlsx.js';
 export { crc32InJs, zipArchive, type ZipOptions, type ZipPart } from './output/zip-writer.js';
 export * from './censo/inep-values.js';
 export * from './censo/corrigido.js';
+export * from './censo/pessoas-corrigidas.js';
+export { motivosText, type Plano } from './censo/plano.js';
 export * from './reimportacao/correcao.js';
 export * from './reimportacao/pessoas.js';
 export * from './ieducar/script.js';

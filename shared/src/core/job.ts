@@ -7,7 +7,8 @@ import { writeCensoCorrigido } from './censo/corrigido.js';
 import { BUILTIN_FIELD_LABELS, comDivergencias, lidaBatches } from './divergencias.js';
 import { itemsOf } from './item-stream.js';
 import { CensoError } from './errors.js';
-import { matchPersons, pessoaBatches } from './merge.js';
+import { matchPersons } from './merge.js';
+import { pessoaBatches } from './censo/pessoas-corrigidas.js';
 import { BatchLinesFile } from './output/batch-lines.js';
 import { csvChunks } from './output/csv.js';
 import { jsonListChunks, writeChunks } from './output/json.js';
@@ -77,10 +78,20 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
         )),
       };
     }
-    const { bytes, pessoasCorrigidas, naoAplicadas, amostra } = await writeCensoCorrigido(data.txt.path, matched, data.resultPath, {
-      ...(signal ? { signal } : {}),
-    });
-    return { ok: true, count: matched.lines.size, bytes, corrigido: { pessoasCorrigidas, naoAplicadas, amostra } };
+    const { bytes, pessoasCorrigidas, naoAplicadas, amostra, pessoasRegra25, amostraRegra25 } = await writeCensoCorrigido(
+      data.txt.path,
+      matched,
+      data.resultPath,
+      {
+        ...(signal ? { signal } : {}),
+      },
+    );
+    return {
+      ok: true,
+      count: matched.lines.size,
+      bytes,
+      corrigido: { pessoasCorrigidas, naoAplicadas, amostra, pessoasRegra25, amostraRegra25 },
+    };
   } catch (err) {
     await Promise.all(outputsOf(data).map((path) => rm(path, { force: true })));
     const failure = jobFailure(err);

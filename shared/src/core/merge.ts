@@ -6,14 +6,15 @@
 // is still alive. So the divergences are grouped per person as they are read (one small object
 // per person, holding only the values the merge applies), the text file's first pass keeps no
 // record text at all (only which groups it accounts for), and the persons' fields are read again
-// from the text file by a second pass as the answer is written (`pessoaBatches`).
-import { LineSplitter, parseRecord30, visitCensoLines, CENSO_FIELD, censoField, type Record30Fields } from './censo/txt.js';
-import { decodeCensoFile, type CensoEncoding } from './censo/decode.js';
+// from the text file by a second pass as the answer is written (censo/pessoas-corrigidas.ts).
+import { parseRecord30, visitCensoLines, CENSO_FIELD, censoField } from './censo/txt.js';
+import type { CensoEncoding } from './censo/decode.js';
 import { toDataBr } from './dates.js';
 import { detached } from './strings.js';
 import { inepCpf } from './censo/inep-values.js';
 import { TxtMismatchError } from './errors.js';
-import type { AppliedChave, DivergenciaLida, Pessoa } from './types.js';
+import { mesmaGrafia } from './reimportacao/correcao.js';
+import type { AppliedChave, DivergenciaLida } from './types.js';
 
 /** Fields a divergence replaces; `nome_mae`, `nome_pai` and `null` replace nothing. */
 export const APPLIED_CHAVES: readonly AppliedChave[] = ['cpf', 'nome', 'data_nascimento', 'inep'];
@@ -51,6 +52,15 @@ export class Changes {
    * so writing the school's name back is a change rule 25 counts (SPEC §11).
    */
   mae: string | undefined = undefined;
+  /**
+   * The divergences no field of the corrected file takes (a `chave` null, the father's name), not
+   * `grafia`: the corrected file's count of what it leaves out includes them (SPEC §11, issue 56).
+   */
+  outras: OutraDivergencia[] | undefined = undefined;
+
+  addOutra(d: OutraDivergencia): void {
+    (this.outras ??= []).push(d);
+  }
 
   setMae(correto: string, at: number): void {
     if (at < this.maeAt) return;
@@ -77,7 +87,16 @@ export class Changes {
       if (value !== undefined) this.set(chave, value, other[`${chave}At`]);
     }
     if (other.mae !== undefined) this.setMae(other.mae, other.maeAt);
+    for (const outra of other.outras ?? []) this.addOutra(outra);
   }
+}
+
+/** A divergence of a field the corrected file never writes. */
+export interface OutraDivergencia {
+  readonly chave: 'nome_pai' | null;
+  readonly campo: string;
+  readonly enviado: string;
+  readonly correto: string;
 }
 
 export interface MergeOptions {
@@ -96,6 +115,11 @@ export interface MatchedPersons {
    * (field 5 rule 7: a CPF another person has is refused), by that CPF as the layout writes it.
    */
   readonly cpfHolders: ReadonlyMap<string, readonly CpfHolder[]>;
+  /**
+   * The persons a divergence would give each CPF (sent without one, and the Receita's CPF fits the
+   * layout), by that CPF as the layout writes it: two persons given one CPF break field 5 rule 7.
+   */
+  readonly cpfDados: ReadonlyMap<string, readonly CpfHolder[]>;
 }
 
 /** A record 30 holding a CPF: enough to tell whether it is another person (field 5 rule 7). */
@@ -103,22 +127,6 @@ export interface CpfHolder {
   readonly linha: number;
   readonly inep: string;
   readonly codigo: string;
-}
-
-/**
- * One Pessoa per record-30 line with at least one divergence, in line order. Throws
- * TxtMismatchError for the first divergence, in return order, that the text file cannot
- * account for; nothing is returned then. (The job streams the same persons; this collects them.)
- */
-export async function mergePessoas(
-  divergencias: AsyncIterable<DivergenciaLida> | Iterable<DivergenciaLida>,
-  txtPath: string,
-  options: MergeOptions = {},
-): Promise<Pessoa[]> {
-  const matched = await matchPersons(divergencias, txtPath, options);
-  const pessoas: Pessoa[] = [];
-  for await (const batch of pessoaBatches(matched, txtPath, options)) pessoas.push(...batch);
-  return pessoas;
 }
 
 /** The value a changed field takes in the answer: birth dates as DD/MM/YYYY, the rest as written. */
@@ -134,45 +142,6 @@ export function answeredChanges(changes: Changes): Array<[AppliedChave, string]>
     if (value !== undefined) out.push([chave, answered(chave, value)]);
   }
   return out;
-}
-
-/** The person `/api/retorno-rf` answers for record-30 `fields` at `linha` (SPEC §3.2). */
-export function toPessoa(linha: number, fields: Record30Fields, changes: Changes): Pessoa {
-  return {
-    codigo_na_escola: censoField(fields, CENSO_FIELD.codigo),
-    linha: String(linha),
-    cpf: changes.get('cpf') ?? censoField(fields, CENSO_FIELD.cpf),
-    nome: changes.get('nome') ?? censoField(fields, CENSO_FIELD.nome),
-    data_nascimento: toDataBr(changes.get('data_nascimento') ?? censoField(fields, CENSO_FIELD.dataNascimento)),
-    inep: changes.get('inep') ?? censoField(fields, CENSO_FIELD.inep),
-    // Never the tax authority's value: the answer reports the mother as the school has her.
-    nome_mae: censoField(fields, CENSO_FIELD.filiacao1),
-  };
-}
-
-/**
- * The persons of `matched`, in line order, a text-file chunk's worth at a time: the text file's
- * second pass, with the encoding the first pass found. Nothing is read when nothing matched.
- */
-export async function* pessoaBatches(matched: MatchedPersons, txtPath: string, options: MergeOptions = {}): AsyncGenerator<Pessoa[]> {
-  if (matched.encoding === null || matched.lines.size === 0) return;
-  let batch: Pessoa[] = [];
-  const splitter = new LineSplitter((linha, text) => {
-    const changes = matched.lines.get(linha);
-    if (changes === undefined) return;
-    // The first pass found a usable record 30 here, with the same decoder.
-    batch.push(toPessoa(linha, parseRecord30(text)!, changes));
-  });
-  for await (const event of decodeCensoFile(txtPath, { ...options, encoding: matched.encoding })) {
-    if (event.type !== 'text') continue;
-    splitter.push(event.text);
-    if (batch.length > 0) {
-      yield batch;
-      batch = [];
-    }
-  }
-  splitter.end();
-  if (batch.length > 0) yield batch;
 }
 
 /** A row that is certain to fail, whatever the text file holds. */
@@ -272,8 +241,7 @@ export async function matchPersons(
         byLine.set(n, group);
       }
       if (codigo) group.claim(detached(codigoKey(codigo)), at, written);
-      if (chave) group.set(chave, detached(d.correto), at);
-      else if (d.chave === 'nome_mae') group.setMae(detached(d.correto), at);
+      record(group, d, chave, at);
     } else if (codigo) {
       const key = codigoKey(codigo);
       let group = byCode.get(key);
@@ -281,16 +249,16 @@ export async function matchPersons(
         group = new CodeGroup(at, detached(codigo));
         byCode.set(detached(key), group);
       }
-      if (chave) group.set(chave, detached(d.correto), at);
-      else if (d.chave === 'nome_mae') group.setMae(detached(d.correto), at);
+      record(group, d, chave, at);
     } else {
       // Decision: without a line and without a code nothing identifies the person, and picking the
       // first record 30 with an empty own code could correct the wrong one: that is a mismatch too.
       certain = { at, error: new TxtMismatchError({ codigo: '' }) };
     }
   }
-  if (at === 0) return { lines: new Map(), encoding: null, cpfHolders: new Map() };
+  if (at === 0) return { lines: new Map(), encoding: null, cpfHolders: new Map(), cpfDados: new Map() };
 
+  const cpfDados = new Map<string, CpfHolder[]>();
   const cpfHolders = new Map<string, CpfHolder[]>();
   for (const group of [...byLine.values(), ...byCode.values()]) {
     const cpf = group.get('cpf');
@@ -307,19 +275,30 @@ export async function matchPersons(
         const fields = parseRecord30(text);
         if (!fields) return;
         const holders = cpfHolders.get(censoField(fields, CENSO_FIELD.cpf));
-        holders?.push({
+        const holder = (): CpfHolder => ({
           linha,
           inep: detached(censoField(fields, CENSO_FIELD.inep)),
           codigo: detached(censoField(fields, CENSO_FIELD.codigo)),
         });
+        if (holders) holders.push(holder());
         if (group === undefined && byCode.size === 0) return;
         const key = codigoKey(censoField(fields, CENSO_FIELD.codigo));
         if (group) group.scanned = group.firstOtherCode(linha, key);
         const coded = byCode.get(key);
         if (coded && coded.line === 0) coded.line = linha;
+        // A person sent without a CPF whom the Receita's CPF would be written on.
+        const person = group ?? (coded?.line === linha ? coded : undefined);
+        const given = person?.get('cpf');
+        const cpf = given === undefined || censoField(fields, CENSO_FIELD.cpf).trim() !== '' ? null : inepCpf(given);
+        if (cpf !== null) {
+          const dados = cpfDados.get(cpf);
+          if (dados) dados.push(holder());
+          else cpfDados.set(cpf, [holder()]);
+        }
       },
       restart() {
         for (const holders of cpfHolders.values()) holders.length = 0;
+        cpfDados.clear();
         for (const group of byLine.values()) group.scanned = false;
         for (const group of byCode.values()) group.line = 0;
       },
@@ -349,7 +328,21 @@ export async function matchPersons(
     if (same) same.absorb(group);
     else lines.set(group.line, group);
   }
-  return { lines, encoding: scan.encoding, cpfHolders };
+  return { lines, encoding: scan.encoding, cpfHolders, cpfDados };
+}
+
+/** What one divergence changes in its person's group. */
+function record(group: Changes, d: DivergenciaLida, chave: AppliedChave | null, at: number): void {
+  if (chave) group.set(chave, detached(d.correto), at);
+  else if (d.chave === 'nome_mae') group.setMae(detached(d.correto), at);
+  else if (!mesmaGrafia(d.chave, d.enviado, d.correto)) {
+    group.addOutra({
+      chave: d.chave === 'nome_pai' ? 'nome_pai' : null,
+      campo: detached(d.campo),
+      enviado: detached(d.enviado),
+      correto: detached(d.correto),
+    });
+  }
 }
 
 /** A positive line number from its text (`15`, `015`); anything else cannot be a txt line. */

@@ -15,7 +15,13 @@ export const CHAVES_RESUMO = ['cpf', 'nome', 'data_nascimento', 'inep', 'nome_ma
 export type ChaveResumo = (typeof CHAVES_RESUMO)[number];
 
 /** How a summary counts each way a divergence gets fixed (SPEC §11), as its columns name it. */
-export const CORRECOES_RESUMO = ['correcao_arquivo', 'correcao_formulario', 'correcao_receita', 'correcao_grafia'] as const;
+export const CORRECOES_RESUMO = [
+  'correcao_arquivo',
+  'correcao_educacenso',
+  'correcao_formulario',
+  'correcao_receita',
+  'correcao_grafia',
+] as const;
 export type CorrecaoResumo = (typeof CORRECOES_RESUMO)[number];
 
 export type ContagemResumo = { arquivos: number; falhas: number; divergencias: number } & Record<ChaveResumo, number> &
@@ -36,6 +42,7 @@ const zero = (): ContagemResumo => ({
   nome_pai: 0,
   outro: 0,
   correcao_arquivo: 0,
+  correcao_educacenso: 0,
   correcao_formulario: 0,
   correcao_receita: 0,
   correcao_grafia: 0,

@@ -19,15 +19,22 @@ export type Chave = 'cpf' | 'nome' | 'data_nascimento' | 'inep' | 'nome_mae' | '
 /** The fields the corrected file may rewrite from a divergence (SPEC §3.4). */
 export type AppliedChave = 'cpf' | 'nome' | 'data_nascimento' | 'inep';
 
-/** How a divergence gets fixed (the divergence's `correcao`, SPEC §11). */
-export type Correcao = 'arquivo' | 'formulario' | 'receita' | 'grafia';
+/**
+ * How a divergence gets fixed (the divergence's `correcao`, SPEC §11): by the corrected file;
+ * already in Educacenso (INEP recorded the Receita's mother's name itself, and the corrected file
+ * writes the same); only on Educacenso's form; only by the citizen at the Receita; not at all
+ * (the same value written another way).
+ */
+export type Correcao = 'arquivo' | 'educacenso' | 'formulario' | 'receita' | 'grafia';
 
 /** Why a divergence is not fixed by the corrected file: the rule that decides it (SPEC §11). */
 export type Motivo =
   /** Differs only in how the census writes it (accents, case, punctuation, spaces, date shape). */
   | 'grafia'
-  /** Filiation: INEP itself records the Receita's name (field 8, rule 4). */
+  /** Filiation: INEP itself records the Receita's name (field 8, rule 4); the file has no other field for it. */
   | 'filiacao'
+  /** Filiação 1 and 2 swapped: the Receita's mother is already the file's filiação 2 (no change, rule 25). */
+  | 'filiacao-trocada'
   /** A field the corrected file does not write (sexo, cor/raça…). */
   | 'outro-campo'
   /** The Receita's value cannot be written as the layout requires. */
@@ -48,7 +55,9 @@ export type Motivo =
 export interface NaoAplicada {
   readonly codigo_na_escola: string;
   readonly linha: string;
-  readonly chave: AppliedChave;
+  readonly chave: Chave | null;
+  /** The field in words (`CPF`, `Filiação 1`), or the return's own label for a field without `chave`. */
+  readonly campo: string;
   readonly enviado: string;
   readonly correto: string;
   readonly correcao: Correcao;
@@ -83,6 +92,20 @@ export interface Pessoa {
   readonly data_nascimento: string;
   readonly inep: string;
   readonly nome_mae: string;
+  /**
+   * What the corrected file (SPEC §3.4) writes for this person in fields 5, 6, 7, 4 and 9, as the
+   * layout writes them (decided, issue 56: the fields above are the Receita's values, and the file
+   * may keep a value the rules refuse).
+   */
+  readonly arquivo_cpf: string;
+  readonly arquivo_nome: string;
+  readonly arquivo_data_nascimento: string;
+  readonly arquivo_inep: string;
+  readonly arquivo_nome_mae: string;
+  /** The person's divergences the file does not write, `<campo>: <motivo>` each, `; ` between (SPEC §11). */
+  readonly nao_aplicadas: string;
+  /** The file writes the person although general rule 25 may refuse them (confirm on Educacenso's form). */
+  readonly regra_25: boolean;
 }
 
 /** The service's three census routes, as a task's `rota` names them (SPEC §7.1). */
@@ -170,6 +193,9 @@ export type JobResult =
         readonly naoAplicadas: number;
         /** The first corrections left out, with the rule that kept each out (SPEC §11); absent from older workers. */
         readonly amostra?: readonly NaoAplicada[];
+        /** Persons written although general rule 25 may refuse them (SPEC §11, issue 56); absent from older workers. */
+        readonly pessoasRegra25?: number;
+        readonly amostraRegra25?: readonly { readonly codigo_na_escola: string; readonly linha: string }[];
       };
     }
   | { readonly ok: false; readonly status: 400 | 413 | 422 | 503; readonly code: string; readonly erro: string };

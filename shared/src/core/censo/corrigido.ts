@@ -1,114 +1,46 @@
 // The corrected census file (SPEC §3.4): the submitted text file with the tax authority's values
-// written into fields 4–7 of the persons `/api/retorno-rf` answers, every other byte as it was,
+// written into fields 4–7 and 9 (filiação 1) of the persons `/api/retorno-rf` answers, every other byte as it was,
 // in ISO-8859-1. Built from the merge's own matches (merge.ts), so the persons and the file can
 // never disagree. The file is streamed chunk by chunk, line by line: a 25 MB text file never
 // becomes one string.
 import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import { answeredChanges, type Changes, type CpfHolder, type MatchedPersons } from '../merge.js';
+import type { MatchedPersons } from '../merge.js';
 import { badInput } from '../errors.js';
-import { decidirPessoa, type Decisao, type Divergente } from '../reimportacao/correcao.js';
-import type { AppliedChave, NaoAplicada } from '../types.js';
+import type { NaoAplicada } from '../types.js';
+import { planejar } from './plano.js';
 import { decodeCensoFile, type CensoEncoding, type DecodeOptions } from './decode.js';
-import { inepCpf, inepData, inepId, inepNome } from './inep-values.js';
-import { CENSO_FIELD, censoField, LineSplitter, parseRecord30, visitCensoLines, type LineEnd, type Record30Fields } from './txt.js';
+import { CENSO_FIELD, censoField, LineSplitter, parseRecord30, visitCensoLines, type LineEnd } from './txt.js';
 
 export interface CorrigidoCounts {
   /** Record-30 lines whose bytes changed (`Censo-Pessoas-Corrigidas`). */
   readonly pessoasCorrigidas: number;
   /**
-   * Tax-authority values of fields 4–7 the file does not write (`Censo-Correcoes-Nao-Aplicadas`):
-   * the layout cannot hold them, or INEP's rules would refuse them (SPEC §11).
+   * The persons' divergences the file does not write, `grafia` excepted
+   * (`Censo-Correcoes-Nao-Aplicadas`, SPEC §11): the layout cannot hold them, INEP's rules would
+   * refuse them, or the file has no field for them. One count, the same everywhere.
    */
   readonly naoAplicadas: number;
+  /** Persons written although general rule 25 may refuse them (`Censo-Pessoas-Regra-25`, SPEC §11). */
+  readonly pessoasRegra25: number;
+  /** The first of them (the CLI lists them). */
+  readonly amostraRegra25: readonly PessoaRegra25[];
   /** The first of them, with the rule that kept each out (the CLI lists them). */
   readonly amostra: readonly NaoAplicada[];
 }
 
 const AMOSTRA = 20;
 
+/** A person the corrected file writes although INEP may refuse them under general rule 25. */
+export interface PessoaRegra25 {
+  readonly codigo_na_escola: string;
+  readonly linha: string;
+}
+
 /** The most schools (records 00) one migration file may hold (general rule 39). */
 export const MAX_ESCOLAS = 100;
 
-/** Field position (1-based) and INEP-style writer of each field a divergence may change. */
-const REWRITTEN: Readonly<Record<AppliedChave, { readonly field: number; readonly write: (value: string) => string | null }>> = {
-  inep: { field: CENSO_FIELD.inep, write: inepId },
-  cpf: { field: CENSO_FIELD.cpf, write: inepCpf },
-  nome: { field: CENSO_FIELD.nome, write: inepNome },
-  data_nascimento: { field: CENSO_FIELD.dataNascimento, write: inepData },
-};
-
 const BATCH_CHARS = 64 * 1024;
-
-interface Plan {
-  /** The new value of each field the file rewrites (0-based field index), INEP-style. */
-  readonly fields: Map<number, string>;
-  readonly naoAplicadas: NaoAplicada[];
-}
-
-/**
- * What the corrected file writes on one record-30 line: the decisions of SPEC §11 taken on the
- * line's own values (what the school sent) and the Receita's, then field 5 rule 7 against the
- * rest of the file. Worked out line by line as the file streams: kept for every person at once,
- * these maps would outweigh the merge itself.
- */
-function plan(linha: number, record: Record30Fields, changes: Changes, cpfHolders: MatchedPersons['cpfHolders']): Plan {
-  // The values `/api/retorno-rf` answers (birth dates as DD/MM/YYYY), so the file and the persons agree.
-  const answered = answeredChanges(changes);
-  const divergentes: Divergente[] = answered.map(([chave, correto]) => ({
-    chave,
-    enviado: censoField(record, REWRITTEN[chave].field),
-    correto,
-  }));
-  const mae = changes.mae;
-  // Filiação 1 and 2 swapped is no change to rule 25, so a Receita name the file holds as
-  // filiação 2 changes nothing.
-  if (mae !== undefined && inepNome(mae) !== inepNome(censoField(record, CENSO_FIELD.filiacao2))) {
-    divergentes.push({ chave: 'nome_mae', enviado: censoField(record, CENSO_FIELD.filiacao1), correto: mae });
-  }
-  const inepAfter = (decisions: readonly Decisao[]): string => {
-    const i = answered.findIndex(([chave]) => chave === 'inep');
-    return i >= 0 && decisions[i]!.correcao === 'arquivo' ? inepId(answered[i]![1])! : censoField(record, CENSO_FIELD.inep);
-  };
-  let decisions = decidirPessoa(divergentes);
-  const cpf = answered.findIndex(([chave]) => chave === 'cpf');
-  if (cpf >= 0 && decisions[cpf]!.correcao === 'arquivo') {
-    const holders = cpfHolders.get(inepCpf(answered[cpf]![1])!);
-    if (anotherPersonHolds(holders, linha, inepAfter(decisions), censoField(record, CENSO_FIELD.codigo))) {
-      decisions = decidirPessoa(divergentes, { cpfDeOutraPessoa: true });
-    }
-  }
-  const fields = new Map<number, string>();
-  const naoAplicadas: NaoAplicada[] = [];
-  answered.forEach(([chave, correto], i) => {
-    const decision = decisions[i]!;
-    if (decision.correcao === 'grafia') return;
-    if (decision.correcao === 'arquivo') {
-      fields.set(REWRITTEN[chave].field - 1, REWRITTEN[chave].write(correto)!);
-      return;
-    }
-    naoAplicadas.push({
-      codigo_na_escola: censoField(record, CENSO_FIELD.codigo),
-      linha: String(linha),
-      chave,
-      enviado: censoField(record, REWRITTEN[chave].field),
-      correto,
-      correcao: decision.correcao,
-      motivo: decision.motivo ?? 'outro-campo',
-    });
-  });
-  return { fields, naoAplicadas };
-}
-
-/**
- * Field 5 rule 7: "another person" is one with another INEP id or, for persons sent without one,
- * (here) another own code; the same person in two schools' blocks keeps one CPF.
- */
-function anotherPersonHolds(holders: readonly CpfHolder[] | undefined, linha: number, inep: string, codigo: string): boolean {
-  return (holders ?? []).some((holder) =>
-    holder.linha === linha ? false : holder.inep !== '' && inep !== '' ? holder.inep !== inep : holder.codigo.trim() !== codigo.trim(),
-  );
-}
 
 function rewrite(line: string, fields: ReadonlyMap<number, string>): string {
   const parts = line.split('|');
@@ -163,6 +95,8 @@ export async function writeCensoCorrigido(
   const encode = encoderFor(encoding);
   let pessoasCorrigidas = 0;
   let naoAplicadas = 0;
+  let pessoasRegra25 = 0;
+  const amostraRegra25: PessoaRegra25[] = [];
   const amostra: NaoAplicada[] = [];
   let escolas = 0;
   /** The last line that is not blank, and the line end the file uses (for a `99|` it lacks). */
@@ -178,8 +112,12 @@ export async function writeCensoCorrigido(
       const changes = matched.lines.get(linha);
       if (changes) {
         // The merge found a usable record 30 at this line, with the same decoder.
-        const planned = plan(linha, parseRecord30(text)!, changes, matched.cpfHolders);
+        const record = parseRecord30(text)!;
+        const planned = planejar(linha, record, changes, matched);
         naoAplicadas += planned.naoAplicadas.length;
+        if (planned.regra25 && ++pessoasRegra25 <= AMOSTRA) {
+          amostraRegra25.push({ codigo_na_escola: censoField(record, CENSO_FIELD.codigo), linha: String(linha) });
+        }
         for (const item of planned.naoAplicadas) if (amostra.length < AMOSTRA) amostra.push(item);
         const next = planned.fields.size > 0 ? rewrite(text, planned.fields) : text;
         if (next !== text) pessoasCorrigidas++;
@@ -210,5 +148,5 @@ export async function writeCensoCorrigido(
 
   const out = createWriteStream(outPath, { mode: 0o600 });
   await pipeline(corrected, out, ...(options.signal ? [{ signal: options.signal }] : []));
-  return { pessoasCorrigidas, naoAplicadas, amostra, bytes: out.bytesWritten };
+  return { pessoasCorrigidas, naoAplicadas, pessoasRegra25, amostraRegra25, amostra, bytes: out.bytesWritten };
 }

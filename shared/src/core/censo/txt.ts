@@ -8,7 +8,7 @@ import { decodeCensoFile, type CensoEncoding, type DecodeOptions } from './decod
 export type Record30Fields = readonly [string, string, string, string, string, string, string, string, string, string];
 
 /** Field positions (1-based, as in INEP's layout) used by the merge. */
-export const CENSO_FIELD = { codigo: 3, inep: 4, cpf: 5, nome: 6, dataNascimento: 7, filiacao1: 9, filiacao2: 10 } as const;
+export const CENSO_FIELD = { codigo: 3, inep: 4, cpf: 5, nome: 6, dataNascimento: 7, filiacao: 8, filiacao1: 9, filiacao2: 10 } as const;
 
 export function censoField(fields: Record30Fields, position: number): string {
   return fields[position - 1] ?? '';

@@ -24,15 +24,15 @@ export const DADOS: Readonly<Record<string, string>> = {
 
 export const SIM = 'Sim';
 export const NAO = 'Não';
-export const NAO_CORRIGIDO = 'não corrigido automaticamente';
 
 /**
- * Whether the corrected census file applies the divergence: what its `correcao` says (SPEC §11).
- * The file may still leave out a CPF another person of the txt holds (field 5 rule 7), which only
- * the txt shows.
+ * Whether the corrected census file writes the divergence's Receita value: what its `correcao`
+ * says (SPEC §11). From the return alone: the file may still leave out a CPF another person of
+ * the txt holds (field 5 rule 7), and writes a person rule 25 may refuse; the persons answer
+ * (`arquivo_*`, `nao_aplicadas`) says what the file does with the txt.
  */
 export function aplicadaNoCorrigido(divergencia: Pick<Divergencia, 'correcao'>): boolean {
-  return divergencia.correcao === 'arquivo';
+  return divergencia.correcao === 'arquivo' || divergencia.correcao === 'educacenso';
 }
 
 const text = (value: unknown): string => (value === null || value === undefined ? '' : String(value));
@@ -61,7 +61,7 @@ function divergenciaCells(item: object): string[] {
     text(d.correto),
     d.is_filiacao ? SIM : NAO,
     dadoOf(d.chave),
-    aplicadaNoCorrigido(d) ? SIM : NAO_CORRIGIDO,
+    aplicadaNoCorrigido(d) ? SIM : NAO,
     CORRECAO_PALAVRAS[d.correcao as Correcao] ?? text(d.correcao),
     d.correcao ? orientacao(d) : '',
   ];
@@ -69,11 +69,30 @@ function divergenciaCells(item: object): string[] {
 
 export const DIVERGENCIAS_PLANILHA: Planilha = { columns: DIVERGENCIA_WORDS, cells: divergenciaCells };
 
-const PESSOA_FIELDS = ['codigo_na_escola', 'linha', 'cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae'];
+const PESSOA_WORDS: Readonly<Record<string, string>> = {
+  codigo_na_escola: 'Código na escola',
+  linha: 'Linha no txt',
+  cpf: 'CPF',
+  nome: 'Nome',
+  data_nascimento: 'Data de nascimento',
+  inep: 'INEP',
+  nome_mae: 'Nome da mãe',
+  arquivo_cpf: 'CPF no arquivo corrigido',
+  arquivo_nome: 'Nome no arquivo corrigido',
+  arquivo_data_nascimento: 'Data de nascimento no arquivo corrigido',
+  arquivo_inep: 'INEP no arquivo corrigido',
+  arquivo_nome_mae: 'Filiação 1 no arquivo corrigido',
+  nao_aplicadas: 'Não aplicadas no arquivo corrigido (e por quê)',
+  regra_25: 'O INEP pode recusar a pessoa (regra 25)',
+};
 
 export const PESSOAS_PLANILHA: Planilha = {
-  columns: ['Código na escola', 'Linha no txt', 'CPF', 'Nome', 'Data de nascimento', 'INEP', 'Nome da mãe'],
-  cells: (item) => PESSOA_FIELDS.map((field) => text((item as Record<string, unknown>)[field])),
+  columns: Object.values(PESSOA_WORDS),
+  cells: (item) =>
+    Object.keys(PESSOA_WORDS).map((field) => {
+      const value = (item as Record<string, unknown>)[field];
+      return typeof value === 'boolean' ? (value ? SIM : NAO) : text(value);
+    }),
 };
 
 /** Columns of its own first (`referencia` → `Referência`...), then another table's. */

@@ -21,6 +21,13 @@ export const PESSOA_COLUMNS = [
   'data_nascimento',
   'inep',
   'nome_mae',
+  'arquivo_cpf',
+  'arquivo_nome',
+  'arquivo_data_nascimento',
+  'arquivo_inep',
+  'arquivo_nome_mae',
+  'nao_aplicadas',
+  'regra_25',
 ] as const satisfies readonly (keyof Pessoa)[];
 
 /**

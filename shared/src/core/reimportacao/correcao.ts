@@ -20,7 +20,7 @@ import { parseDataBr } from '../dates.js';
 import { inepCpf, inepData, inepId, inepNome } from '../censo/inep-values.js';
 import type { Chave, Correcao, Motivo } from '../types.js';
 
-export const CORRECOES: readonly Correcao[] = ['arquivo', 'formulario', 'receita', 'grafia'];
+export const CORRECOES: readonly Correcao[] = ['arquivo', 'educacenso', 'formulario', 'receita', 'grafia'];
 
 export interface Decisao {
   readonly correcao: Correcao;
@@ -83,6 +83,7 @@ const isFiliacao = (chave: Chave | null): boolean => chave === 'nome_mae' || cha
 const ARQUIVO: Decisao = { correcao: 'arquivo' };
 const GRAFIA: Decisao = { correcao: 'grafia', motivo: 'grafia' };
 const FILIACAO: Decisao = { correcao: 'receita', motivo: 'filiacao' };
+const MAE_NO_EDUCACENSO: Decisao = { correcao: 'educacenso' };
 const OUTRO_CAMPO: Decisao = { correcao: 'formulario', motivo: 'outro-campo' };
 const LAYOUT_RECEITA: Decisao = { correcao: 'receita', motivo: 'layout' };
 const LAYOUT_FORMULARIO: Decisao = { correcao: 'formulario', motivo: 'layout' };
@@ -108,6 +109,11 @@ export function sozinha(d: Divergente): Decisao {
     return escrito === null ? LAYOUT_RECEITA : ARQUIVO;
   }
   if (mesmaGrafia(d.chave, d.enviado, d.correto)) return GRAFIA;
+  // Field 8 rule 4: INEP records the Receita's mother's name in filiação 1 itself, and the
+  // corrected file writes the same name there (SPEC §11, issue 56), so the re-import changes
+  // nothing; a name the layout cannot take is the Receita's record to mend. The father's name has
+  // no such rule: the Receita keeps no father.
+  if (d.chave === 'nome_mae') return inepNome(d.correto) === null ? LAYOUT_RECEITA : MAE_NO_EDUCACENSO;
   if (isFiliacao(d.chave)) return FILIACAO;
   if (write === undefined) return OUTRO_CAMPO;
   // A CPF or an INEP id that is not one is not the citizen's doing.
@@ -136,8 +142,9 @@ export function pesoNaPessoa(d: Pick<Divergente, 'chave' | 'enviado'>, decision:
   }
   // Field 5 rule 8: a blank CPF the file cannot fill.
   if (d.chave === 'cpf' && decision.correcao !== 'grafia' && d.enviado.trim() === '') return CPF_EM_BRANCO_MANTIDO;
-  // The file writes the school's mother's name back over the Receita's that INEP recorded.
-  if (d.chave === 'nome_mae' && decision.motivo === 'filiacao') return MAE_DA_RECEITA;
+  // A mother's name the layout cannot take: the file keeps the school's name in filiação 1, over
+  // the Receita's that INEP recorded (a change rule 25 counts).
+  if (d.chave === 'nome_mae' && decision.correcao === 'receita') return MAE_DA_RECEITA;
   return 0;
 }
 
@@ -197,21 +204,33 @@ export function orientacao(d: Divergente & { readonly correcao: Correcao }): str
   switch (d.correcao) {
     case 'arquivo':
       return 'O arquivo corrigido leva o valor da Receita Federal e o INEP o aceita; corrija também no sistema da escola.';
+    case 'educacenso':
+      return (
+        'O INEP já gravou na filiação 1 o nome da mãe que a Receita Federal tem (regra 4 da filiação), e o arquivo ' +
+        'corrigido leva o mesmo nome: corrija só no sistema da escola.'
+      );
     case 'grafia':
       return 'Só muda a grafia (acentos, maiúsculas, pontuação ou espaços): como o censo escreve, os valores são iguais e não há o que corrigir.';
     case 'receita':
-      return isFiliacao(d.chave)
-        ? 'O INEP já grava o nome da Receita Federal na filiação 1; se ele estiver errado, só o cidadão corrige, na Receita Federal.'
-        : 'O valor da Receita Federal não cabe no layout do INEP: o cidadão precisa atualizar o cadastro do CPF na Receita Federal.';
+      if (d.chave === 'nome_pai')
+        return (
+          'A Receita Federal não guarda o nome do pai e o arquivo corrigido não altera a filiação 2: confira o nome com a ' +
+          'família e corrija no sistema da escola e no formulário do Educacenso.'
+        );
+      if (d.chave === 'nome_mae')
+        return 'O nome da mãe que a Receita Federal tem não cabe no layout do INEP: o cidadão precisa atualizar o cadastro do CPF na Receita Federal.';
+      return 'O valor da Receita Federal não cabe no layout do INEP: o cidadão precisa atualizar o cadastro do CPF na Receita Federal.';
     case 'formulario':
       if (d.chave === null) return 'O arquivo corrigido não altera este campo: corrija no sistema da escola e no formulário do Educacenso.';
       if (d.chave === 'cpf' && d.enviado.trim() !== '' && WRITERS.cpf!(d.correto) !== null)
         return 'O Educacenso não troca por arquivo um CPF que já tem (regra 10 do CPF): corrija no formulário do Educacenso.';
       if (WRITERS[d.chave]?.(d.correto) === null)
         return 'O valor da Receita Federal não cabe no layout do INEP: confira e corrija no formulário do Educacenso.';
+      // From the return alone the two cases look the same; with the txt, the corrected file's
+      // answer names the one rule (retorno-rf's `motivos`, `censo corrigir`).
       return (
-        'Com as demais divergências desta pessoa, o INEP não aceitaria esta troca por arquivo (descaracterização, regra 25; ' +
-        'ou CPF em branco, regra 8 do CPF): corrija no formulário do Educacenso.'
+        'Confirme no formulário do Educacenso: com as demais divergências desta pessoa, o INEP pode recusá-la por ' +
+        'descaracterização (regra 25) ou, se ela foi enviada sem CPF, não atualizar este dado (regra 8 do CPF).'
       );
   }
 }
@@ -219,18 +238,21 @@ export function orientacao(d: Divergente & { readonly correcao: Correcao }): str
 /** Why the corrected file leaves a correction out, in words (the CLI's list, the page). */
 export const MOTIVO_TEXTO: Readonly<Record<Motivo, string>> = {
   grafia: 'só muda a grafia',
-  filiacao: 'o INEP já grava o nome da mãe da Receita Federal (regra 4 da filiação)',
+  filiacao: 'o arquivo corrigido não altera a filiação 2, e a Receita Federal não guarda o nome do pai',
+  'filiacao-trocada': 'o nome da mãe da Receita Federal já está na filiação 2 do arquivo (filiações trocadas)',
   'outro-campo': 'o arquivo corrigido não altera este campo',
   layout: 'o valor da Receita Federal não cabe no layout do INEP',
   'cpf-na-base': 'o Educacenso não troca por arquivo um CPF que já tem (regra 10 do CPF)',
   'cpf-de-outra-pessoa': 'outra pessoa do arquivo já tem este CPF (regra 7 do CPF)',
   'cpf-em-branco': 'sem o CPF, o INEP não atualiza nome e data de nascimento (regra 8 do CPF)',
-  'regra-25': 'com as demais correções, o INEP recusaria a pessoa por descaracterização (regra 25)',
+  'regra-25':
+    'com as demais correções, o INEP pode recusar a pessoa por descaracterização (regra 25): confirme no formulário do Educacenso',
 };
 
 /** The words of `correcao`, as the page and the spreadsheets show them. */
 export const CORRECAO_PALAVRAS: Readonly<Record<Correcao, string>> = {
   arquivo: 'Arquivo corrigido',
+  educacenso: 'Já no Educacenso',
   formulario: 'Formulário do Educacenso',
   receita: 'Cidadão na Receita Federal',
   grafia: 'Só grafia',
