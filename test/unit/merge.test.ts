@@ -232,7 +232,7 @@ describe('mergePessoas', () => {
  * merge groups rows per person as they are read and reads the file twice to save memory, and must
  * answer exactly this, the same persons or the same first mismatch.
  */
-function literalMerge(divergencias: readonly DivergenciaLida[], lines: readonly string[]): Pessoa[] | string {
+function literalMerge(divergencias: readonly DivergenciaLida[], lines: readonly string[]): ReturnType<typeof seed>[] | string {
   const records = lines.map((text) => parseRecord30(text));
   const byCode = new Map<string, number>();
   records.forEach((fields, i) => {
