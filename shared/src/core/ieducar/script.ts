@@ -60,7 +60,7 @@ export function ieducarFileName(parte: IeducarParte, options: Pick<IeducarScript
     'ieducar',
     options.lote === undefined ? null : `lote-${options.lote}`,
     escolas.length === 1 ? escolas[0]! : escolas.length > 1 ? `${escolas.length}-escolas` : null,
-    options.retorno === undefined ? null : options.retorno.replace(/\.[^.]*$/, ''),
+    options.retorno === undefined ? null : options.retorno.replace(/\.[A-Za-z0-9]{1,5}$/, ''),
     parte,
   ];
   return `${parts
