@@ -34,6 +34,9 @@ export const PARTE_CORRECOES_ERROR = 'Parâmetro parte deve ser previa ou correc
  * the fattest), so the bound is about the batch results read from storage in parallel, not memory.
  */
 export const SCRIPTS_AO_MESMO_TEMPO = 4;
+
+/** The bound in force: SCRIPTS_AO_MESMO_TEMPO, lowered only by tests (holding four answers open takes scripts larger than the sockets' buffers). */
+export const scriptsLimite = { aoMesmoTempo: SCRIPTS_AO_MESMO_TEMPO };
 let emAndamento = 0;
 
 /** How many scripts this process is writing now (tests: it returns to 0 after each answer). */
@@ -104,7 +107,7 @@ async function routes(app: FastifyInstance): Promise<void> {
       const lote = await service.lote(id, donoOfRequest(request));
       if (lote === null) throw loteNaoEncontrado();
       await answerOnlyWhole(service, reply, lote, parcial);
-      if (emAndamento >= SCRIPTS_AO_MESMO_TEMPO) throw new ScriptsOcupadosError();
+      if (emAndamento >= scriptsLimite.aoMesmoTempo) throw new ScriptsOcupadosError();
       // Each item is a stored divergence with the batch's `referencia` and `arquivo` in front; read anew on each pass.
       const divergencias = () =>
         loteDivergencias(service, storage, id) as AsyncIterable<Record<string, unknown>> as AsyncIterable<IeducarDivergencia>;
