@@ -2,8 +2,7 @@
 // return, the preview and the correction, named for the school and the return. The divergences
 // come from the same job `censo divergencias` runs (each with its `correcao`), as JSON in a scratch
 // folder; the txt sent with the return bounds the script to its persons and their sent values.
-import { stat } from 'node:fs/promises';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import {

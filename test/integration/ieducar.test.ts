@@ -19,7 +19,13 @@ import { ieducarScriptText, inepNome, sqlNomeCenso, type IeducarDivergencia, typ
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 const SCHEMA = fileURLToPath(new URL('../fixtures/ieducar-schema.sql', import.meta.url));
-const OPTIONS = { userName: "Coordenação do Censo d'Oeste", userId: 7, origin: 'censo-api: teste', escolas: ['35000001'], retorno: 'retorno.json' };
+const OPTIONS = {
+  userName: "Coordenação do Censo d'Oeste",
+  userId: 7,
+  origin: 'censo-api: teste',
+  escolas: ['35000001'],
+  retorno: 'retorno.json',
+};
 
 /** Both files of the same divergences. */
 const scripts = async (divergencias: IeducarDivergencia[], options = OPTIONS) => {
@@ -288,7 +294,12 @@ describe('the i-Educar files', () => {
       ['data_rev', 'nome', 'slug'],
     ]);
     expect(audit[0]!.before).toMatchObject({ idpes: 101, nome: "Maria D'Ávila", situacao: 'P', origem_gravacao: 'U', idpes_cad: 1 });
-    expect(audit[1]!.after).toMatchObject({ idpes: 101, data_nasc: '2014-03-15', observacao: 'Alérgica a amendoim', sus: '898001234567890' });
+    expect(audit[1]!.after).toMatchObject({
+      idpes: 101,
+      data_nasc: '2014-03-15',
+      observacao: 'Alérgica a amendoim',
+      sus: '898001234567890',
+    });
     expect(audit[0]!.after).toMatchObject({ idpes: 101, nome: "Maria D'Ávila Souza" });
     expect(audit[3]!.after).toMatchObject({ idpes: 102, cpf: 1234567890 });
 
@@ -333,7 +344,7 @@ describe('the i-Educar files', () => {
     expect(run.notices).toContain('Correções aplicadas: 2; já corrigidas: 0; não alteradas: 2.');
     expect(run.notices).toContain('Não alterado: idpes 102 (nome): valores diferentes da Receita Federal');
     expect(await auditRows()).toHaveLength(1);
-    expect((await db.query("SELECT nome FROM cadastro.pessoa WHERE idpes = 102")).rows).toEqual([{ nome: 'JOÃO LIMA' }]);
+    expect((await db.query('SELECT nome FROM cadastro.pessoa WHERE idpes = 102')).rows).toEqual([{ nome: 'JOÃO LIMA' }]);
   });
 
   it('skips, and lists with the reason, a code that is not an idpes and every divergence that is not the file’s to fix', async () => {

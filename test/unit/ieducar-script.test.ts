@@ -92,7 +92,20 @@ describe('names', () => {
 
   it('nomeReceita takes letters, single spaces, an apostrophe and a hyphen, and nothing else', () => {
     expect(nomeReceita("  MARIA  D'ÁVILA-SOUZA ")).toBe("MARIA D'ÁVILA-SOUZA");
-    for (const bad of ['MARIA\nSOUZA', 'MARIA\tSOUZA', 'MARIA\\', 'MARIA; DROP', 'MARIA $1', 'MARIA "X"', 'MARIA `X`', 'MARIA “X”', 'MARIA 2', '', "'", 'A\u0007B']) {
+    for (const bad of [
+      'MARIA\nSOUZA',
+      'MARIA\tSOUZA',
+      'MARIA\\',
+      'MARIA; DROP',
+      'MARIA $1',
+      'MARIA "X"',
+      'MARIA `X`',
+      'MARIA “X”',
+      'MARIA 2',
+      '',
+      "'",
+      'A\u0007B',
+    ]) {
       expect(nomeReceita(bad), JSON.stringify(bad)).toBeNull();
     }
   });
@@ -100,7 +113,9 @@ describe('names', () => {
 
 describe('ieducarFileName', () => {
   it('names the school, the return (or the batch) and the part', () => {
-    expect(ieducarFileName('previa', { escolas: ['35000001'], retorno: 'retorno 2025.json' })).toBe('ieducar-35000001-retorno_2025-previa.sql');
+    expect(ieducarFileName('previa', { escolas: ['35000001'], retorno: 'retorno 2025.json' })).toBe(
+      'ieducar-35000001-retorno_2025-previa.sql',
+    );
     expect(ieducarFileName('correcao', { escolas: ['1', '2'], retorno: 'r.xlsx' })).toBe('ieducar-2-escolas-r-correcao.sql');
     expect(ieducarFileName('previa', { lote: 'abc' })).toBe('ieducar-lote-abc-previa.sql');
     expect(ieducarFileName('previa', { retorno: '../../etc/passwd' })).toBe('ieducar-etc_passwd-previa.sql');
@@ -321,7 +336,10 @@ describe('the txt sent with the return', () => {
     const retorno = path.join(dir, 'retorno escola.json');
     await writeFile(
       retorno,
-      JSON.stringify([row('2', '101', 'Nome completo', 'MARIA DAVILA -- MARIA DAVILA SOUZA'), row('', '555', 'Nome completo', 'PREFEITO -- OUTRO')]),
+      JSON.stringify([
+        row('2', '101', 'Nome completo', 'MARIA DAVILA -- MARIA DAVILA SOUZA'),
+        row('', '555', 'Nome completo', 'PREFEITO -- OUTRO'),
+      ]),
     );
     const out = await mkdtemp(path.join(dir, 'saida-'));
     const files = await ieducar({ retorno, txt, pasta: out, vocabulary: {}, usuario: 'Maria' });
