@@ -333,15 +333,17 @@ describe('the i-Educar files', () => {
     expect(second.notices).toContain('Correções aplicadas: 0; já corrigidas: 6; não alteradas: 1.');
   });
 
-  it('one change for a person two schools list; none for a person the Receita gives two values', async () => {
+  it('one change for a person several schools list; none for a person the Receita gives two values', async () => {
     const { correcao } = await scripts([
       { ...divergencia('101', 'data_nascimento', '14/03/2014', '15/03/2014'), referencia: 'A' },
       { ...divergencia('101', 'data_nascimento', '14/03/2014', '15/03/2014'), referencia: 'B' },
+      // A third school sent another date: once the first two are applied, nothing is left to do.
+      { ...divergencia('101', 'data_nascimento', '13/03/2014', '15/03/2014'), referencia: 'C' },
       { ...divergencia('102', 'nome', 'JOAO LIMA', 'JOAO DE LIMA'), referencia: 'A' },
       { ...divergencia('102', 'nome', 'JOAO LIMA', 'JOAO LIMA NETO'), referencia: 'B' },
     ]);
     const run = await runScript(correcao);
-    expect(run.notices).toContain('Correções aplicadas: 2; já corrigidas: 0; não alteradas: 2.');
+    expect(run.notices).toContain('Correções aplicadas: 2; já corrigidas: 1; não alteradas: 2.');
     expect(run.notices).toContain('Não alterado: idpes 102 (nome): valores diferentes da Receita Federal');
     expect(await auditRows()).toHaveLength(1);
     expect((await db.query('SELECT nome FROM cadastro.pessoa WHERE idpes = 102')).rows).toEqual([{ nome: 'JOÃO LIMA' }]);

@@ -246,13 +246,13 @@ describe('ieducarScript', () => {
     v8.setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
     const fat = (i: number, what: string) => `${what} ${String(i).padStart(4, '0')} ${'X'.repeat(16_000)}`;
-    /** The issue's shape: a fat school code, fat sent and correct values, fat batch labels. */
+    /** The issue's shape: fat school codes, fat sent and correct values, fat batch labels. */
     function* source(): Generator<IeducarDivergencia> {
       for (let i = 0; i < 800; i++) {
         const referencia = { referencia: fat(i, 'ESCOLA'), arquivo: fat(i, 'ARQUIVO') };
-        yield i % 4 === 0
-          ? d(fat(i, 'CODIGO'), 'nome', fat(i, 'ENVIADO'), fat(i, 'CORRETO'), referencia)
-          : d(String(1000 + i), 'data_nascimento', '01/02/1980', '02/02/1980', referencia);
+        if (i % 4 === 0) yield d(fat(i, 'CODIGO'), 'nome', fat(i, 'ENVIADO'), fat(i, 'CORRETO'), referencia);
+        else if (i % 4 === 1) yield d(String(1000 + i), 'nome', fat(i, 'ENVIADO'), 'MARIA DA SILVA', referencia);
+        else yield d(String(1000 + i), 'data_nascimento', '01/02/1980', '02/02/1980', referencia);
       }
     }
     let sourceBytes = 0;

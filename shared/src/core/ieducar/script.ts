@@ -238,7 +238,7 @@ ROLLBACK;
 `;
 }
 
-const APPLY = `-- Cada correção, com a escola e o retorno dela na origem da auditoria do i-Educar.
+const APPLY_LOOP = `-- Cada correção, com a escola e o retorno dela na origem da auditoria do i-Educar.
 DO $censo$
 DECLARE
   base jsonb := current_setting('audit.context')::jsonb;
@@ -291,8 +291,9 @@ BEGIN
   PERFORM set_config('audit.context', base::text, true);
 END
 $censo$;
+`;
 
-DO $censo$
+const REPORT = `DO $censo$
 DECLARE
   r record;
 BEGIN
@@ -338,7 +339,15 @@ UPDATE censo_correcao AS t SET situacao = s.situacao, gravar = s.gravar, nome_at
   ) AS s
  WHERE s.n = t.n;
 
-${APPLY}`;
+${APPLY_LOOP}
+-- Uma linha que outra escola já corrigiu (a mesma pessoa, enviada com outro valor): já corrigido.
+UPDATE censo_correcao AS t SET situacao = s.situacao
+  FROM (
+  ${situacoes(withConflito('censo_correcao AS v'))}
+  ) AS s
+ WHERE s.n = t.n AND t.situacao = '${SITUACAO.alterado}' AND s.situacao = '${SITUACAO.jaCorrigido}';
+
+${REPORT}`;
 }
 
 /**
