@@ -317,6 +317,7 @@ describe('the i-Educar files', () => {
       /101 .*Maria D'Ávila .*nome .*Maria D'Ávila Souza .*aplicar/,
       /102 .*JOÃO LIMA .*nome .*JOÃO DE LIMA .*aplicar/,
       /102 .*JOÃO LIMA .*cpf .*aplicar/,
+      /101 .*data_nascimento .*14\/03\/2014 .*15\/03\/2014 .*15\/03\/2014 .*aplicar/,
       /103 .*José Santos Filho .*nome .*alterado desde o envio/,
     ]) {
       expect(run.output).toMatch(expected);

@@ -220,8 +220,11 @@ ${what}--
 `;
 }
 
+/** The value written as people read it: a date as the census writes it (it is written in ISO, whatever the DateStyle). */
+const GRAVAR_MOSTRADO = "CASE WHEN campo = 'data_nascimento' THEN to_char(gravar::date, 'DD/MM/YYYY') ELSE gravar END";
+
 const PREVIEW_COLUMNS = `idpes, nome_atual AS "nome no i-Educar", campo AS dado, valor_atual AS "no i-Educar agora",
-       enviado AS "enviado ao Censo", correto AS "Receita Federal", gravar AS "será gravado",
+       enviado AS "enviado ao Censo", correto AS "Receita Federal", ${GRAVAR_MOSTRADO} AS "será gravado",
        situacao AS "o que acontece", origem`;
 
 function* preview(): Generator<string> {
@@ -310,7 +313,7 @@ $censo$;
 
 -- Relatório: o que aconteceu com cada correção.
 SELECT idpes, nome_atual AS "nome no i-Educar (antes)", campo AS dado, enviado AS "enviado ao Censo",
-       correto AS "Receita Federal", gravar AS gravado, situacao AS resultado, origem
+       correto AS "Receita Federal", ${GRAVAR_MOSTRADO} AS gravado, situacao AS resultado, origem
   FROM censo_correcao
  ORDER BY n;
 COMMIT;
