@@ -227,13 +227,17 @@ const PREVIEW_COLUMNS = `idpes, nome_atual AS "nome no i-Educar", campo AS dado,
        enviado AS "enviado ao Censo", correto AS "Receita Federal", ${GRAVAR_MOSTRADO} AS "será gravado",
        situacao AS "o que acontece", origem`;
 
-function* preview(): Generator<string> {
-  const [before, after] = situacoes(withConflito('(VALUES\n\0\n) AS v (' + COLUMNS + ')')).split('\0');
+/** Where a file's VALUES rows go: the file's text around them is written before and after reading them. */
+const ROWS = Symbol('rows');
+type Piece = string | typeof ROWS;
+
+function* preview(): Generator<Piece> {
+  const [before, after] = situacoes(withConflito(`(VALUES\n\0\n) AS v (${COLUMNS})`)).split('\0');
   yield `BEGIN READ ONLY;
 SELECT ${PREVIEW_COLUMNS}
   FROM (
   ${before}`;
-  yield '\0rows';
+  yield ROWS;
   yield `${after}
   ) AS s
  ORDER BY n;
@@ -319,7 +323,7 @@ SELECT idpes, nome_atual AS "nome no i-Educar (antes)", campo AS dado, enviado A
 COMMIT;
 `;
 
-function* correction(options: IeducarScriptOptions, userId: number): Generator<string> {
+function* correction(options: IeducarScriptOptions, userId: number): Generator<Piece> {
   yield `BEGIN;
 -- O contexto da auditoria do i-Educar (public.ieducar_audit): vale só nesta transação.
 SET LOCAL "audit.context" = ${sqlLiteral(JSON.stringify({ user_id: userId, user_name: options.userName, origin: options.origin }))};
@@ -332,7 +336,7 @@ CREATE TEMPORARY TABLE censo_correcao (
 ) ON COMMIT DROP;
 INSERT INTO censo_correcao (${COLUMNS}) VALUES
 `;
-  yield '\0rows';
+  yield ROWS;
   yield `;
 
 -- O que fazer com cada uma, conforme o valor no i-Educar agora.
@@ -384,7 +388,7 @@ export async function* ieducarScript(parte: IeducarParte, source: IeducarSource,
     return;
   }
   for (const piece of parte === 'previa' ? preview() : correction(options, userId)) {
-    if (piece === '\0rows') yield* rowsOf(source, txt);
+    if (piece === ROWS) yield* rowsOf(source, txt);
     else yield piece;
   }
 }
