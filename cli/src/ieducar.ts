@@ -1,43 +1,48 @@
-// `censo ieducar <retorno> [-o saida.sql]`: the i-Educar script (issue 46) for one return. The
-// divergences come from the same job `censo divergencias` runs (each with its `correcao`), as
-// JSON in a scratch folder; the script is written from them to -o or stdout.
-import { readFile } from 'node:fs/promises';
+// `censo ieducar <retorno> <txt> [-o pasta]`: the two i-Educar files (issues 46, 56, 59) for one
+// return, the preview and the correction, named for the school and the return. The divergences
+// come from the same job `censo divergencias` runs (each with its `correcao`), as JSON in a scratch
+// folder; the txt sent with the return bounds the script to its persons and their sent values.
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import {
   createVocabulary,
+  IEDUCAR_PARTES,
+  ieducarFileName,
   ieducarScript,
+  readTxtEnviado,
   runJob,
   type IeducarDivergencia,
   type IeducarScriptOptions,
   type VocabularyAdditions,
 } from '@censo/shared/local';
-import { BadUsage, InputError, quote } from './failures.js';
-import { retornoInput } from './inputs.js';
+import { InputError, quote } from './failures.js';
+import { retornoInput, txtInput } from './inputs.js';
 import { scratchFolder } from './interrupt.js';
-import { openOutput, outputPath } from './output.js';
+import { openOutput } from './output.js';
 
 /** Who the changes are on record as in i-Educar's audit when `--usuario` is not given. */
 export const IEDUCAR_USUARIO_PADRAO = 'censo-api';
 
 export interface IeducarCommand {
   readonly retorno: string;
-  /** -o as given (`-` or absent: stdout). */
-  readonly output: string | undefined;
+  /** The census txt sent with the return. */
+  readonly txt: string;
+  /** -o: the folder the two files go to (absent: the current folder). */
+  readonly pasta: string | undefined;
   readonly vocabulary: VocabularyAdditions;
   /** `user_name` of i-Educar's audit context. */
   readonly usuario?: string;
 }
 
-/** -o of a script: `.sql` or no extension, so a list format's name never holds SQL. */
-export function sqlOutput(output: string | undefined): string | undefined {
-  const file = outputPath(output);
-  const extension = file === undefined ? '' : path.extname(file).slice(1).toLowerCase();
-  if (extension !== '' && extension !== 'sql') {
-    const instead = file!.slice(0, file!.length - extension.length) + 'sql';
-    throw new BadUsage(`-o ${quote(file!)}: o script do i-Educar é SQL; use -o ${quote(instead)}.`);
+/** -o of the scripts: a folder that exists. */
+async function pastaOf(pasta: string | undefined): Promise<string> {
+  const folder = pasta === undefined || pasta === '' ? '.' : pasta;
+  const info = await stat(folder).catch(() => null);
+  if (info === null || !info.isDirectory()) {
+    throw new InputError(`-o ${quote(folder)}: não é uma pasta; o censo ieducar grava nela os dois arquivos (prévia e correção).`);
   }
-  return file;
+  return folder;
 }
 
 /** The divergences of one return, as `censo divergencias` lists them. */
@@ -57,14 +62,27 @@ async function divergenciasOf(retorno: string, vocabulary: VocabularyAdditions):
   }
 }
 
-export async function ieducar(command: IeducarCommand): Promise<void> {
-  const output = sqlOutput(command.output);
+/** Writes the preview and the correction into -o; answers their paths. */
+export async function ieducar(command: IeducarCommand): Promise<string[]> {
+  const folder = await pastaOf(command.pasta);
+  const txt = await readTxtEnviado((await txtInput(command.txt)).path);
   const arquivo = path.basename(command.retorno);
   const divergencias = (await divergenciasOf(command.retorno, command.vocabulary)).map((d) => ({ ...d, arquivo }));
-  const options: IeducarScriptOptions = { userName: command.usuario ?? IEDUCAR_USUARIO_PADRAO, origin: `censo ieducar ${arquivo}` };
-  // -o is opened only now, after the job read the return: -o may name it.
-  const out = await openOutput(output);
-  await out.write(Readable.from(ieducarScript(divergencias, options))).catch(async (err: unknown) => {
-    throw await out.abandon(err);
-  });
+  const options: IeducarScriptOptions = {
+    userName: command.usuario ?? IEDUCAR_USUARIO_PADRAO,
+    origin: 'censo ieducar',
+    escolas: txt.escolas,
+    retorno: arquivo,
+    txt,
+  };
+  const written: string[] = [];
+  for (const parte of IEDUCAR_PARTES) {
+    const file = path.join(folder, ieducarFileName(parte, options));
+    const out = await openOutput(file);
+    await out.write(Readable.from(ieducarScript(parte, () => divergencias, options))).catch(async (err: unknown) => {
+      throw await out.abandon(err);
+    });
+    written.push(file);
+  }
+  return written;
 }

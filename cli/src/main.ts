@@ -119,13 +119,22 @@ async function main(argv: readonly string[]): Promise<number> {
 
   program
     .command('ieducar')
-    .description('grava o script SQL que corrige no i-Educar as divergências que o arquivo corrigido corrige')
-    .usage('[opções] <retorno>')
+    .description('grava os dois scripts SQL (prévia e correção) que corrigem no i-Educar o que o arquivo corrigido corrige')
+    .usage('[opções] <retorno> <txt>')
     .argument('<retorno>', 'arquivo de retorno do Censo (.json ou .xlsx)')
-    .addOption(output())
+    .argument('<txt>', 'arquivo de migração enviado ao Censo (.txt): só as pessoas dele são alteradas')
+    .option('-o, --output <pasta>', 'pasta onde gravar os dois arquivos (padrão: a pasta atual)')
     .option('--usuario <nome>', 'nome gravado na auditoria do i-Educar (padrão: censo-api)')
-    .action(async (retorno: string, opts: { output?: string; usuario?: string }) => {
-      await ieducar({ retorno, output: opts.output, vocabulary: await vocabulary(), ...(opts.usuario ? { usuario: opts.usuario } : {}) });
+    .action(async (retorno: string, txt: string, opts: { output?: string; usuario?: string }) => {
+      refuseSwapped('ieducar', retorno, txt);
+      const files = await ieducar({
+        retorno,
+        txt,
+        pasta: opts.output,
+        vocabulary: await vocabulary(),
+        ...(opts.usuario ? { usuario: opts.usuario } : {}),
+      });
+      if (!quiet()) process.stderr.write(files.map((file) => `Gravado: ${file}\n`).join(''));
     });
 
   program

@@ -1,9 +1,11 @@
-// Issue 46, "the fix where the data lives": the i-Educar script against i-Educar's own tables and
-// audit trigger (test/fixtures/ieducar-schema.sql) in a throwaway database, run as a DBA runs it
-// (psql -v ON_ERROR_STOP=1 -f; through pg when this machine has no psql). After it, record 30 as
-// i-Educar's export builds it carries the Receita's values; one audit row per change, with our
-// context; a row changed since the return is left alone and reported; the preview alone and a
-// second run change nothing.
+// Issues 46 and 56, "the fix where the data lives": the i-Educar files against i-Educar's own
+// tables, whole, and its audit triggers (test/fixtures/ieducar-schema.sql) in a throwaway database,
+// with persons filled the way i-Educar's forms fill them, run as a DBA runs them (psql -v
+// ON_ERROR_STOP=1 -f; through pg when this machine has no psql). After the correction, record 30
+// as i-Educar's export builds it carries the Receita's values; one audit row per change, with our
+// context, the school and the return, whose before and after differ only in the changed columns; a
+// row changed since the return is left alone and reported; the preview and a second run change
+// nothing; a value that is no name is never written.
 import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -13,11 +15,23 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { IEDUCAR_PREVIEW_END, ieducarScriptText, inepNome, sqlNomeCenso, type IeducarDivergencia } from '@censo/shared';
+import { ieducarScriptText, inepNome, sqlNomeCenso, type IeducarDivergencia, type IeducarParte } from '@censo/shared';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 const SCHEMA = fileURLToPath(new URL('../fixtures/ieducar-schema.sql', import.meta.url));
-const OPTIONS = { userName: "Coordenação do Censo d'Oeste", userId: 7, origin: 'censo-api: teste' };
+const OPTIONS = {
+  userName: "Coordenação do Censo d'Oeste",
+  userId: 7,
+  origin: 'censo-api: teste',
+  escolas: ['35000001'],
+  retorno: 'retorno.json',
+};
+
+/** Both files of the same divergences. */
+const scripts = async (divergencias: IeducarDivergencia[], options = OPTIONS) => {
+  const text = (parte: IeducarParte) => ieducarScriptText(parte, divergencias, options);
+  return { previa: await text('previa'), correcao: await text('correcao') };
+};
 
 const hasPsql = (() => {
   try {
@@ -45,6 +59,8 @@ function divergencia(
     is_filiacao: chave === 'nome_mae' || chave === 'nome_pai',
     chave,
     correcao,
+    referencia: 'escola 35000001',
+    arquivo: 'retorno.json',
   };
 }
 
@@ -56,25 +72,39 @@ const RETORNO: IeducarDivergencia[] = [
   divergencia('101', 'nome_mae', 'ANA SOUZA', 'ANA DE SOUZA', 'receita'),
   divergencia('0102', 'cpf', '', '012.345.678-90'),
   divergencia('102', 'inep', '222222222222', '222222222223'),
+  divergencia('102', 'nome', 'JOAO LIMA', 'JOÃO DE LIMA'),
   divergencia('103', 'nome', 'JOSE SANTOS', 'JOSE DOS SANTOS'),
   divergencia('105', 'nome', 'PEDRO SOUZA', 'PEDRO SOUSA', 'formulario'),
   divergencia('105', 'nome', 'PEDRO SOUZA', 'Pedro  Souza', 'grafia'),
   divergencia('ABC-9', 'data_nascimento', '01/01/2010', '02/01/2010'),
 ];
 
+/**
+ * The persons as i-Educar's forms leave them (clsPessoa_::cadastra: situacao P, origem U, operacao
+ * I, the user's idpes in idpes_cad, the slug; clsFisica::cadastra: origem M, operacao I, and the
+ * form's other fields filled), plus the signed-in user's own person (idpes 1). 102 is kept in
+ * capitals, as an install with `uppercase_names` on keeps names.
+ */
 const SEED = `
-INSERT INTO cadastro.pessoa (idpes, nome, data_cad, tipo, situacao, origem_gravacao, operacao, slug) VALUES
-  (101, 'Maria D''Ávila', now(), 'F', 'A', 'M', 'I', 'maria davila'),
-  (102, 'João Lima', now(), 'F', 'A', 'M', 'I', 'joao lima'),
-  (103, 'José Santos Filho', now(), 'F', 'A', 'M', 'I', 'jose santos filho'),
-  (104, 'Ana Souza', now(), 'F', 'A', 'M', 'I', 'ana souza'),
-  (105, 'Pedro Souza', now(), 'F', 'A', 'M', 'I', 'pedro souza');
-INSERT INTO cadastro.fisica (idpes, data_nasc, cpf, idpes_mae, sexo, origem_gravacao, data_cad, operacao) VALUES
-  (101, '2014-03-14', NULL, 104, 'F', 'M', now(), 'I'),
-  (102, '1980-01-01', 0, NULL, 'M', 'M', now(), 'I'),
-  (103, '2012-05-05', 52998224725, NULL, 'M', 'M', now(), 'I'),
-  (104, '1985-07-07', NULL, NULL, 'F', 'M', now(), 'I'),
-  (105, '2015-02-02', NULL, 104, 'M', 'M', now(), 'I');
+INSERT INTO cadastro.escolaridade (idesco, descricao) VALUES (6, 'Ensino médio completo');
+INSERT INTO cadastro.estado_civil (ideciv, descricao) VALUES (1, 'Solteiro(a)');
+INSERT INTO pmieducar.religiao (cod_religiao, ref_usuario_cad, nm_religiao, data_cadastro) VALUES (1, 1, 'Católica', now());
+INSERT INTO cadastro.pessoa (idpes, nome, idpes_cad, data_cad, tipo, situacao, origem_gravacao, operacao, email, slug) VALUES
+  (1, 'Administrador', NULL, '2024-01-02 08:00', 'F', 'P', 'U', 'I', 'admin@escola.gov.br', 'administrador'),
+  (101, 'Maria D''Ávila', 1, '2024-01-02 09:00', 'F', 'P', 'U', 'I', NULL, 'maria davila'),
+  (102, 'JOÃO LIMA', 1, '2024-01-02 09:01', 'F', 'P', 'U', 'I', 'joao@escola.gov.br', 'joao lima'),
+  (103, 'José Santos Filho', 1, '2024-01-02 09:02', 'F', 'P', 'U', 'I', NULL, 'jose santos filho'),
+  (104, 'Ana Souza', 1, '2024-01-02 09:03', 'F', 'P', 'U', 'I', NULL, 'ana souza'),
+  (105, 'Pedro Souza', 1, '2024-01-02 09:04', 'F', 'P', 'U', 'I', NULL, 'pedro souza');
+INSERT INTO cadastro.fisica (idpes, data_nasc, sexo, idpes_mae, idesco, ideciv, nacionalidade, idmun_nascimento, idpes_cad, data_cad,
+                             origem_gravacao, operacao, cpf, ref_cod_religiao, nis_pis_pasep, sus, falecido, ativo,
+                             zona_localizacao_censo, nome_social, pais_residencia, localizacao_diferenciada, observacao) VALUES
+  (1, '1980-05-05', 'M', NULL, 6, 1, 1, 4927, NULL, '2024-01-02 08:00', 'M', 'I', 52998224725, NULL, NULL, NULL, false, 1, 1, NULL, 76, NULL, NULL),
+  (101, '2014-03-14', 'F', 104, NULL, NULL, 1, 4927, 1, '2024-01-02 09:00', 'M', 'I', NULL, 1, 12345678901, '898001234567890', false, 1, 1, NULL, 76, 7, 'Alérgica a amendoim'),
+  (102, '1980-01-01', 'M', NULL, 6, 1, 1, 4927, 1, '2024-01-02 09:01', 'M', 'I', 0, NULL, NULL, NULL, false, 1, 2, NULL, 76, NULL, NULL),
+  (103, '2012-05-05', 'M', NULL, NULL, NULL, 1, 4927, 1, '2024-01-02 09:02', 'M', 'I', 52998224725, NULL, NULL, NULL, false, 1, 1, 'Zé', 76, NULL, NULL),
+  (104, '1985-07-07', 'F', NULL, 6, 1, 1, 4927, 1, '2024-01-02 09:03', 'M', 'I', NULL, NULL, NULL, NULL, false, 1, 1, NULL, 76, NULL, NULL),
+  (105, '2015-02-02', 'M', 104, NULL, NULL, 1, 4927, 1, '2024-01-02 09:04', 'M', 'I', NULL, NULL, NULL, NULL, false, 1, 1, NULL, 76, NULL, NULL);
 INSERT INTO pmieducar.aluno (cod_aluno, ref_idpes, data_cadastro) VALUES (1, 101, now()), (2, 103, now()), (3, 105, now());
 INSERT INTO pmieducar.servidor (cod_servidor, ref_cod_instituicao, carga_horaria, data_cadastro) VALUES (102, 1, 40, now());
 INSERT INTO modules.educacenso_cod_aluno (cod_aluno, cod_aluno_inep, created_at) VALUES (1, 111111111111, now()), (2, 333333333333, now());
@@ -104,6 +134,9 @@ SELECT fisica.idpes::text AS codigo,
  ORDER BY fisica.idpes`;
 
 const TABLES = [
+  'cadastro.escolaridade',
+  'cadastro.estado_civil',
+  'pmieducar.religiao',
   'cadastro.pessoa',
   'cadastro.fisica',
   'pmieducar.aluno',
@@ -206,14 +239,20 @@ const auditRows = async () =>
     }>('SELECT "schema", "table", context, before, after FROM public.ieducar_audit ORDER BY id')
   ).rows;
 
-describe('the i-Educar script', () => {
-  it('fixes record 30 at its sources, one audit row per change with our context, and reports what changed since', async () => {
-    const script = await ieducarScriptText(RETORNO, OPTIONS);
-    const run = await runScript(script);
+/** The columns whose values differ between an audit row's before and after. */
+const changedColumns = (row: { before: Record<string, unknown>; after: Record<string, unknown> }) =>
+  Object.keys(row.after)
+    .filter((key) => JSON.stringify(row.before[key]) !== JSON.stringify(row.after[key]))
+    .sort();
+
+describe('the i-Educar files', () => {
+  it('fix record 30 at its sources, one audit row per change with our context, only the changed columns, and report what changed since', async () => {
+    const { correcao } = await scripts(RETORNO);
+    const run = await runScript(correcao);
 
     expect(await record30()).toEqual([
       { codigo: '101', inep: '111111111112', cpf: null, nome: 'MARIA DAVILA SOUZA', data_nascimento: '15/03/2014', filiacao1: 'Ana Souza' },
-      { codigo: '102', inep: '222222222223', cpf: '01234567890', nome: 'JOAO LIMA', data_nascimento: '01/01/1980', filiacao1: null },
+      { codigo: '102', inep: '222222222223', cpf: '01234567890', nome: 'JOAO DE LIMA', data_nascimento: '01/01/1980', filiacao1: null },
       // Changed in i-Educar since the return: left as it is.
       {
         codigo: '103',
@@ -226,77 +265,128 @@ describe('the i-Educar script', () => {
       // Skipped (formulario, grafia): untouched; the mother's row shared with 101 too.
       { codigo: '105', inep: null, cpf: null, nome: 'PEDRO SOUZA', data_nascimento: '02/02/2015', filiacao1: 'Ana Souza' },
     ]);
-    const { rows: pessoa } = await db.query('SELECT nome, slug FROM cadastro.pessoa WHERE idpes = 101');
-    // The Receita's value as given (accents kept), and the slug i-Educar's name search reads.
-    expect(pessoa).toEqual([{ nome: "MARIA D'ÁVILA SOUZA", slug: 'maria davila souza' }]);
+    const { rows: pessoa } = await db.query('SELECT idpes::int, nome, slug FROM cadastro.pessoa WHERE idpes IN (101, 102) ORDER BY idpes');
+    // The Receita's name in the case i-Educar keeps each: as typed for 101, in capitals for 102.
+    expect(pessoa).toEqual([
+      { idpes: 101, nome: "Maria D'Ávila Souza", slug: 'maria davila souza' },
+      { idpes: 102, nome: 'JOÃO DE LIMA', slug: 'joao de lima' },
+    ]);
 
     const audit = await auditRows();
     expect(audit.map((a) => `${a.schema}.${a.table}`)).toEqual([
       'cadastro.pessoa',
       'cadastro.fisica',
-      'cadastro.fisica',
       'modules.educacenso_cod_aluno',
+      'cadastro.fisica',
       'modules.educacenso_cod_docente',
+      'cadastro.pessoa',
     ]);
-    for (const row of audit) expect(row.context).toEqual({ user_id: 7, user_name: OPTIONS.userName, origin: OPTIONS.origin });
-    expect(audit[0]!.before).toMatchObject({ idpes: 101, nome: "Maria D'Ávila" });
-    expect(audit[0]!.after).toMatchObject({ idpes: 101, nome: "MARIA D'ÁVILA SOUZA" });
-    expect(audit[2]!.after).toMatchObject({ idpes: 102, cpf: 1234567890 });
+    // Who, and from which school and return: i-Educar's audit screen shows the origin.
+    for (const row of audit) {
+      expect(row.context).toEqual({ user_id: 7, user_name: OPTIONS.userName, origin: 'censo-api: teste: escola 35000001 / retorno.json' });
+    }
+    expect(audit.map(changedColumns)).toEqual([
+      ['data_rev', 'nome', 'slug'],
+      ['data_nasc'],
+      ['cod_aluno_inep', 'updated_at'],
+      ['cpf'],
+      ['cod_docente_inep', 'updated_at'],
+      ['data_rev', 'nome', 'slug'],
+    ]);
+    expect(audit[0]!.before).toMatchObject({ idpes: 101, nome: "Maria D'Ávila", situacao: 'P', origem_gravacao: 'U', idpes_cad: 1 });
+    expect(audit[1]!.after).toMatchObject({
+      idpes: 101,
+      data_nasc: '2014-03-15',
+      observacao: 'Alérgica a amendoim',
+      sus: '898001234567890',
+    });
+    expect(audit[0]!.after).toMatchObject({ idpes: 101, nome: "Maria D'Ávila Souza" });
+    expect(audit[3]!.after).toMatchObject({ idpes: 102, cpf: 1234567890 });
 
     expect(run.notices).toContain('Não alterado: idpes 103 (nome): alterado desde o envio');
-    expect(run.notices).toContain('Correções aplicadas: 5; já corrigidas: 0; não alteradas: 1.');
+    expect(run.notices).toContain('Correções aplicadas: 6; já corrigidas: 0; não alteradas: 1.');
     expect(run.output).toMatch(/103 .*alterado desde o envio/);
   });
 
-  it('the preview alone reads and changes nothing', async () => {
-    const script = await ieducarScriptText(RETORNO, OPTIONS);
-    // What `sed '/^-- FIM DA PRÉVIA/q'` keeps.
-    const preview = script.slice(0, script.indexOf(`\n${IEDUCAR_PREVIEW_END}`) + 1);
-    expect(preview).toContain('BEGIN READ ONLY;');
-    expect(preview).not.toContain('COMMIT');
+  it('the preview reads, shows the person’s name in i-Educar beside the idpes, and changes nothing', async () => {
+    const { previa } = await scripts(RETORNO);
     const before = await dump();
-    const run = await runScript(preview);
+    const run = await runScript(previa);
     expect(await dump()).toBe(before);
-    for (const expected of [/101 .*nome .*aplicar/, /102 .*cpf .*aplicar/, /103 .*nome .*José Santos Filho .*alterado desde o envio/]) {
+    for (const expected of [
+      /101 .*Maria D'Ávila .*nome .*Maria D'Ávila Souza .*aplicar/,
+      /102 .*JOÃO LIMA .*nome .*JOÃO DE LIMA .*aplicar/,
+      /102 .*JOÃO LIMA .*cpf .*aplicar/,
+      /101 .*data_nascimento .*14\/03\/2014 .*15\/03\/2014 .*15\/03\/2014 .*aplicar/,
+      /103 .*José Santos Filho .*nome .*alterado desde o envio/,
+    ]) {
       expect(run.output).toMatch(expected);
     }
   });
 
   it('run twice, the second run changes nothing and leaves no audit row', async () => {
-    const script = await ieducarScriptText(RETORNO, OPTIONS);
-    await runScript(script);
+    const { correcao } = await scripts(RETORNO);
+    await runScript(correcao);
     const afterFirst = await dump();
-    const second = await runScript(script);
+    const second = await runScript(correcao);
     expect(await dump()).toBe(afterFirst);
-    expect(await auditRows()).toHaveLength(5);
-    expect(second.notices).toContain('Correções aplicadas: 0; já corrigidas: 5; não alteradas: 1.');
+    expect(await auditRows()).toHaveLength(6);
+    expect(second.notices).toContain('Correções aplicadas: 0; já corrigidas: 6; não alteradas: 1.');
+  });
+
+  it('one change for a person several schools list; none for a person the Receita gives two values', async () => {
+    const { correcao } = await scripts([
+      { ...divergencia('101', 'data_nascimento', '14/03/2014', '15/03/2014'), referencia: 'A' },
+      { ...divergencia('101', 'data_nascimento', '14/03/2014', '15/03/2014'), referencia: 'B' },
+      // A third school sent another date: once the first two are applied, nothing is left to do.
+      { ...divergencia('101', 'data_nascimento', '13/03/2014', '15/03/2014'), referencia: 'C' },
+      { ...divergencia('102', 'nome', 'JOAO LIMA', 'JOAO DE LIMA'), referencia: 'A' },
+      { ...divergencia('102', 'nome', 'JOAO LIMA', 'JOAO LIMA NETO'), referencia: 'B' },
+    ]);
+    const run = await runScript(correcao);
+    expect(run.notices).toContain('Correções aplicadas: 2; já corrigidas: 1; não alteradas: 2.');
+    expect(run.notices).toContain('Não alterado: idpes 102 (nome): valores diferentes da Receita Federal');
+    expect(await auditRows()).toHaveLength(1);
+    expect((await db.query('SELECT nome FROM cadastro.pessoa WHERE idpes = 102')).rows).toEqual([{ nome: 'JOÃO LIMA' }]);
   });
 
   it('skips, and lists with the reason, a code that is not an idpes and every divergence that is not the file’s to fix', async () => {
-    const script = await ieducarScriptText(RETORNO, OPTIONS);
-    const listed = script.split('\n').filter((line) => line.startsWith('--   código'));
+    const { correcao } = await scripts(RETORNO);
+    const listed = correcao.split('\n').filter((line) => line.startsWith('--   ['));
     expect(listed).toHaveLength(4);
     expect(listed.find((line) => line.includes('"ABC-9"'))).toContain('não é um idpes do i-Educar');
     expect(listed.find((line) => line.includes('Filiação 1'))).toContain('só o cidadão corrige, na Receita Federal');
     // A mother's row is reached only through fisica.idpes_mae: no statement of the script names it.
-    const statements = script
+    const statements = correcao
       .split('\n')
       .filter((line) => !line.startsWith('--'))
       .join('\n');
     expect(statements).not.toMatch(/idpes_mae|idpes_pai/);
   });
 
-  it('a value with quotes or a backslash cannot break the script', async () => {
+  it('a Receita value that is no name is listed and never written; a line break breaks no preview', async () => {
     const hostile = [
       divergencia('101', 'nome', 'MARIA DAVILA', "MARIA D'ÁVILA'; DROP TABLE cadastro.pessoa; --"),
-      divergencia('999', null, "x'\n); DROP TABLE cadastro.fisica; --", 'y\\', 'formulario'),
+      divergencia('102', 'nome', 'JOAO LIMA', 'JOAO\n-- FIM DA PRÉVIA\nLIMA'),
+      divergencia('103', 'nome', 'JOSE SANTOS', 'JOSE \\ $$ SANTOS'),
+      // A sent value with a line break on a change that applies: shown on one line.
+      divergencia('104', 'data_nascimento', '07/07/1985', '08/07/1985'),
+      { ...divergencia('999', null, "x'\n); DROP TABLE cadastro.fisica; --", 'y\\', 'formulario') },
     ];
-    const run = await runScript(await ieducarScriptText(hostile, { ...OPTIONS, userName: 'O\'Brien "\\"' }));
-    expect(run.notices).toContain('Correções aplicadas: 1');
-    const { rows } = await db.query('SELECT nome FROM cadastro.pessoa WHERE idpes = 101');
-    expect(rows).toEqual([{ nome: "MARIA D'ÁVILA'; DROP TABLE cadastro.pessoa; --" }]);
+    const options = { ...OPTIONS, userName: 'O\'Brien "\\"' };
+    const { previa, correcao } = await scripts(hostile, options);
+    const preview = await runScript(previa);
+    expect(preview.output).toMatch(/104 .*Ana Souza .*data_nascimento .*aplicar/);
+    const run = await runScript(correcao);
+    expect(run.notices).toContain('Correções aplicadas: 1; já corrigidas: 0; não alteradas: 0.');
+    const { rows } = await db.query('SELECT idpes::int, nome FROM cadastro.pessoa WHERE idpes IN (101, 102, 103) ORDER BY idpes');
+    expect(rows).toEqual([
+      { idpes: 101, nome: "Maria D'Ávila" },
+      { idpes: 102, nome: 'JOÃO LIMA' },
+      { idpes: 103, nome: 'José Santos Filho' },
+    ]);
     expect((await auditRows())[0]!.context).toMatchObject({ user_name: 'O\'Brien "\\"' });
-    expect((await db.query('SELECT count(*)::int AS n FROM cadastro.fisica')).rows).toEqual([{ n: 5 }]);
+    expect((await db.query('SELECT count(*)::int AS n FROM cadastro.fisica')).rows).toEqual([{ n: 6 }]);
   });
 
   it("compares names under the census's writing rule exactly as inepNome writes them", async () => {

@@ -82,3 +82,21 @@ export function slugOf(name: string): string {
     .replace(/[\s-]+/g, ' ')
     .trim();
 }
+
+/**
+ * A value as the script displays it (issue 56): on one line, whatever it holds. Control
+ * characters, NEL and the Unicode line separators are written as JSON writes them (`\n`,
+ * `\u0085`), so no value can end a comment, split a preview row or look like a line of SQL.
+ */
+export function sqlShown(value: string): string {
+  // eslint-disable-next-line no-control-regex
+  return value.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => {
+    const named: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+    return named[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  });
+}
+
+/** A text expression of the database shown on one line: its control characters as spaces. */
+export function sqlOneLine(expression: string): string {
+  return `regexp_replace(${expression}, E'[\\\\x01-\\\\x1f\\\\x7f-\\\\x9f\\\\u2028\\\\u2029]', ' ', 'g')`;
+}
