@@ -71,10 +71,14 @@ describe('the same answers as the API', () => {
       const run = await censo(['corrigir', c.retorno.json, c.txt, '-o', out]);
       expect(run.code).toBe(0);
       expect(run.stdout.length).toBe(0);
-      // ALU0001's CPF was sent: Educacenso does not change it by migration (field 5 rule 10, SPEC §11).
+      // ALU0001's CPF was sent: Educacenso does not change it by migration (field 5 rule 10, SPEC §11);
+      // ALU0003's father and sex have no field the file writes.
       expect(run.stderr).toBe(
-        'Pessoas corrigidas: 3\nCorreções não aplicadas: 1\n' +
-          '  ALU0001 (linha 2 do txt), CPF: 52998224726: o Educacenso não troca por arquivo um CPF que já tem (regra 10 do CPF).\n',
+        'Pessoas corrigidas: 3 (linhas de pessoas que o arquivo corrigido altera)\n' +
+          'Correções não aplicadas: 3 (divergências destas pessoas que o arquivo corrigido não escreve, fora as só de grafia)\n' +
+          '  ALU0001 (linha 2 do txt), CPF: 52998224726: o Educacenso não troca por arquivo um CPF que já tem (regra 10 do CPF).\n' +
+          '  ALU0003 (linha 4 do txt), Filiação 2: JOSE DE LIMA: o arquivo corrigido não altera a filiação 2, e a Receita Federal não guarda o nome do pai.\n' +
+          '  ALU0003 (linha 4 do txt), Sexo: 2: o arquivo corrigido não altera este campo.\n',
       );
       expect((await readFile(out)).equals(await api('/api/censo-corrigido', [retorno(c), txt(c)]))).toBe(true);
     }

@@ -31,12 +31,23 @@ describe.each(CASOS.map((caso, i) => [i, caso] as const))('case %i', (i, caso: C
 
     const run = await censo(['corrigir', retorno, txt, '-o', out]);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stderr.split('\n').slice(0, 2)).toEqual([
-      `Pessoas corrigidas: ${caso.linha === null ? 0 : 1}`,
-      `Correções não aplicadas: ${caso.naoAplicadas}`,
+    const lines = run.stderr.split('\n');
+    expect(lines.slice(0, 2)).toEqual([
+      `Pessoas corrigidas: ${caso.linha === null ? 0 : 1} (linhas de pessoas que o arquivo corrigido altera)`,
+      `Correções não aplicadas: ${caso.naoAplicadas} (divergências destas pessoas que o arquivo corrigido não escreve, fora as só de grafia)`,
     ]);
-    // One line per correction left out, each naming the rule.
-    expect(run.stderr.split('\n').filter((line) => line.startsWith('  ALU1 '))).toHaveLength(caso.naoAplicadas);
+    // One line per correction left out, each naming the rule; then the persons rule 25 may refuse.
+    const regra25 = lines.findIndex((line) => line.startsWith('Pessoas que o INEP pode recusar'));
+    const listed = lines.slice(2, regra25 < 0 ? undefined : regra25).filter((line) => /^ {2}ALU\d /.test(line));
+    expect(listed).toHaveLength(caso.naoAplicadas);
+    for (const line of listed) expect(line).toMatch(/: [^:]+\.$/);
+    if (caso.regra25) {
+      expect(lines.slice(regra25, regra25 + 2)).toEqual([
+        'Pessoas que o INEP pode recusar (regra 25, descaracterização): 1 (o arquivo leva o nome e a data de nascimento da ' +
+          'Receita Federal; confirme os dados delas no formulário do Educacenso)',
+        '  ALU1 (linha 2 do txt)',
+      ]);
+    } else expect(regra25).toBe(-1);
     expect((await readFile(out)).toString('latin1')).toBe(corrigidoDe(caso));
   });
 });

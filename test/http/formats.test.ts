@@ -17,7 +17,22 @@ import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '.
 const run = promisify(execFile);
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const DIVERGENCIA_COLUMNS = ['codigo_na_escola', 'linha', 'campo', 'enviado', 'correto', 'is_filiacao', 'chave', 'correcao'];
-const PESSOA_COLUMNS = ['codigo_na_escola', 'linha', 'cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae'];
+const PESSOA_COLUMNS = [
+  'codigo_na_escola',
+  'linha',
+  'cpf',
+  'nome',
+  'data_nascimento',
+  'inep',
+  'nome_mae',
+  'arquivo_cpf',
+  'arquivo_nome',
+  'arquivo_data_nascimento',
+  'arquivo_inep',
+  'arquivo_nome_mae',
+  'nao_aplicadas',
+  'regra_25',
+];
 const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 
 // Workbooks are for people (SPEC §3.5, session 4): the same columns in the same order, headed by
@@ -30,11 +45,12 @@ const DADO: Record<string, string> = {
   nome_mae: 'Nome da mãe',
   nome_pai: 'Nome do pai',
 };
-/** SPEC §11: the corrected file applies exactly the divergences whose `correcao` is `arquivo`. */
-const applied = (item: Record<string, unknown>): boolean => item.correcao === 'arquivo';
+/** SPEC §11: from the return alone, the corrected file writes the `arquivo` and `educacenso` ones. */
+const applied = (item: Record<string, unknown>): boolean => item.correcao === 'arquivo' || item.correcao === 'educacenso';
 /** The words of `correcao` (SPEC §11), written again here. */
 const COMO: Record<string, string> = {
   arquivo: 'Arquivo corrigido',
+  educacenso: 'Já no Educacenso',
   formulario: 'Formulário do Educacenso',
   receita: 'Cidadão na Receita Federal',
   grafia: 'Só grafia',
@@ -60,15 +76,31 @@ const DIVERGENCIA_SHEET = {
     String(d.correto),
     d.is_filiacao ? 'Sim' : 'Não',
     d.chave === null ? 'Outro campo' : DADO[d.chave as string]!,
-    applied(d) ? 'Sim' : 'não corrigido automaticamente',
+    applied(d) ? 'Sim' : 'Não',
     COMO[d.correcao as string]!,
     // The sentence is the core's own (its wording is no contract); that there is one per row is.
     orientacao(d as unknown as Divergencia),
   ],
 };
 const PESSOA_SHEET = {
-  columns: ['Código na escola', 'Linha no txt', 'CPF', 'Nome', 'Data de nascimento', 'INEP', 'Nome da mãe'],
-  cells: (p: Record<string, unknown>) => PESSOA_COLUMNS.map((c) => (p[c] === null ? '' : String(p[c]))),
+  columns: [
+    'Código na escola',
+    'Linha no txt',
+    'CPF',
+    'Nome',
+    'Data de nascimento',
+    'INEP',
+    'Nome da mãe',
+    'CPF no arquivo corrigido',
+    'Nome no arquivo corrigido',
+    'Data de nascimento no arquivo corrigido',
+    'INEP no arquivo corrigido',
+    'Filiação 1 no arquivo corrigido',
+    'Não aplicadas no arquivo corrigido (e por quê)',
+    'O INEP pode recusar a pessoa (regra 25)',
+  ],
+  cells: (p: Record<string, unknown>) =>
+    PESSOA_COLUMNS.map((c) => (p[c] === null ? '' : typeof p[c] === 'boolean' ? (p[c] ? 'Sim' : 'Não') : String(p[c]))),
 };
 
 /** An independent RFC 4180 oracle: quote when needed, double quotes, CRLF. */
@@ -124,9 +156,10 @@ describe.each(['embedded', 'queue'] as const)('%s mode', (mode) => {
     expect(response.headers.get('content-type')).toBe('text/plain; charset=ISO-8859-1');
     expect(response.headers.get('content-disposition')).toBe('attachment; filename="censo-corrigido.txt"');
     expect(response.headers.get('censo-pessoas-corrigidas')).toBe('3');
-    // ALU0001's CPF was sent: Educacenso does not change it by migration (field 5 rule 10, SPEC §11).
-    expect(response.headers.get('censo-correcoes-nao-aplicadas')).toBe('1');
-    // Written by hand from the fixture: ALU0001 (INEP id, birth date; not the CPF), ALU0002 (name),
+    // ALU0001's CPF was sent: Educacenso does not change it by migration (field 5 rule 10, SPEC §11);
+    // ALU0003's father and sex have no field the file writes.
+    expect(response.headers.get('censo-correcoes-nao-aplicadas')).toBe('3');
+    // Written by hand from the fixture: ALU0001 (INEP id, birth date; not the CPF), ALU0002 (name, mother),
     // SRV0042 (birth date; its name correction JOÃO → JOAO equals what the file has).
     const original = (await readFile(basico.txt)).toString('latin1').split('\n');
     const expected = [...original];
@@ -134,7 +167,8 @@ describe.each(['embedded', 'queue'] as const)('%s mode', (mode) => {
       '|123456789012|52998224725|MARIA DA SILVA SOUZA|14/03/2014|',
       '|123456789099|52998224725|MARIA DA SILVA SOUZA|15/03/2014|',
     );
-    expected[2] = original[2]!.replace('|JOAO PEDRO SOUZA|', '|JOAO PEDRO DE SOUZA|');
+    // ALU0002's filiação 1 as Educacenso holds it (field 8 rule 4: the Receita's mother, SPEC §11).
+    expected[2] = original[2]!.replace('|JOAO PEDRO SOUZA|', '|JOAO PEDRO DE SOUZA|').replace('|1|MARIA SOUZA|', '|1|MARIA DE SOUZA|');
     expected[5] = original[5]!.replace('|JOAO PEREIRA LIMA|02/10/1980|', '|JOAO PEREIRA LIMA|03/10/1980|');
     expect(expected).not.toEqual(original);
     expect(bytes.equals(Buffer.from(expected.join('\n'), 'latin1'))).toBe(true);
@@ -211,7 +245,7 @@ describe.each(['embedded', 'queue'] as const)('%s mode', (mode) => {
       if (name === 'divergencias') {
         // The fixture has both kinds, so the column says something.
         const said = new Set(items.map((item) => planilha.cells(item)[columns.indexOf('No arquivo corrigido')]));
-        expect(said).toEqual(new Set(['Sim', 'não corrigido automaticamente']));
+        expect(said).toEqual(new Set(['Sim', 'Não']));
       }
     },
   );
@@ -265,7 +299,7 @@ describe('LibreOffice opens the workbook with CPFs intact', () => {
       expect(csv[0]).toBe(DIVERGENCIA_SHEET.columns.join(','));
       // A CPF already sent is not changed by migration (field 5 rule 10): the form's to fix.
       expect(csv[1]).toBe(
-        '007,2,Número do CPF,01234567890,00234567891,Não,CPF,não corrigido automaticamente,Formulário do Educacenso,' +
+        '007,2,Número do CPF,01234567890,00234567891,Não,CPF,Não,Formulário do Educacenso,' +
           'O Educacenso não troca por arquivo um CPF que já tem (regra 10 do CPF): corrija no formulário do Educacenso.',
       );
     } finally {

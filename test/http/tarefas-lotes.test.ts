@@ -399,17 +399,19 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
         );
         expect(byRow[i]![7]).toBe(d.is_filiacao ? 'Sim' : 'Não');
       });
-      expect(new Set(byRow.map((row) => row[9]))).toEqual(new Set(['Sim', 'não corrigido automaticamente']));
-      // How each gets fixed, in words (SPEC §11), and 'Sim' exactly for the corrected file's.
+      expect(new Set(byRow.map((row) => row[9]))).toEqual(new Set(['Sim', 'Não']));
+      // How each gets fixed, in words (SPEC §11), and 'Sim' exactly for what the corrected file writes.
       const como = {
         arquivo: 'Arquivo corrigido',
+        educacenso: 'Já no Educacenso',
         formulario: 'Formulário do Educacenso',
         receita: 'Cidadão na Receita Federal',
         grafia: 'Só grafia',
       };
       expected().forEach((item, i) => {
         const correcao = (item as unknown as { correcao: keyof typeof como }).correcao;
-        expect([byRow[i]![9], byRow[i]![10]]).toEqual([correcao === 'arquivo' ? 'Sim' : 'não corrigido automaticamente', como[correcao]]);
+        const escrita = correcao === 'arquivo' || correcao === 'educacenso';
+        expect([byRow[i]![9], byRow[i]![10]]).toEqual([escrita ? 'Sim' : 'Não', como[correcao]]);
         expect(byRow[i]![11]).toMatch(/\.$/);
       });
       expect(falhas!.rows).toEqual([
