@@ -215,6 +215,7 @@ describe('censo lote lists every file; censo resumo counts per school', () => {
       nome_pai: 0,
       outro: 0,
       correcao_arquivo: 0,
+      correcao_educacenso: 0,
       correcao_formulario: 0,
       correcao_receita: 0,
       correcao_grafia: 0,
@@ -240,21 +241,21 @@ describe('censo lote lists every file; censo resumo counts per school', () => {
     const csv = await censo(['resumo', results.xlsx[0]!, '--format', 'csv']);
     expect(csv.stdout.toString('utf8').split('\r\n')).toEqual([
       'referencia,arquivos,falhas,divergencias,cpf,nome,data_nascimento,inep,nome_mae,nome_pai,outro,' +
-        'correcao_arquivo,correcao_formulario,correcao_receita,correcao_grafia',
+        'correcao_arquivo,correcao_educacenso,correcao_formulario,correcao_receita,correcao_grafia',
       // Read back from the workbook's words (Como corrigir): the name is the file's to fix, the CPFs the form's.
-      'escola-a/retorno.json,1,0,2,1,1,0,0,0,0,0,1,1,0,0',
-      'escola-b/retorno.json,1,0,9,9,0,0,0,0,0,0,0,9,0,0',
-      'escola-c/retorno.json,1,0,1,1,0,0,0,0,0,0,0,1,0,0',
-      'escola-d/retorno.json,1,0,0,0,0,0,0,0,0,0,0,0,0,0',
-      'Total,4,0,12,11,1,0,0,0,0,0,1,11,0,0',
+      'escola-a/retorno.json,1,0,2,1,1,0,0,0,0,0,1,0,1,0,0',
+      'escola-b/retorno.json,1,0,9,9,0,0,0,0,0,0,0,0,9,0,0',
+      'escola-c/retorno.json,1,0,1,1,0,0,0,0,0,0,0,0,1,0,0',
+      'escola-d/retorno.json,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0',
+      'Total,4,0,12,11,1,0,0,0,0,0,1,0,11,0,0',
       '',
     ]);
     const saida = path.join(work, 'resumo.xlsx');
     expect((await censo(['resumo', results.json[0]!, '-o', saida])).code).toBe(0);
     const sheet = (await workbook(saida)).getWorksheet('resumo')!;
     expectFilteredAndFrozen(sheet);
-    expect(sheet.getRow(6).values).toEqual([undefined, 'Total', 4, 0, 12, 11, 1, 0, 0, 0, 0, 0, 1, 11, 0, 0]);
-    for (let column = 2; column <= 15; column++) expect(sheet.getRow(2).getCell(column).type).toBe(ExcelJS.ValueType.Number);
+    expect(sheet.getRow(6).values).toEqual([undefined, 'Total', 4, 0, 12, 11, 1, 0, 0, 0, 0, 0, 1, 0, 11, 0, 0]);
+    for (let column = 2; column <= 16; column++) expect(sheet.getRow(2).getCell(column).type).toBe(ExcelJS.ValueType.Number);
   });
 });
 

@@ -232,6 +232,14 @@ describe('census txt', () => {
           data_nascimento: '14/03/2014',
           inep: '123456789012',
           nome_mae: 'M\u00c3E',
+          // A CPF the school sent stays in the corrected file (field 5 rule 10, SPEC §11).
+          arquivo_cpf: '52998224725',
+          arquivo_nome: 'JO\u00c3O CONCEI\u00c7\u00c3O',
+          arquivo_data_nascimento: '14/03/2014',
+          arquivo_inep: '123456789012',
+          arquivo_nome_mae: 'M\u00c3E',
+          nao_aplicadas: 'CPF: o Educacenso não troca por arquivo um CPF que já tem (regra 10 do CPF)',
+          regra_25: false,
         },
       ],
     });

@@ -93,7 +93,7 @@ describe('GET /api/lotes/{id}/correcoes', () => {
       expect(script).toContain("(1, 101, 'nome', 'MARIA DAVILA', 'MARIA D''ÁVILA SOUZA'");
       expect(script).toContain("'35000001 / escola-a.json'");
       expect(script).toMatch(/^-- {3}\[35000002 \/ escola-b\.json\] código "ALU9".*não é um idpes do i-Educar/m);
-      expect(script).toMatch(/^-- {3}\[35000001 \/ escola-a\.json\] código "103".*Filiação 1.*na Receita Federal/m);
+      expect(script).toMatch(/^-- {3}\[35000001 \/ escola-a\.json\] código "103".*Filiação 1.*corrija só no sistema da escola/m);
       expect(script).toContain(`-- Lote ${lote}: a escola e o retorno de cada correção estão na coluna "origem".`);
       if (parte === 'correcao') expect(script.trimEnd().endsWith('COMMIT;')).toBe(true);
       else expect(script).not.toMatch(/^COMMIT;/m);

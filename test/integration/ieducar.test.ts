@@ -355,7 +355,9 @@ describe('the i-Educar files', () => {
     const listed = correcao.split('\n').filter((line) => line.startsWith('--   ['));
     expect(listed).toHaveLength(4);
     expect(listed.find((line) => line.includes('"ABC-9"'))).toContain('não é um idpes do i-Educar');
-    expect(listed.find((line) => line.includes('Filiação 1'))).toContain('só o cidadão corrige, na Receita Federal');
+    expect(listed.find((line) => line.includes('Filiação 1'))).toContain(
+      'o cidadão precisa atualizar o cadastro do CPF na Receita Federal',
+    );
     // A mother's row is reached only through fisica.idpes_mae: no statement of the script names it.
     const statements = correcao
       .split('\n')

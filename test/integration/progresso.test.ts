@@ -61,6 +61,7 @@ const KINDS = [
   'outro',
   // How each gets fixed (SPEC §11): every divergence of the batch has one.
   'correcao_arquivo',
+  'correcao_educacenso',
   'correcao_formulario',
   'correcao_receita',
   'correcao_grafia',
@@ -192,13 +193,13 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     const csv = (await request(server, 'GET', `/api/lotes/${lotes[0]}/resumo?format=csv`)).bytes.toString('utf8');
     expect(csv.split('\r\n')).toEqual([
       'referencia,arquivos,falhas,divergencias,cpf,nome,data_nascimento,inep,nome_mae,nome_pai,outro,' +
-        'correcao_arquivo,correcao_formulario,correcao_receita,correcao_grafia',
+        'correcao_arquivo,correcao_educacenso,correcao_formulario,correcao_receita,correcao_grafia',
       // The CPFs were sent (field 5 rule 10: formulario), the mother is the Receita's (receita).
-      'escola-a/retorno.json,1,0,3,1,1,1,0,0,0,0,2,1,0,0',
-      'escola-b/retorno.json,1,0,3,1,0,0,0,1,0,1,0,2,1,0',
-      'escola-c/retorno.json,1,0,1,1,0,0,0,0,0,0,0,1,0,0',
-      'escola-e/retorno.json,1,1,0,0,0,0,0,0,0,0,0,0,0,0',
-      'Total,4,1,7,3,1,1,0,1,0,1,2,4,1,0',
+      'escola-a/retorno.json,1,0,3,1,1,1,0,0,0,0,2,0,1,0,0',
+      'escola-b/retorno.json,1,0,3,1,0,0,0,1,0,1,0,1,2,0,0',
+      'escola-c/retorno.json,1,0,1,1,0,0,0,0,0,0,0,0,1,0,0',
+      'escola-e/retorno.json,1,1,0,0,0,0,0,0,0,0,0,0,0,0,0',
+      'Total,4,1,7,3,1,1,0,1,0,1,2,1,4,0,0',
       '',
     ]);
   });
