@@ -273,9 +273,9 @@ describe('the staff page, accessible', () => {
       const written = fileLines[linha]!.split('|');
       for (const [column, field, key] of FIELDS) {
         const cell = row[column]!;
-        if (cell.endsWith(' (não aplicada)')) {
-          // The tax authority's value, marked; the file kept the text file's.
-          expect(cell).toBe(`${pessoas[i]![key]} (não aplicada)`);
+        if (cell.includes(' (não aplicada: ')) {
+          // What the file writes (the text file's value), and the tax authority's beside it.
+          expect(cell).toBe(`${written[field]} (não aplicada: Receita ${pessoas[i]![key]})`);
           expect(written[field]).toBe(txtLines[linha]!.split('|')[field]);
           notApplied.push(`${row[0]} ${key}`);
         } else {
@@ -287,16 +287,16 @@ describe('the staff page, accessible', () => {
     // What the layout made of the others: not the return's spelling.
     expect(rows.map((r) => r.slice(2, 6))).toEqual([
       ['15350946057', 'MARIA DA SILVA', '14/03/2014', '123456789012'],
-      ['1535094605 (não aplicada)', 'JOSE SOUZA', '31/02/2013 (não aplicada)', '123456789013'],
+      ['11144477735 (não aplicada: Receita 1535094605)', 'JOSE SOUZA', '01/07/2013 (não aplicada: Receita 31/02/2013)', '123456789013'],
       ['39053344705', 'CARLOS LIMA', '23/11/2012', '123456789015'],
     ]);
     expect(await page.locator('#explica-nao-aplicadas').textContent()).toBe(
-      '2 correções não aplicadas: o valor da Receita Federal não cabe no layout do INEP, e o arquivo corrigido mantém o valor do .txt. ' +
+      '2 correções não aplicadas: divergências que o arquivo corrigido não escreve (fora as só de grafia), com o motivo de cada uma. ' +
         'Confira-as no Educacenso:',
     );
     expect(await page.locator('#lista-nao-aplicadas li').allTextContents()).toEqual([
-      'P002 (linha 3 do .txt) — CPF: 1535094605',
-      'P002 (linha 3 do .txt) — Data de nascimento: 31/02/2013',
+      'P002 (linha 3 do .txt) — CPF: o valor da Receita Federal não cabe no layout do INEP',
+      'P002 (linha 3 do .txt) — Data de nascimento: o valor da Receita Federal não cabe no layout do INEP',
     ]);
     expect(await page.locator('#contagens-corrigido').textContent()).toMatch(/Correções não aplicadas: 2 \(/);
     await expectAccessible(page, 'retorno + txt, com correções não aplicadas');
@@ -310,8 +310,8 @@ describe('the staff page, accessible', () => {
     expect((await tableRows(page, 'tabela-divergencias')).map((r) => `${r[0]} ${r[5]}: ${r[7]}`)).toEqual([
       'P001 CPF: Sim',
       'P001 Nome: Sim',
-      'P002 CPF: não corrigido automaticamente',
-      'P002 Data de nascimento: não corrigido automaticamente',
+      'P002 CPF: Não',
+      'P002 Data de nascimento: Não',
       'P003 INEP: Sim',
       'P003 Data de nascimento: Sim',
     ]);

@@ -16,7 +16,6 @@ import {
   screenshotsDir,
   tableRows,
 } from '../helpers/browser.js';
-import { inepCpf, inepData, inepId, inepNome } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
@@ -64,11 +63,33 @@ async function routeAnswer(route: string, files: UploadFile[]): Promise<Buffer> 
 }
 
 const text = (row: Record<string, unknown>, columns: string[]) => columns.map((c) => (row[c] === null ? '' : String(row[c])));
-const PESSOA_COLUMNS = ['codigo_na_escola', 'linha', 'cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae'];
-const WRITERS: Record<string, (value: string) => string | null> = { cpf: inepCpf, nome: inepNome, data_nascimento: inepData, inep: inepId };
-/** A person as the corrected file writes its fields 4–7 (SPEC §3.4); basico has no value the layout refuses. */
-const writtenPessoa = (p: Record<string, unknown>) =>
-  Object.fromEntries(Object.entries(p).map(([k, v]) => [k, WRITERS[k] && v !== '' ? WRITERS[k](String(v)) : v]));
+/** How the answer's `nao_aplicadas` names each field the persons table shows as the file writes it. */
+const CAMPO: Record<string, string> = {
+  cpf: 'CPF',
+  nome: 'Nome',
+  data_nascimento: 'Data de nascimento',
+  inep: 'INEP',
+  nome_mae: 'Filiação 1',
+};
+/**
+ * A person's row: each field as the corrected file writes it (the answer's `arquivo_*`, SPEC
+ * §3.2), the Receita's value beside one the file keeps, then rule 25 and the reasons.
+ */
+function pessoaRow(p: Record<string, unknown>): string[] {
+  const kept = (key: string): boolean =>
+    String(p.nao_aplicadas)
+      .split('; ')
+      .some((item) => item.startsWith(`${CAMPO[key]}:`));
+  const cell = (key: string): string =>
+    kept(key) ? `${String(p[`arquivo_${key}`])} (não aplicada: Receita ${String(p[key])})` : String(p[`arquivo_${key}`]);
+  return [
+    String(p.codigo_na_escola),
+    String(p.linha),
+    ...Object.keys(CAMPO).map(cell),
+    p.regra_25 ? 'Sim' : 'Não',
+    String(p.nao_aplicadas),
+  ];
+}
 /** The words a person reads for a divergence's `chave` (the page never shows field names). */
 const DADO: Record<string, string> = {
   cpf: 'CPF',
@@ -80,10 +101,11 @@ const DADO: Record<string, string> = {
   null: 'Outro campo',
 };
 /** SPEC §11: the corrected file applies a divergence exactly when its `correcao` is `arquivo`. */
-const applies = (d: Record<string, unknown>): boolean => d.correcao === 'arquivo';
+const applies = (d: Record<string, unknown>): boolean => d.correcao === 'arquivo' || d.correcao === 'educacenso';
 /** The words of `correcao` (SPEC §11), written again here. */
 const COMO: Record<string, string> = {
   arquivo: 'Arquivo corrigido',
+  educacenso: 'Já no Educacenso',
   formulario: 'Formulário do Educacenso',
   receita: 'Cidadão na Receita Federal',
   grafia: 'Só grafia',
@@ -95,7 +117,7 @@ function divergenciaRow(d: Record<string, unknown>): string[] {
     ...text(d, ['codigo_na_escola', 'linha', 'campo', 'enviado', 'correto']),
     DADO[chave]!,
     d.is_filiacao ? 'Sim' : 'Não',
-    applies(d) ? 'Sim' : 'não corrigido automaticamente',
+    applies(d) ? 'Sim' : 'Não',
     COMO[String(d.correcao)]!,
   ];
 }
@@ -152,7 +174,8 @@ describe('the staff page', () => {
       .poll(async () => new Set(await page.locator('#tabela-divergencias .contagens li').allTextContents()))
       .toEqual(new Set([...tally].map(([k, n]) => `${k}: ${n}`)));
     // The line above the table says how many, and how many the corrected file applies: the table's own numbers.
-    const applied = divergencias.filter(applies).length;
+    // `educacenso` rows are written too (filiação 1) but change nothing: the line counts `arquivo`.
+    const applied = divergencias.filter((d) => d.correcao === 'arquivo').length;
     const by = (correcao: string) => divergencias.filter((d) => d.correcao === correcao).length;
     const explained = (await page.locator('#explica-divergencias').textContent()) ?? '';
     expect(await page.locator('#tabela-divergencias .resumo').textContent()).toBe(
@@ -160,10 +183,13 @@ describe('the staff page', () => {
     );
     expect(explained).toContain(`${divergencias.length} divergências, uma por linha da tabela. ${applied} são corrigidas automaticamente`);
     // And how many each other way takes (SPEC §11), from the same column.
-    expect(explained).toContain(
-      `Das outras: ${by('formulario')} só no formulário do Educacenso (o INEP recusaria a troca por arquivo); ` +
-        `${by('receita')} pelo cidadão, na Receita Federal (ou o INEP já usa o valor da Receita); ${by('grafia')} só de grafia: nada a corrigir.`,
-    );
+    const ways = [
+      [by('formulario'), 'só no formulário do Educacenso (o INEP recusaria a troca por arquivo)'],
+      [by('educacenso'), 'já estão no Educacenso (o INEP gravou o nome da mãe da Receita Federal, e o arquivo corrigido leva o mesmo)'],
+      [by('receita'), 'pelo cidadão, na Receita Federal'],
+      [by('grafia'), 'só de grafia: nada a corrigir'],
+    ].filter(([n]) => Number(n) > 0);
+    expect(explained).toContain(`Das outras: ${ways.map(([n, how]) => `${n} ${how}`).join('; ')}.`);
     await page.screenshot({ path: path.join(SHOTS, 'divergencias.png'), fullPage: true });
 
     const campo = page.locator('#tabela-divergencias th').filter({ hasText: 'Campo no retorno' });
@@ -207,8 +233,10 @@ describe('the staff page', () => {
     await page.locator('#txt-pessoas').setInputFiles(basico.txt);
     await page.getByRole('button', { name: 'Ver pessoas corrigidas' }).click();
     await page.locator('#tabela-pessoas tbody tr').first().waitFor();
-    // CPF, Nome, Data de nascimento and INEP as the corrected file writes them (JOÃO → JOAO).
-    expect(await tableRows(page, 'tabela-pessoas')).toEqual(pessoas.map((p) => text(writtenPessoa(p), PESSOA_COLUMNS)));
+    // CPF, Nome, Data de nascimento, INEP and Filiação 1 as the corrected file writes them (JOÃO → JOAO;
+    // ALU0001's CPF, which rule 10 keeps, beside the Receita's).
+    expect(await tableRows(page, 'tabela-pessoas')).toEqual(pessoas.map(pessoaRow));
+    expect((await tableRows(page, 'tabela-pessoas'))[0]![2]).toBe('52998224725 (não aplicada: Receita 52998224726)');
     expect(await page.locator('#tabela-pessoas th').allTextContents()).toEqual([
       'Código na escola',
       'Linha no txt',
@@ -216,7 +244,9 @@ describe('the staff page', () => {
       'Nome',
       'Data de nascimento',
       'INEP',
-      'Nome da mãe',
+      'Filiação 1 (nome da mãe)',
+      'O INEP pode recusar (regra 25)',
+      'Não aplicadas (e por quê)',
     ]);
     expect(await page.locator('#explica-pessoas').textContent()).toContain(`${pessoas.length} pessoas do .txt têm divergência`);
     const files: UploadFile[] = [
@@ -237,11 +267,13 @@ describe('the staff page', () => {
     expect(pessoas.length - changed).toBe(1);
     expect(await page.locator('#contagens-corrigido').textContent()).toBe(
       `Arquivo corrigido: ${changed} linhas alteradas de ${pessoas.length} pessoas da tabela. Correções não aplicadas: ${notApplied}` +
-        ' (a linha mantém o valor do .txt: o layout do INEP não aceita o valor da Receita, marcado na tabela com “(não aplicada)”, ' +
-        'ou o INEP recusaria a troca por arquivo; a aba “Divergências” diz, na coluna “Como corrigir”, quem corrige e onde). ' +
+        ' (divergências que o arquivo não escreve, fora as só de grafia: a tabela marca cada uma com “(não aplicada)” e a coluna ' +
+        '“Não aplicadas” diz o motivo). ' +
         '1 pessoa não teve a linha alterada: só divergências que não são corrigidas automaticamente (filiação, Sexo, Cor/Raça) ' +
         'ou que não puderam ser aplicadas. Corrija-as no Educacenso.',
     );
+    // One count (SPEC §11): the page said the same before the download, from the persons' answer.
+    expect(await page.locator('#explica-nao-aplicadas').textContent()).toMatch(new RegExp(`^${notApplied} correções não aplicadas: `));
     const csv = await downloaded(page, () =>
       page.locator('#resultado-retorno').getByRole('button', { name: 'Baixar CSV (para programas)' }).click(),
     );

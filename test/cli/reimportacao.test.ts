@@ -38,9 +38,9 @@ describe.each(CASOS.map((caso, i) => [i, caso] as const))('case %i', (i, caso: C
     ]);
     // One line per correction left out, each naming the rule; then the persons rule 25 may refuse.
     const regra25 = lines.findIndex((line) => line.startsWith('Pessoas que o INEP pode recusar'));
-    const listed = lines.slice(2, regra25 < 0 ? undefined : regra25).filter((line) => /^ {2}ALU\d /.test(line));
-    expect(listed).toHaveLength(caso.naoAplicadas);
-    for (const line of listed) expect(line).toMatch(/: [^:]+\.$/);
+    const leftOut = lines.slice(2, regra25 < 0 ? undefined : regra25).filter((line) => /^ {2}ALU\d /.test(line));
+    expect(leftOut).toHaveLength(caso.naoAplicadas);
+    for (const line of leftOut) expect(line).toMatch(/: [^:]+\.$/);
     if (caso.regra25) {
       expect(lines.slice(regra25, regra25 + 2)).toEqual([
         'Pessoas que o INEP pode recusar (regra 25, descaracterização): 1 (o arquivo leva o nome e a data de nascimento da ' +
