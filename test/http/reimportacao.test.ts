@@ -90,6 +90,7 @@ describe.each(['embedded', 'queue'] as const)('%s mode', (mode) => {
     expect(response.status).toBe(200);
     expect(response.headers.get('censo-correcoes-nao-aplicadas')).toBe(String(caso.naoAplicadas));
     expect(response.headers.get('censo-pessoas-corrigidas')).toBe(caso.linha === null ? '0' : '1');
+    expect(response.headers.get('censo-pessoas-regra-25')).toBe(caso.regra25 ? '1' : '0');
     expect(bytes.toString('latin1')).toBe(corrigidoDe(caso));
   });
 

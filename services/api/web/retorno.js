@@ -78,6 +78,7 @@ async function baixarCorrigido(shown) {
   const headers = await downloadFrom(boxes.retorno, `/api/tarefas/${shown.corrigido.id}/resultado`, 'censo-corrigido.txt');
   const linhas = Number(headers.get('censo-pessoas-corrigidas'));
   const naoAplicadas = Number(headers.get('censo-correcoes-nao-aplicadas'));
+  const regra25 = Number(headers.get('censo-pessoas-regra-25') ?? 0);
   const parado = shown.pessoas - linhas;
   $('contagens-corrigido').textContent =
     `Arquivo corrigido: ${plural(linhas, 'linha alterada', 'linhas alteradas')} de ${plural(shown.pessoas, 'pessoa', 'pessoas')} da tabela. ` +
@@ -90,6 +91,10 @@ async function baixarCorrigido(shown) {
     (parado > 0
       ? ` ${plural(parado, 'pessoa não teve', 'pessoas não tiveram')} a linha alterada: só divergências que não são corrigidas automaticamente ` +
         '(filiação, Sexo, Cor/Raça) ou que não puderam ser aplicadas. Corrija-as no Educacenso.'
+      : '') +
+    (regra25 > 0
+      ? ` ${plural(regra25, 'pessoa pode', 'pessoas podem')} ser recusada(s) pelo INEP por descaracterização (regra 25): o arquivo ` +
+        'leva o nome e a data da Receita Federal; confirme os dados na coluna “O INEP pode recusar” e no formulário do Educacenso.'
       : '');
 }
 

@@ -64,7 +64,8 @@ export function describeResult(
       .type('text/plain; charset=ISO-8859-1')
       .header('content-disposition', attachment(corrigidoFilename(txtName)))
       .header('censo-pessoas-corrigidas', String(result.corrigido?.pessoasCorrigidas ?? 0))
-      .header('censo-correcoes-nao-aplicadas', String(result.corrigido?.naoAplicadas ?? 0));
+      .header('censo-correcoes-nao-aplicadas', String(result.corrigido?.naoAplicadas ?? 0))
+      .header('censo-pessoas-regra-25', String(result.corrigido?.pessoasRegra25 ?? 0));
     return;
   }
   reply.type(CONTENT_TYPES[format]);

@@ -132,7 +132,12 @@ export const censoCorrigidoSchema = {
         'censo-correcoes-nao-aplicadas': {
           type: 'integer',
           description:
-            'Valores da Receita Federal que não cabem no leiaute (CPF sem 11 dígitos, data irreconhecível, nome vazio) e não foram aplicados.',
+            'Divergências das pessoas que o arquivo corrigido não escreve, fora as só de grafia: valores que o leiaute ou as regras do INEP recusam e campos que o arquivo não altera (SPEC §11).',
+        },
+        'censo-pessoas-regra-25': {
+          type: 'integer',
+          description:
+            'Pessoas que o arquivo corrige embora o INEP possa recusá-las por descaracterização (regra 25): confirme-as no formulário do Educacenso.',
         },
       },
       content: { 'text/plain': { schema: { type: 'string', format: 'binary' } } },

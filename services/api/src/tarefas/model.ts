@@ -36,7 +36,7 @@ export interface ErroTarefa {
 export interface ResultadoTarefa {
   readonly bytes: number;
   readonly count: number;
-  readonly corrigido?: { readonly pessoasCorrigidas: number; readonly naoAplicadas: number };
+  readonly corrigido?: { readonly pessoasCorrigidas: number; readonly naoAplicadas: number; readonly pessoasRegra25?: number };
 }
 
 /** One uploaded file as the monitor lists it (SPEC §7.1): no personal data, only what identifies the bytes. */
