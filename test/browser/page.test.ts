@@ -16,6 +16,7 @@ import {
   screenshotsDir,
   tableRows,
 } from '../helpers/browser.js';
+import { orientacao, type Divergencia } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
@@ -119,6 +120,7 @@ function divergenciaRow(d: Record<string, unknown>): string[] {
     d.is_filiacao ? 'Sim' : 'Não',
     applies(d) ? 'Sim' : 'Não',
     COMO[String(d.correcao)]!,
+    orientacao(d as unknown as Divergencia),
   ];
 }
 
@@ -167,6 +169,7 @@ describe('the staff page', () => {
       'Filiação',
       'No arquivo corrigido',
       'Como corrigir',
+      'O que fazer',
     ]);
     const tally = new Map<string, number>();
     for (const d of divergencias) tally.set(DADO[String(d.chave)]!, (tally.get(DADO[String(d.chave)]!) ?? 0) + 1);

@@ -28,8 +28,9 @@ const DIVERGENCIA_COLUMNS = [
   { key: 'is_filiacao', label: 'Filiação', values: { true: 'Sim', false: 'Não' } },
   // Whether the corrected file applies it (SPEC §3.4 and §11: what its `correcao` says).
   { key: 'corrigido', label: 'No arquivo corrigido', aplicada: true },
-  // Where it gets fixed, and by whom (SPEC §11).
-  { key: 'correcao', label: 'Como corrigir', values: CORRECAO },
+  // Where it gets fixed, and by whom, and what to do (SPEC §11): long words, so they wrap.
+  { key: 'correcao', label: 'Como corrigir', values: CORRECAO, quebra: true },
+  { key: 'o_que_fazer', label: 'O que fazer', orientacao: true, quebra: true },
 ];
 
 let divergenciasSource = null;
@@ -66,7 +67,7 @@ async function verDivergencias(file, progress) {
     container: $('tabela-divergencias'),
     caption: 'Divergências com a Receita Federal',
     columns: DIVERGENCIA_COLUMNS,
-    textColumns: ['codigo_na_escola', 'campo', 'enviado', 'correto'],
+    textColumns: ['codigo_na_escola', 'campo', 'enviado', 'correto', 'correcao', 'o_que_fazer'],
     groupColumn: 'chave',
     tallyColumns: ['corrigido', 'correcao'],
   });

@@ -3,6 +3,7 @@
 // thread for small ones. Only the page on screen is ever turned into text cells: 150,000 rows
 // are neither rendered nor sorted until someone asks for an order.
 import { WRITERS } from './inep-values.js';
+import { orientacao } from './orientacao.js';
 
 export const PAGE_SIZE = 100;
 /** Beside a value the corrected file cannot take (SPEC §3.4): the file keeps the text file's. */
@@ -15,11 +16,12 @@ const LISTED = 200;
  * value it shows, when that is not `key`) and `values` (the words shown for a value; `null` and
  * a missing value look up `"null"`). Two kinds follow the corrected file (SPEC §3.4): `escrito`
  * shows a person's field as the file writes it (or the value marked as not applied), `aplicada`
- * says whether the file applies a divergence.
+ * says whether the file applies a divergence; `orientacao` is the divergence's "O que fazer".
  */
 export function cellText(row, column) {
   if (column.escrito) return written(row, column);
   if (column.aplicada) return applies(row) ? 'Sim' : 'Não';
+  if (column.orientacao) return orientacao(row);
   const raw = row[column.from ?? column.key];
   if (column.values) {
     const word = column.values[raw === null || raw === undefined ? 'null' : String(raw)];

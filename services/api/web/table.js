@@ -173,7 +173,13 @@ export function renderTable(container, { caption, columns, source, textColumns =
     view.page = page.page;
     body.replaceChildren(
       ...page.cells.map((cells) =>
-        el('tr', {}, ...cells.map((text, i) => el('td', columns[i].numeric ? { text, class: 'numero' } : { text }))),
+        el(
+          'tr',
+          {},
+          ...cells.map((text, i) =>
+            el('td', columns[i].numeric ? { text, class: 'numero' } : columns[i].quebra ? { text, class: 'quebra' } : { text }),
+          ),
+        ),
       ),
     );
     summary.textContent = loading
