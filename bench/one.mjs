@@ -34,10 +34,18 @@ const SHARED = process.env.BENCH_SHARED ? pathToFileURL(process.env.BENCH_SHARED
 
 async function core() {
   // The job's own path (core/job.ts): rows in batches to the rules, the divergences one at a time.
-  const { readRetornoBatches, divergenciaBatches, itemsOf } = await import(SHARED);
+  const shared = await import(SHARED);
+  const open = () => shared.readRetornoBatches({ path: file, format });
   return async () => {
     let out = 0;
-    for await (const _divergencia of itemsOf(divergenciaBatches(readRetornoBatches({ path: file, format })))) out++;
+    const count = async (batches) => {
+      out = 0;
+      for await (const _divergencia of shared.itemsOf(batches)) out++;
+    };
+    // comDivergencias since issue 58 (it reads the return again when its persons come apart);
+    // divergenciaBatches on a release from before it.
+    if (shared.comDivergencias) await shared.comDivergencias(open, shared.BUILTIN_FIELD_LABELS, count);
+    else await count(shared.divergenciaBatches(open()));
     return { out };
   };
 }
