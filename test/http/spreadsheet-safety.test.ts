@@ -113,7 +113,12 @@ describe('CSV answers', () => {
         [`'${HYPERLINK}`, '2', `'@SUM(1;1)`, `'=1+1`, `'+55 11 99999`, 'false', '', 'formulario'],
         [`'-3+4`, '3', `'\t=2+2`, `'=5+5`, `'@A1`, 'false', '', 'formulario'],
       ]);
-      expect(parseCsv(pessoas)[1]).toEqual([`'=A1`, '2', '52998224725', `'=2+2`, '14/03/2014', '123456789012', `'-MAE+1`]);
+      expect(parseCsv(pessoas)[1]).toEqual([
+        ...[`'=A1`, '2', '52998224725', `'=2+2`, '14/03/2014', '123456789012', `'-MAE+1`],
+        // What the corrected file writes (issue 56): the txt's own name, guarded as well.
+        ...['52998224725', `'@NOME`, '14/03/2014', '123456789012', `'-MAE+1`],
+        ...['Nome: o valor da Receita Federal não cabe no layout do INEP', 'false'],
+      ]);
       expect(
         parseCsv(query)
           .slice(1)
