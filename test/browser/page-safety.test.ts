@@ -131,7 +131,7 @@ describe('the staff page keeps each school to its own files', () => {
     await page.getByRole('button', { name: 'Ver pessoas corrigidas' }).click();
     await expect
       .poll(() => tableRows(page, 'tabela-pessoas'), SERVICE)
-      .toEqual([['BVX0001', '2', '71428793860', 'PEDRO ALVES DA SILVA', '10/10/2014', '987654321098', 'LUCIA ALVES']]);
+      .toEqual([['BVX0001', '2', '71428793860', 'PEDRO ALVES DA SILVA', '10/10/2014', '987654321098', 'LUCIA ALVES', 'Não', '']]);
     const corrected = await downloadedTo(page, dir, () => page.getByRole('button', { name: 'Baixar arquivo corrigido (.txt)' }).click());
     const filesOf = (escola: { retorno: string; txt: string }): UploadFile[] => [
       { field: 'retorno', path: escola.retorno, filename: 'retorno.json' },
