@@ -240,7 +240,10 @@ describe('docs/integracao.md', () => {
     expect(sheet!.rows[0]![0]).toBe('Código na escola');
     expect(sheet!.rows.slice(1).map((row) => row[0])).toEqual(divergencias.map((d) => d.codigo_na_escola));
     const csv = csvRows(await readFile(path.join(dir, 'pessoas.csv'), 'utf8'));
-    expect(csv[0]).toEqual(['codigo_na_escola', 'linha', 'cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae']);
+    expect(csv[0]).toEqual([
+      ...['codigo_na_escola', 'linha', 'cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae'],
+      ...['arquivo_cpf', 'arquivo_nome', 'arquivo_data_nascimento', 'arquivo_inep', 'arquivo_nome_mae', 'nao_aplicadas', 'regra_25'],
+    ]);
     expect(csv.slice(1).map((row) => row[2])).toEqual(pessoas.map((p) => p.cpf));
   });
 
