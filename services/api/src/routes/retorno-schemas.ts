@@ -47,6 +47,11 @@ const divergencia = {
       type: ['string', 'null'],
       enum: ['cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae', 'nome_pai', null],
     },
+    correcao: {
+      type: 'string',
+      enum: ['arquivo', 'educacenso', 'formulario', 'receita', 'grafia'],
+      description: 'Como se corrige (SPEC §11; docs/reimportacao.md).',
+    },
   },
 } as const;
 
@@ -60,7 +65,20 @@ const pessoa = {
     nome: { type: 'string' },
     data_nascimento: { type: 'string', description: 'Sempre DD/MM/YYYY quando reconhecida.' },
     inep: { type: 'string' },
-    nome_mae: { type: 'string', description: 'Campo 9 do txt, nunca corrigido.' },
+    nome_mae: { type: 'string', description: 'Campo 9 do txt, como a escola o enviou.' },
+    arquivo_cpf: { type: 'string', description: 'O campo 5 como o arquivo corrigido o escreve.' },
+    arquivo_nome: { type: 'string', description: 'O campo 6 como o arquivo corrigido o escreve.' },
+    arquivo_data_nascimento: { type: 'string', description: 'O campo 7 como o arquivo corrigido o escreve.' },
+    arquivo_inep: { type: 'string', description: 'O campo 4 como o arquivo corrigido o escreve.' },
+    arquivo_nome_mae: { type: 'string', description: 'A filiação 1 (campo 9) como o arquivo corrigido a escreve.' },
+    nao_aplicadas: {
+      type: 'string',
+      description: 'As divergências da pessoa que o arquivo corrigido não escreve, `<campo>: <motivo>` cada, separadas por `; `.',
+    },
+    regra_25: {
+      type: 'boolean',
+      description: 'O arquivo corrige a pessoa embora o INEP possa recusá-la por descaracterização (regra 25).',
+    },
   },
 } as const;
 
