@@ -201,10 +201,18 @@ describe('tracing on: an OTLP endpoint set', () => {
     await fetch(`${apiUrl}/api/query?cpf=52998224725&nome=MARIA%20DE%20SOUZA`, { headers: { 'x-api-key': API_KEY } }).then((r) =>
       r.arrayBuffer(),
     );
+    // A path no route matches, with a CPF in it: what a client typed is not recorded (issue 59).
+    await fetch(`${apiUrl}/api/pessoas/52998224725`, { headers: { 'x-api-key': API_KEY } }).then((r) => r.arrayBuffer());
     await waitFor(() => receiver.spans.some((span) => span.attributes['http.route'] === '/api/query'), {
       timeoutMs: 10_000,
       what: 'the query span',
     });
+    await waitFor(() => receiver.spans.some((span) => span.attributes['url.path'] === '(sem rota)'), {
+      timeoutMs: 10_000,
+      what: 'the unmatched request span',
+    });
+    // Span names are labels, never a function's source (an anonymous plugin's name is its code).
+    expect(receiver.spans.map((span) => span.name).filter((name) => /=>|[(){};\n]|\bfunction\b|\bawait\b/.test(name))).toEqual([]);
     expect(receiver.spans.length).toBeGreaterThan(0);
     const leaks = receiver.spans.flatMap((span) =>
       span.texts.flatMap((text) =>
