@@ -15,6 +15,9 @@ import {
   UPLOAD_GONE,
   TELL_ENDS_MS,
   contractOf,
+  endsStream,
+  endsTo,
+  ENDS_TTL_MS,
   finishedItem,
   groupKeys,
   groupScripts,
@@ -153,6 +156,10 @@ export function createProcessor(
     const redis = groupScripts(groups.redis);
     const keys = groupKeys(groups.prefix, groups.queue);
     const groupKey = keys.group(String(job.id));
+    // Ends go to the API that queued the group; to every API (the events stream) for an older one's.
+    const api = endsTo(job.data);
+    const tellTo = api === null ? keys.events : endsStream(groups.prefix, api);
+    const tellTtlMs = api === null ? 0 : ENDS_TTL_MS;
     /** Ends not yet recorded (id, field pairs): the next step records them. */
     let ended: string[] = [];
     /** Ends recorded and not yet told to the APIs, and since when. */
@@ -167,11 +174,12 @@ export function createProcessor(
       const run = await redis.censoStep(
         groupKey,
         keys.waiting,
-        keys.events,
+        tellTo,
         next,
         startedItem(startedAt),
         EVENTS_MAX_LEN,
         tell,
+        tellTtlMs,
         ...recorded,
       );
       ended = [];
