@@ -10,6 +10,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CANCEL_EVENT,
@@ -26,6 +27,7 @@ import {
 } from '@censo/shared';
 import { createBullmqRunner, type BullmqRunner } from '@censo/api';
 import { startWorker, type RunningWorker } from '@censo/worker';
+import { logLines } from '../helpers/log-lines.js';
 import { freePort } from '../helpers/ports.js';
 import { startRedisServer, stopRedisServer } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -211,5 +213,55 @@ describe('messages addressed to the process that needs them (issue 55)', () => {
     const onEvents = commands.slice(before).filter(({ args }) => args[0]?.toLowerCase() === 'xadd' && args.includes(CANCEL_EVENT));
     expect(onEvents).toEqual([]);
     expect(other.jobs.aborted).toEqual([]);
+  });
+});
+
+describe('a worker from before addressed messages (a rolling upgrade, contract 3)', () => {
+  it('the API reads the events streams while it is connected: its job is answered, and a cancellation reaches it there', async () => {
+    const older = loadConfig({
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      QUEUE_PREFIX: '{enderecadas-antigo}',
+      UPLOAD_DIR: uploadDir,
+      API_KEY: 'k',
+      LOG_LEVEL: 'silent',
+      WORKER_CONCURRENCY: '1',
+    });
+    const held = new Set<string>();
+    const jobs = executor(held);
+    const worker = await startWorker(older, silent, { executor: jobs, drainMs: 1_000, contractVersion: 3, addressed: false });
+    cleanups.push(() => worker.close());
+    await worker.waitUntilReady();
+    const { lines, sink } = logLines();
+    const api = createBullmqRunner(older, pino({ level: 'info' }, sink));
+    cleanups.push(() => api.close());
+    await waitFor(() => lines.some((line) => line.msg === 'reading the events streams: a connected worker tells no job end to its API'), {
+      timeoutMs: 20_000,
+      what: 'the API to read the events streams',
+    });
+    const before = commands.length;
+
+    const done = await jobData();
+    const answer = await api.run(done.data, { id: done.id, deadline: Date.now() + 30_000, signal: new AbortController().signal });
+    expect(answer).toMatchObject({ ok: true });
+    // Heard on the events stream: nothing was told to the API's own.
+    const xreads = commands.slice(before).filter(({ args }) => args[0]?.toLowerCase() === 'xread');
+    expect(xreads.some(({ args }) => args.includes(`${older.queuePrefix}:${JOB_QUEUE}:events`))).toBe(true);
+    expect(commands.slice(before).filter(({ args }) => args[0]?.toLowerCase() === 'xadd' && args[1]!.includes(':fim:'))).toEqual([]);
+
+    const { id, data } = await jobData();
+    held.add(id);
+    const request = new AbortController();
+    const cancelled = api.run(data, { id, deadline: Date.now() + 30_000, signal: request.signal }).catch((err: unknown) => err);
+    await waitFor(() => jobs.ran.includes(id), { timeoutMs: 20_000, what: 'the job to start' });
+    const sent = commands.length;
+    request.abort(new Error('client gone'));
+    await cancelled;
+    await waitFor(() => jobs.aborted.includes(id), { timeoutMs: 20_000, what: 'the older worker to stop the job' });
+    // Nobody took it on the worker's channel, so it went on the events stream, where that worker reads.
+    const after = commands.slice(sent);
+    expect(after.filter(({ args }) => args[0]?.toLowerCase() === 'publish').map(({ args }) => args[1])).toEqual([
+      cancelChannel(older.queuePrefix, JOB_QUEUE, worker.worker.id),
+    ]);
+    expect(after.some(({ args }) => args[0]?.toLowerCase() === 'xadd' && args.includes(CANCEL_EVENT) && args.includes(id))).toBe(true);
   });
 });

@@ -48,7 +48,13 @@ export interface ProcessorOptions {
   /** How long a slot that gave back a job of a newer contract stays away from the queue (default 1 s). */
   readonly handBackPauseMs?: number;
   /** Where group jobs keep their tasks' states (task-groups.ts): the queue's connection, prefix and name. */
-  readonly groups?: { readonly redis: RedisClient; readonly prefix: string; readonly queue: string };
+  readonly groups?: {
+    readonly redis: RedisClient;
+    readonly prefix: string;
+    readonly queue: string;
+    /** False plays a worker from before ADDRESSED_CONTRACT_VERSION: ends go on the events stream (tests). */
+    readonly addressed?: boolean;
+  };
 }
 
 /** Most tasks a group job may carry (job data comes from Redis: a bound on what one job does). */
@@ -157,7 +163,7 @@ export function createProcessor(
     const keys = groupKeys(groups.prefix, groups.queue);
     const groupKey = keys.group(String(job.id));
     // Ends go to the API that queued the group; to every API (the events stream) for an older one's.
-    const api = endsTo(job.data);
+    const api = groups.addressed === false ? null : endsTo(job.data);
     const tellTo = api === null ? keys.events : endsStream(groups.prefix, api);
     const tellTtlMs = api === null ? 0 : ENDS_TTL_MS;
     /** Ends not yet recorded (id, field pairs): the next step records them. */

@@ -1,10 +1,12 @@
 // The worker role: takes jobs from the BullMQ queue and runs them on a worker-thread pool.
 // Used alone by `npm run start:worker` and next to the API by `npm start` (Redis configured).
-import { Worker, type Job } from 'bullmq';
+import { QueueEvents, Worker, type Job, type QueueEventsListener } from 'bullmq';
 import {
   ABORT_CANCELLED,
   ABORT_SHUTDOWN,
   BATCH_NICENESS,
+  CANCEL_EVENT,
+  closeQueueEvents,
   JOB_CONTRACT_VERSION,
   JOB_QUEUE,
   TASK_QUEUE,
@@ -63,6 +65,12 @@ export interface StartWorkerOptions {
   readonly announce?: boolean;
   /** How long its announcement counts without renewal; default ANNOUNCE_TTL_MS (tests shorten it). */
   readonly announceTtlMs?: number;
+  /**
+   * Whether it hears cancellations on its own channel and tells its jobs' ends to their APIs
+   * (addressed.ts); default true. False plays a worker from before ADDRESSED_CONTRACT_VERSION,
+   * which reads the queue's events stream for cancellations and tells no API anything (tests).
+   */
+  readonly addressed?: boolean;
 }
 
 export interface RunningWorker {
@@ -84,6 +92,8 @@ export interface RunningWorker {
   /** Stops taking jobs, lets active ones finish within the drain time, then returns the rest. */
   close(): Promise<void>;
 }
+
+type CancelListener = QueueEventsListener & { [CANCEL_EVENT]: (args: { jobId?: string }, id: string) => void };
 
 /** Grace given to processors to hand their jobs back once the drain time is over. */
 const HAND_BACK_MS = 5_000;
@@ -108,6 +118,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   const connection = createRedisClient(config.redis, 'worker', {}, { onMasterSwitch: failovers?.onMasterSwitch });
   const onError = throttledErrorLog(log);
   const contractVersion = options.contractVersion ?? JOB_CONTRACT_VERSION;
+  const addressed = options.addressed ?? true;
   // Its connections carry this name (CLIENT LIST), and its announcement says what that name reads.
   const name = newWorkerName();
   const traced = queueTelemetry();
@@ -133,7 +144,13 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   const consume = (queue: string, jobs: JobExecutor) => {
     // Only the tasks' queue carries group jobs; their tasks' states go through the same connection.
     const groups = queue === TASK_QUEUE ? { redis: connection, prefix: config.queuePrefix, queue } : undefined;
-    const processor = createProcessor(jobs, { storage, log, contractVersion, handBackPauseMs, ...(groups ? { groups } : {}) });
+    const processor = createProcessor(jobs, {
+      storage,
+      log,
+      contractVersion,
+      handBackPauseMs,
+      ...(groups ? { groups: { ...groups, addressed } } : {}),
+    });
     const worker = new Worker<QueuedJobData, JobResult | GroupSummary>(queue, counted(processor), {
       connection,
       name,
@@ -160,7 +177,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
     // has recorded it, so the API that reads it finds the job finished. One lost (this process
     // dies in between) is found by the API's reads of its jobs' states, as a missed event was.
     const tell = (job: Job<QueuedJobData> | undefined, end: JobEnd) => {
-      const api = job ? endsTo(job.data) : null;
+      const api = job && addressed ? endsTo(job.data) : null;
       if (api === null) return;
       tellEnd(connection, endsStream(config.queuePrefix, api), end).catch((err: unknown) => onError(`job end ${queue}`, err));
     };
@@ -179,6 +196,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   // publishes its id on this worker's own channel (its BullMQ id is in the job's lock); nothing
   // else reaches this process (addressed.ts). Pub/Sub delivers at most once: a cancellation lost
   // across a reconnection only lets the job run to its end, whose result nobody records.
+  const olderEvents: QueueEvents[] = [];
   const byChannel = new Map(
     [
       { queue: JOB_QUEUE, ...sync },
@@ -187,14 +205,26 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   );
   const cancels = connection.duplicate();
   cancels.on('error', (err) => onError('cancellations', err));
-  cancels.on('message', (channel: string, jobId: string) => {
-    const one = byChannel.get(channel);
+  const cancel = (one: (typeof sync & { queue: string }) | undefined, jobId: string | undefined) => {
     if (!one || !jobId) return;
     if (one.worker.cancelJob(jobId, ABORT_CANCELLED)) log.info({ jobId, queue: one.queue }, 'job cancelled');
     else if (one.processor.cancelTask(jobId)) log.info({ tarefa: jobId, queue: one.queue }, 'group task cancelled');
-  });
-  const subscribed = cancels.subscribe(...byChannel.keys());
+  };
+  cancels.on('message', (channel: string, jobId: string) => cancel(byChannel.get(channel), jobId));
+  const subscribed = addressed ? cancels.subscribe(...byChannel.keys()).then(() => undefined) : playOlder();
   subscribed.catch((err: unknown) => onError('cancellations', err));
+
+  /** A worker from before ADDRESSED_CONTRACT_VERSION (tests): the queues' events streams, read for CANCEL_EVENT. */
+  async function playOlder(): Promise<void> {
+    const streams = [...byChannel.values()].map((one) => {
+      const events = new QueueEvents(one.queue, { connection, prefix: config.queuePrefix });
+      events.on('error', (err) => onError(`cancel events ${one.queue}`, err));
+      events.on<CancelListener>(CANCEL_EVENT, ({ jobId }: { jobId?: string }) => cancel(one, jobId));
+      olderEvents.push(events);
+      return events.waitUntilReady();
+    });
+    await Promise.all(streams);
+  }
 
   // The announcement (readers.ts): at each (re)connection and a third of its life after, one
   // command every 20 s while idle. Only the tasks' queue carries group jobs and their rescue.
@@ -267,6 +297,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
         // The cancellations' connection: one that cannot reach Redis is dropped at once.
         await Promise.allSettled([
           closeRedisClient(cancels, connection.status === 'ready' ? undefined : 0),
+          ...olderEvents.map((events) => closeQueueEvents(events, connection.status === 'ready' ? undefined : 0)),
           executor.close?.(),
           taskExecutor === executor ? undefined : taskExecutor.close?.(),
         ]);
