@@ -64,9 +64,6 @@ const GROUP_JOB_OPTIONS = { ...JOB_OPTIONS, removeOnComplete: true, removeOnFail
 
 const COMMAND_TIMEOUT_MS = 3_000;
 
-/** Tasks and groups whose ends this process waits to hear at most (MAX_QUEUED_TAREFAS is 10,000 by default). */
-const MINE_MAX = 100_000;
-
 /** A queue and how to cancel its running jobs. */
 export interface TaskQueue {
   readonly queue: Queue<JobData, JobResult>;
@@ -99,6 +96,12 @@ export interface BullmqTaskDeps extends TaskQueue {
   readonly groupSize: number;
   /** This API's address: its jobs' ends are told to its own stream (addressed.ts). */
   readonly fim: string;
+  /**
+   * How long after its submission a task's record may still exist at most: LOTE_MAX_HOURS (a batch
+   * closes by then) plus RESULT_TTL_HOURS (its results expire after that, SPEC §7.1). Past it there
+   * is no record left to take the task's end.
+   */
+  readonly recordLifeMs: number;
 }
 
 /**
@@ -127,6 +130,7 @@ export function createBullmqTaskExecution({
   prefix,
   groupSize,
   fim,
+  recordLifeMs,
 }: BullmqTaskDeps): BullmqTaskExecution {
   const redis = bounded(connected);
   const scripts = groupScripts(client);
@@ -143,13 +147,21 @@ export function createBullmqTaskExecution({
    * series: 3.9 ms a file with one, 7.1 with two, 10.1 with three). The end of a task whose API is
    * gone is recorded by any replica's reconciler (tarefas/maintenance.ts) or by the first look at
    * it. A task leaves it when its end is recorded here (forget), a group when it completes.
-   * Insertion-ordered and bounded: past MINE_MAX the oldest (ends another replica recorded, say)
-   * are left to the reconciler too.
+   * Each is kept until its record's expiry at the latest (recordLifeMs after its submission): one
+   * whose end another replica recorded goes then, with its record, and never a live one because
+   * too many others wait (a state's batch of 190,000 returns is as many tasks). Insertion-ordered,
+   * so the expired ones are at the head.
    */
-  const mine = new Map<string, true>();
-  const remember = (id: string) => {
-    mine.set(id, true);
-    if (mine.size > MINE_MAX) mine.delete(mine.keys().next().value!);
+  const mine = new Map<string, number>();
+  const remember = (id: string, now: number) => {
+    mine.delete(id); // a task queued again (a retried submission) goes to the tail
+    mine.set(id, now + recordLifeMs);
+  };
+  const purge = (now: number) => {
+    for (const [id, until] of mine) {
+      if (until > now) break;
+      mine.delete(id);
+    }
   };
   // A task may be told twice (its group's task-ended event, then the group's failure); the first
   // look may find it not ended yet, so it stays remembered until its end is recorded (forget).
@@ -304,8 +316,10 @@ export function createBullmqTaskExecution({
         else single.push(...tasks);
       }
       // Remembered before they are queued: a quick job's end may be heard before addBulk returns.
-      for (const { id } of jobs) remember(id);
-      for (const grupo of groups.keys()) remember(grupo);
+      const now = Date.now();
+      purge(now);
+      for (const { id } of jobs) remember(id, now);
+      for (const grupo of groups.keys()) remember(grupo, now);
       try {
         await redis(async () => {
           // addBulk: one MULTI for the request's jobs of their own, all of them or none.

@@ -193,6 +193,7 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
     prefix,
     groupSize: config.tarefasPorJob,
     fim: api,
+    recordLifeMs: config.loteMaxMs + config.resultTtlMs,
   });
 
   /** A job's end, from this API's stream or an events stream: to the request waiting for it, and to the tasks. */
