@@ -153,7 +153,8 @@ describe('contract versions on one queue (rolling upgrade)', () => {
       const { id, data } = await jobData();
       const result = await runner.run(data, { id, deadline: Date.now() + 20_000, signal: new AbortController().signal });
       expect(result).toMatchObject({ ok: true, count: expectedCount });
-      expect((await queue.getJob(id))?.data).toEqual({ ...data, contract: CORE_JOB_CONTRACT_VERSION });
+      // And the address of the API whose stream its end is told to (issue 55): a field older workers ignore.
+      expect((await queue.getJob(id))?.data).toEqual({ ...data, contract: CORE_JOB_CONTRACT_VERSION, fim: expect.stringMatching(/^api-/) });
       expect(CORE_JOB_CONTRACT_VERSION).toBe(3);
     } finally {
       await runner.close();

@@ -72,6 +72,8 @@ export interface GroupHandshake {
   groupSizeNow(tasks: number): Promise<number>;
   /** One pass of the rescue of handed-back jobs. */
   rescue(): Promise<void>;
+  /** The live workers' contracts (cached READERS_CACHE_MS): whether an older one still needs the events stream. */
+  liveWorkers(): Promise<Readers>;
 }
 
 export function createGroupHandshake({ queue, client, prefix, groupSize, log, redis }: GroupHandshakeDeps): GroupHandshake {
@@ -184,7 +186,7 @@ export function createGroupHandshake({ queue, client, prefix, groupSize, log, re
     }
   }
 
-  return { groupSizeNow, rescue };
+  return { groupSizeNow, rescue, liveWorkers };
 }
 
 /** A Redis ACL refusal (`NOPERM …`): the user lacks a command's permission; retrying changes nothing. */
