@@ -232,7 +232,9 @@ describe('a worker from before addressed messages (a rolling upgrade, contract 3
     cleanups.push(() => worker.close());
     await worker.waitUntilReady();
     const { lines, sink } = logLines();
-    const api = createBullmqRunner(older, pino({ level: 'info' }, sink));
+    // Its jobs as a release whose core jobs did not change would queue them (issue 56 raised the
+    // core contract to 4, which a worker of 3 gives back), so the older worker runs them.
+    const api = createBullmqRunner(older, pino({ level: 'info' }, sink), { coreContract: 3 });
     cleanups.push(() => api.close());
     await waitFor(() => lines.some((line) => line.msg === 'reading the events streams: a connected worker tells no job end to its API'), {
       timeoutMs: 20_000,

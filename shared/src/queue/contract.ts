@@ -76,8 +76,10 @@ export const UPLOAD_GONE = 'upload folder is gone (the request already ended)';
  * 3: a core job's answer changed (issue 46: each divergence's `correcao`, INEP's rules in the
  *    corrected file): a worker of 2 or less would answer it the old way, so it gives it back.
  * 4: the worker hears cancellations on a channel of its own and tells a job's end to the API
- *    that queued it (addressed.ts, ADDRESSED_CONTRACT_VERSION); the jobs themselves are unchanged,
- *    so they still need 3, and an API reads the events stream while any older worker is connected.
+ *    that queued it (addressed.ts, ADDRESSED_CONTRACT_VERSION), and an API reads the events stream
+ *    while any older worker is connected; and a core job's answer changed again (issue 56: the
+ *    persons' `arquivo_*`, `nao_aplicadas`, `regra_25`; filiação 1 and rule 25 in the corrected
+ *    file; the mother's `educacenso`), so a worker of 3 or less gives core jobs back.
  * (A literal: the fault suite's next release, cluster/release.mjs, raises it in the build.)
  */
 export const JOB_CONTRACT_VERSION = 4;
@@ -86,9 +88,9 @@ export const JOB_CONTRACT_VERSION = 4;
  * The version a job of the core (one file's divergencias-rf, retorno-rf, censo-corrigido) needs:
  * a release that changes that job's data or its answer raises it with JOB_CONTRACT_VERSION, so
  * that older workers give its jobs back (cluster/release.mjs does so for the fault suite's upgrade).
- * 3 since issue 46 (see JOB_CONTRACT_VERSION).
+ * 3 since issue 46, 4 since issue 56 (see JOB_CONTRACT_VERSION).
  */
-export const CORE_JOB_CONTRACT_VERSION = 3;
+export const CORE_JOB_CONTRACT_VERSION = 4;
 
 /**
  * The version a group job needs: a group carries jobs of the core, so it needs their version as

@@ -83,7 +83,16 @@ export interface BullmqRunner extends JobRunner {
   readonly tasks: TaskExecution;
 }
 
-export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
+export interface BullmqRunnerOptions {
+  /**
+   * The contract the core jobs are queued with (default CORE_JOB_CONTRACT_VERSION). Tests play a
+   * release whose core jobs did not change, so that a worker from before addressed messages runs
+   * them and the API's path for such a worker is exercised.
+   */
+  readonly coreContract?: number;
+}
+
+export function createBullmqRunner(config: Config, log: Logger, options: BullmqRunnerOptions = {}): BullmqRunner {
   const redis = config.redis;
   if (!redis) throw new Error('createBullmqRunner needs REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES');
   const prefix = config.queuePrefix;
@@ -288,7 +297,7 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
 
       const wait = waiters.wait(id, signal, deadline);
       // Its end is told to this process's stream (addressed.ts).
-      const queued = { ...withContract(data), fim: api };
+      const queued = { ...withContract(data, options.coreContract), fim: api };
       withTimeout(queue.add(data.kind, queued, { ...JOB_OPTIONS, jobId: id }), ENQUEUE_TIMEOUT_MS).then(
         () => wait.enqueued(),
         (err: unknown) => {
