@@ -131,6 +131,10 @@ describe('GET /api/lotes/{id}/cartas', () => {
         else expect(await workbookSheets(written), `${format} → xlsx`).toEqual(expected);
       }
     }
+    // A letters workbook saved among the returns is the census's own output, passed over, not a failed return.
+    await writeFile(path.join(work, 'escolas', 'cartas.xlsx'), await readFile(path.join(work, 'cartas-de-json.xlsx')));
+    const again = await censo(['lote', path.join(work, 'escolas'), '-o', path.join(work, 'de-novo.json')]);
+    expect(again.stderr).toContain('"cartas.xlsx" (resultado do censo, não é um retorno)');
     const wrong = await censo(['cartas', path.join(work, 'lote.json'), '-o', path.join(work, 'cartas.pdf')]);
     expect([wrong.code, wrong.stderr]).toEqual([2, expect.stringContaining('as cartas são gravadas em .xlsx ou .html')]);
   });

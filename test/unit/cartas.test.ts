@@ -82,7 +82,7 @@ describe('the letters of a batch', () => {
     const html = (await text(batch(), 'html')).toString('utf8');
     expect(html).toMatch(/^<!doctype html>/);
     expect(html.match(/<section class="carta">/g)).toHaveLength(3);
-    expect(html).toMatch(/@media print \{[^@]*\n  \.carta \{ break-after: page;/);
+    expect(html).toMatch(/@media print \{[^@]*\n {2}\.carta \{ break-after: page;/);
     // Nothing loaded from anywhere.
     expect(html).not.toMatch(/<script|<link|<img|src=|href=|url\(/i);
     const [, a, nada, b] = html.split('<section class="carta">');
