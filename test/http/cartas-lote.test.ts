@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import ExcelJS from 'exceljs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cartasEmAndamento, cartasLimite } from '../../services/api/dist/routes/tarefas/cartas.js';
 import { censo } from '../cli/censo-process.js';
 import { formWith } from '../helpers/http.js';
 import { useTestRedis } from '../helpers/redis.js';
@@ -49,6 +50,7 @@ beforeAll(async () => {
   await waitFor(async () => (await request(server, 'GET', `/api/lotes/${lote}`)).json().estado === 'concluido', { what: 'the batch' });
 });
 afterAll(async () => {
+  cartasLimite.divergencias = 400_000;
   await server?.dispose();
   await rm(work, { recursive: true, force: true });
 });
@@ -109,6 +111,23 @@ describe('GET /api/lotes/{id}/cartas', () => {
     expect(parcial.status).toBe(200);
     expect(parcial.headers.get('lote-estado')).toBe('aberto');
     expect(parcial.bytes.toString('utf8')).toContain('Nenhuma escola neste resultado.');
+  });
+
+  it('a batch beyond the bound is refused before a divergence is read (422), and nothing stays held after an answer', async () => {
+    // The batch holds 5 divergences (4 of escola-a, 1 of escola-b), counted from its tasks.
+    cartasLimite.divergencias = 4;
+    try {
+      const big = await cartas();
+      expect([big.status, big.json()]).toEqual([
+        422,
+        { erro: 'Lote grande demais para as cartas: 5 divergências, o limite é 4. Use lotes menores ou o censo cartas.' },
+      ]);
+      cartasLimite.divergencias = 5;
+      expect((await cartas('?format=html')).status).toBe(200);
+      await waitFor(() => cartasEmAndamento() === 0, { what: 'the letters to let go of what they held' });
+    } finally {
+      cartasLimite.divergencias = 400_000;
+    }
   });
 
   it('censo cartas on censo lote’s output of the same files (json, csv, xlsx) writes the letters the route answers', async () => {

@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import {
   BadInputError,
   CARTAS_FORMATS,
+  CensoError,
   CARTAS_STYLE,
   Cartas,
   cartasChunks,
@@ -29,6 +30,53 @@ import { answerOnlyWhole, loteDivergencias, parcialOf } from './results.js';
 import { idParam, readErrors } from './schemas.js';
 
 export const FORMAT_CARTAS_ERROR = 'Parâmetro format deve ser xlsx ou html.';
+
+/**
+ * The most divergences one batch's letters may come from, and all of this process's letters at
+ * once: a school's divergences may come from files apart in the batch, so the letters hold the
+ * batch's divergences that need action until they are written (as a comparison holds its rounds,
+ * about 1 KiB each at most). One batch beyond it is refused (422); one that would take the process
+ * beyond it while others are written waits for them (503 with Retry-After).
+ */
+export const CARTAS_MAX_DIVERGENCIAS = 400_000;
+
+/** The bound in force: CARTAS_MAX_DIVERGENCIAS, lowered only by tests. */
+export const cartasLimite = { divergencias: CARTAS_MAX_DIVERGENCIAS };
+
+/** 422: a batch with more divergences than CARTAS_MAX_DIVERGENCIAS (docs/integracao.md). */
+export class CartasGrandesError extends CensoError {
+  readonly status = 422;
+  readonly code = 'CARTAS_GRANDES';
+  constructor(divergencias: number) {
+    super(
+      `Lote grande demais para as cartas: ${divergencias} divergências, o limite é ${cartasLimite.divergencias}. ` +
+        'Use lotes menores ou o censo cartas.',
+    );
+  }
+}
+
+/** 503: the process is writing as many letters as it may at once (Retry-After added by the error handler). */
+export class CartasOcupadasError extends CensoError {
+  readonly status = 503;
+  readonly code = 'CARTAS_OCUPADAS';
+  constructor() {
+    super('Cartas demais em andamento, tente novamente em instantes.');
+  }
+}
+
+/** Divergences held by this process's letters now. */
+let emAndamento = 0;
+
+/** How many divergences this process's letters hold now (tests: it returns to 0 after each answer). */
+export const cartasEmAndamento = (): number => emAndamento;
+
+/** The divergences of the batch's concluded files, from their tasks' records: before any is read. */
+async function divergenciasDoLote(service: TarefasService, loteId: string): Promise<number> {
+  let divergencias = 0;
+  for await (const record of service.listagens.loteTarefas(loteId))
+    if (record.rota === 'divergencias-rf' && record.estado === 'concluida') divergencias += record.resultado?.count ?? 0;
+  return divergencias;
+}
 
 const CARTAS_TYPES: Readonly<Record<CartasFormat, string>> = { xlsx: CONTENT_TYPES.xlsx, html: 'text/html; charset=utf-8' };
 
@@ -88,6 +136,8 @@ const loteCartasSchema = {
       400: `\`${FORMAT_CARTAS_ERROR}\` ou \`parcial\` inválido.`,
       404: 'Id desconhecido, apagado ou expirado: `Lote não encontrado.`',
       409: '`Lote ainda não concluído.` (com Retry-After), antes de o lote estar concluido e sem `parcial=true`.',
+      422: `\`Lote grande demais para as cartas: …\`: mais de ${CARTAS_MAX_DIVERGENCIAS} divergências no lote.`,
+      503: '`Cartas demais em andamento, tente novamente em instantes.` (com Retry-After).',
     }),
     ...readErrors,
   },
@@ -135,10 +185,29 @@ export function cartasRoute(app: FastifyInstance): void {
       const lote = await service.lote(id, donoOfRequest(request));
       if (lote === null) throw loteNaoEncontrado();
       await answerOnlyWhole(service, reply, lote, parcial);
-      const cartas = await cartasOf(service, storage, id);
+      // Counted from the tasks' records before a divergence is read: refused or held off at no cost.
+      const divergencias = await divergenciasDoLote(service, id);
+      if (divergencias > cartasLimite.divergencias) throw new CartasGrandesError(divergencias);
+      if (emAndamento + divergencias > cartasLimite.divergencias) throw new CartasOcupadasError();
+      emAndamento += divergencias;
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        emAndamento -= divergencias;
+      };
+      let body: Readable;
+      try {
+        body = Readable.from(cartasChunks(await cartasOf(service, storage, id), format), { objectMode: false });
+      } catch (err) {
+        release();
+        throw err;
+      }
+      // Held until the answer is sent, failed or the client left ('close' comes in every case).
+      body.once('close', release);
       reply.type(CARTAS_TYPES[format]).header('content-disposition', attachment(`cartas-lote-${id}.${format}`));
       if (format === 'html') reply.header('content-security-policy', CARTAS_CSP).header('x-content-type-options', 'nosniff');
-      return reply.send(Readable.from(cartasChunks(cartas, format), { objectMode: false }));
+      return reply.send(body);
     },
   );
 }
