@@ -3,6 +3,7 @@
 // escaped), a download named after the batch, refused as /resumo is (unknown id, bad format, 409
 // until concluded unless parcial); and `censo cartas` on `censo lote`'s output of the same files
 // (json, csv, xlsx) writes the same letters.
+import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -91,6 +92,9 @@ describe('GET /api/lotes/{id}/cartas', () => {
     expect(csp).toMatch(/style-src 'sha256-[A-Za-z0-9+/]+=*'/);
     expect(csp).not.toMatch(/unsafe/);
     const html = answer.bytes.toString('utf8');
+    // The one style the policy allows is the page's own, by its hash.
+    const style = /<style>([\s\S]*?)<\/style>/.exec(html)![1]!;
+    expect(csp).toContain(`'sha256-${createHash('sha256').update(style).digest('base64')}'`);
     expect(html).not.toMatch(/<script|<b>/);
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(html.match(/class="aviso"/g)).toHaveLength(1);

@@ -158,7 +158,8 @@ const HTML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt
 export const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
 
 /**
- * The page's only style, inline (the page is a file and loads nothing): the service's
+ * The page's only style (a fixed table layout with each column's share of the paper: a long value
+ * wraps inside its column instead of pushing the table off the page), inline (the page is a file and loads nothing): the service's
  * Content-Security-Policy names it by its hash (`cartasStyleHash`).
  */
 export const CARTAS_STYLE = `
@@ -166,8 +167,10 @@ body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #111; }
 .carta { margin-bottom: 3rem; }
 h1 { font-size: 1.4rem; margin: 0 0 .5rem; }
 .frase { font-size: 1.1rem; font-weight: 600; }
-table { border-collapse: collapse; width: 100%; font-size: .9rem; }
-th, td { border: 1px solid #888; padding: .3rem .4rem; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+table { border-collapse: collapse; width: 100%; font-size: .9rem; table-layout: fixed; }
+th:nth-child(1) { width: 9%; } th:nth-child(2) { width: 6%; } th:nth-child(3) { width: 10%; } th:nth-child(4) { width: 14%; }
+th:nth-child(5) { width: 15%; } th:nth-child(6) { width: 12%; } th:nth-child(7) { width: 34%; }
+th, td { border: 1px solid #888; padding: .3rem .4rem; text-align: left; vertical-align: top; overflow-wrap: break-word; }
 th { background: #eee; }
 .aviso { border: 2px dashed #444; padding: .8rem 1rem; margin-top: 1.2rem; break-inside: avoid; page-break-inside: avoid; }
 .aviso h2 { font-size: 1.1rem; margin: 0 0 .4rem; }
