@@ -104,7 +104,8 @@ describe('tracing on: an OTLP endpoint set', () => {
             span.attributes['http.response.status_code'] !== undefined,
         ) &&
         of().some((span) => span.service === 'censo-worker-teste' && span.kind === SPAN_KIND.consumer) &&
-        of().some((span) => span.name === 'job thread'),
+        of().some((span) => span.name === 'job thread') &&
+        of().some((span) => span.name === 'job run'),
       {
         timeoutMs: 15_000,
         what: `the spans of trace ${traceId}`,
@@ -156,6 +157,11 @@ describe('tracing on: an OTLP endpoint set', () => {
     expect(thread).toBeDefined();
     expect(ancestors(thread!)).toContainEqual(consumer);
     expect(thread!.attributes).toMatchObject({ 'censo.job.kind': 'divergencias', 'censo.job.ok': true });
+    // And inside it, the job's own run on the thread, timed by the thread (issue 56): what is left
+    // of the thread span is the wait for a thread.
+    const run = spans.find((span) => span.name === 'job run' && span.parentSpanId === thread!.spanId);
+    expect(run, 'the job run span, a child of the job thread span').toBeDefined();
+    expect(run!.attributes).toMatchObject({ 'censo.job.kind': 'divergencias' });
     const storage = spans.filter((span) => span.name.startsWith('storage '));
     expect(storage.some((span) => span.service === 'censo-api-teste' && span.name === 'storage write')).toBe(true);
     expect(storage.some((span) => span.service === 'censo-worker-teste' && ancestors(span).includes(consumer!))).toBe(true);

@@ -288,6 +288,14 @@ export async function inSpan<T>(name: string, attributes: Attributes, work: (spa
   });
 }
 
+/**
+ * A span already over, a child of the active one, timed by whoever did the work (a job thread has
+ * no SDK of its own: it tells its times, in ms since the epoch, and the pool records them).
+ */
+export function recordSpan(name: string, attributes: Attributes, startTime: number, endTime: number): void {
+  if (started) tracer().startSpan(name, { attributes, startTime }).end(endTime);
+}
+
 /** Starts a span the caller ends (a stream's life), a child of the active one; null when off. */
 export function startSpan(name: string, attributes: Attributes): Span | null {
   return started ? tracer().startSpan(name, { attributes }) : null;
