@@ -28,6 +28,7 @@ import { correcoesRoutes } from './routes/correcoes.js';
 import { tarefasRoutes } from './routes/tarefas/routes.js';
 import { loteSchema, tarefaSchema } from './routes/tarefas/schemas.js';
 import { tarefasPlugin, type TarefasTuning } from './plugins/tarefas.js';
+import type { Safra } from './safra/index.js';
 
 export interface AppDeps {
   readonly config: Config;
@@ -43,6 +44,8 @@ export interface AppDeps {
   readonly storage: Storage;
   /** null when DATABASE_URL is unset: the query route then answers 503 (SPEC §3.3). */
   readonly query: QueryService | null;
+  /** The season ledger (SPEC §13); null or absent: no season kept. The caller owns it (closes it after the app). */
+  readonly safra?: Safra | null;
   /** Asynchronous intake's clock and housekeeping pace (tests only). */
   readonly tarefas?: TarefasTuning;
   /** Tests only: shorter staff session lifetimes than SPEC §8's (never a setting). */
@@ -128,6 +131,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Asynchronous intake (SPEC §7): tasks and batches belong to the principal that created them.
   await app.register(tarefasPlugin, {
+    safra: deps.safra ?? null,
     config,
     runner,
     backend: deps.tasks,

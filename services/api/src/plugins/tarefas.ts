@@ -12,6 +12,10 @@ import type { TaskBackend } from '../jobs/task-backend.js';
 import { defaultIntervals, startHousekeeping, type HousekeepingIntervals } from '../tarefas/housekeeping.js';
 import { AdmissionCount } from '../tarefas/admission.js';
 import { TarefasService } from '../tarefas/service.js';
+import type { Safra } from '../safra/index.js';
+
+/** How often the ledger's retention sweep runs (its rows age in days; an hour is plenty). */
+const SAFRA_SWEEP_MS = 3_600_000;
 
 export interface TarefasContext {
   readonly service: TarefasService;
@@ -19,6 +23,8 @@ export interface TarefasContext {
   readonly config: Config;
   /** Uploads admitted and not yet queued (the strict MAX_QUEUED_TAREFAS bound). */
   readonly admitted: AdmissionCount;
+  /** The season ledger (SPEC §13), null when none is kept. */
+  readonly safra: Safra | null;
 }
 
 declare module 'fastify' {
@@ -42,11 +48,12 @@ export interface TarefasPluginOptions {
   readonly storage: Storage;
   readonly logger: Logger;
   readonly tuning?: TarefasTuning;
+  readonly safra: Safra | null;
 }
 
 async function tarefas(
   app: FastifyInstance,
-  { config, runner, backend, storage, logger, tuning = {} }: TarefasPluginOptions,
+  { config, runner, backend, storage, logger, tuning = {}, safra }: TarefasPluginOptions,
 ): Promise<void> {
   const log = logger.child({ component: 'tarefas' });
   const { store, execution } = backend;
@@ -81,8 +88,17 @@ async function tarefas(
     log,
     ...(tuning.now ? { now: tuning.now } : {}),
     onEstado: (rota, estado) => tarefasTotal.inc({ rota, estado }),
+    ...(safra ? { safra: safra.registro(storage) } : {}),
   });
-  app.decorate('tarefas', { service, storage, config, admitted: new AdmissionCount() });
+  app.decorate('tarefas', { service, storage, config, admitted: new AdmissionCount(), safra });
+
+  // The ledger's retention (SAFRA_RETENCAO_DIAS): every replica may sweep, a DELETE is idempotent.
+  const now = tuning.now ?? Date.now;
+  const sweep = () => {
+    void safra?.varrer(now()).catch((err: unknown) => log.warn({ err }, 'safra: retention sweep failed'));
+  };
+  const sweeper = safra ? setInterval(sweep, SAFRA_SWEEP_MS).unref() : null;
+  sweep();
 
   // Embedded records die with the process; the folders of the tasks it forgot would stay. They
   // are removed at start once older than the longest a result can live (a batch's task lives until
@@ -92,6 +108,7 @@ async function tarefas(
 
   const housekeeping = startHousekeeping(service, log, { ...defaultIntervals(config.resultTtlMs), ...tuning.intervals });
   app.addHook('onClose', async () => {
+    if (sweeper) clearInterval(sweeper);
     await housekeeping.close();
     await backend.close();
   });

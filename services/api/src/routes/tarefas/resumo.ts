@@ -22,6 +22,8 @@ import { CONTENT_TYPES } from '../../http/retorno-answers.js';
 import { loteDivergencias } from './results.js';
 import type { TarefaRecord } from '../../tarefas/model.js';
 import type { TarefasService } from '../../tarefas/service.js';
+import { compararComSafra, type Safra } from '../../safra/index.js';
+import type { RodadaSafra } from '../../safra/ledger.js';
 
 /** A summary of the batch: its divergencias-rf files (a cancelled one is not a file read) and their divergences by kind. */
 async function resumoOf(service: TarefasService, storage: Storage, loteId: string): Promise<Resumo> {
@@ -161,4 +163,50 @@ export async function sendComparacao(
   };
   reply.raw.once('close', release);
   return send(reply, 'comparacao', format, releasing(comparacaoChunks(comparacao, format), release));
+}
+
+/**
+ * GET /api/lotes/{id}/comparacao?anterior= when the earlier round's results have expired (SPEC
+ * §13): the earlier round from the season ledger, the current one from its results. Bounded as
+ * the comparison is, by the current round's divergences (the ledger's side is fingerprints).
+ */
+export async function sendComparacaoSafra(
+  reply: FastifyReply,
+  service: TarefasService,
+  storage: Storage,
+  safra: Safra,
+  ids: { readonly anterior: RodadaSafra; readonly atual: string; readonly dono: string },
+  format: OutputFormat,
+): Promise<FastifyReply> {
+  const depois = await tarefasDaRodada(service, ids.atual);
+  if (depois.divergencias > comparacaoLimite.divergencias) throw new ComparacaoGrandeError(depois.divergencias);
+  if (emAndamento + depois.divergencias > comparacaoLimite.divergencias) throw new ComparacoesOcupadasError();
+  emAndamento += depois.divergencias;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    emAndamento -= depois.divergencias;
+  };
+  let comparacao;
+  try {
+    comparacao = await compararComSafra(safra.ledger, ids.anterior, ids.dono, rodadaOf(service, storage, ids.atual, depois));
+  } catch (err) {
+    release();
+    throw err;
+  }
+  reply.raw.once('close', release);
+  return send(reply, 'comparacao', format, releasing(comparacaoSafraChunks(comparacao, format), release));
+}
+
+/** The ledger's comparison in a format: json adds `fonte` and `rodada_anterior`; csv and xlsx are the comparison's. */
+async function* comparacaoSafraChunks(
+  c: Awaited<ReturnType<typeof compararComSafra>>,
+  format: OutputFormat,
+): AsyncGenerator<string | Buffer> {
+  if (format !== 'json') {
+    yield* comparacaoChunks(c, format);
+    return;
+  }
+  yield `${JSON.stringify({ fonte: c.fonte, rodada_anterior: c.rodada_anterior, comparacao: c.comparacao, resumo: c.resumo, total: c.total, referencias_sem_par: c.referencias_sem_par })}\n`;
 }
