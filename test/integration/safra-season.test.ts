@@ -85,6 +85,12 @@ interface Answer {
   comparacao: Array<{ referencia: string; situacao: string; persistente_desde?: number | null; codigo_na_escola: string }>;
 }
 
+interface SeasonAnswer {
+  rodadas: Array<{ rodada: number; escolas: number; divergencias: number; escolas_sem_divergencias: number }>;
+  escolas: Array<{ escola: string; por_rodada: (number | null)[]; abertas: number; abertas_desde: number | null; ultima_rodada: number }>;
+  prazo: { etapa: string; fim: string; dias: number } | null;
+}
+
 const compare = async (server: Harness, atual: string, anterior: string) => {
   const answer = await request(server, 'GET', `/api/lotes/${atual}/comparacao?anterior=${anterior}`);
   expect(answer.status, answer.bytes.toString()).toBe(200);
@@ -202,6 +208,37 @@ describe.each<Mode>(['embedded', 'queue'])('%s mode', (mode) => {
     const fromRound1 = await compare(server, r3, r1);
     expect(fromRound1.fonte).toBe('safra');
     expect(fromRound1.total).toEqual({ resolvidas: 1, persistentes: 2, novas: 0 });
+
+    // The season: three rounds, each school's counts per round, what is open and since when, the next deadline.
+    const season = (await request(server, 'GET', '/api/safras/2025')).json() as unknown as SeasonAnswer;
+    expect(season.rodadas.map((r) => [r.rodada, r.escolas, r.divergencias, r.escolas_sem_divergencias])).toEqual([
+      [1, 2, 3, 0],
+      [2, 3, 4, 0],
+      [3, 2, 2, 0],
+    ]);
+    const byEscola = Object.fromEntries(season.escolas.map((e) => [e.escola, e]));
+    expect(byEscola['escola-a/retorno.json']).toMatchObject({ por_rodada: [2, 1, 1], abertas: 1, abertas_desde: 1, ultima_rodada: 3 });
+    expect(byEscola['escola-b/retorno.json']).toMatchObject({ por_rodada: [1, 2, 1], abertas: 1, abertas_desde: 1 });
+    expect(byEscola['escola-c/retorno.json']).toMatchObject({
+      por_rodada: [null, 1, null],
+      abertas: 1,
+      abertas_desde: 2,
+      ultima_rodada: 2,
+    });
+    // 7 July 2025: the first stage ends on 6 August (Portaria MEC nº 450/2025, extended).
+    expect(season.prazo).toMatchObject({ etapa: 'matricula_inicial', fim: '2025-08-06', dias: 30 });
+    const csv = (await request(server, 'GET', '/api/safras/2025?format=csv')).bytes.toString('utf8').split('\r\n');
+    expect(csv[0]).toBe(
+      'escola,referencia,rodada_1,rodada_2,rodada_3,abertas,abertas_desde,pendentes,' +
+        'correcao_arquivo,correcao_educacenso,correcao_formulario,correcao_receita,correcao_grafia',
+    );
+    expect((await request(server, 'GET', '/api/safras/2025?format=xlsx')).status).toBe(200);
+    for (const ano of ['25', '2025x', '%00']) {
+      const bad = await request(server, 'GET', `/api/safras/${ano}`);
+      expect(bad.status).toBe(400);
+      expect(bad.json()).toEqual({ erro: 'Ano inválido: use quatro dígitos, como 2025.' });
+    }
+    expect(((await request(server, 'GET', '/api/safras/2024')).json() as unknown as SeasonAnswer).rodadas).toEqual([]);
 
     // Another principal never reaches the owner's rounds; *Apagar* on an expired round removes its rows.
     const deleted = await request(server, 'DELETE', `/api/lotes/${r1}`);

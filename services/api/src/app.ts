@@ -29,6 +29,7 @@ import { tarefasRoutes } from './routes/tarefas/routes.js';
 import { loteSchema, tarefaSchema } from './routes/tarefas/schemas.js';
 import { tarefasPlugin, type TarefasTuning } from './plugins/tarefas.js';
 import type { Safra } from './safra/index.js';
+import { safrasRoutes } from './routes/safras.js';
 
 export interface AppDeps {
   readonly config: Config;
@@ -150,6 +151,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await uploads.register(tarefasRoutes);
     // A batch's corrections as a script for the school system's database (SPEC §11).
     await uploads.register(correcoesRoutes);
+    // The caller's season from the ledger (SPEC §13): school names and counts, never a person.
+    await uploads.register(safrasRoutes);
   });
 
   await app.register(async (queries) => {

@@ -9,6 +9,8 @@ export interface SafraConfig {
   /** SAFRA_SEGREDO; without it, a secret kept in `dir` (embedded) or a setting error (a shared database). */
   readonly segredo: string | null;
   readonly retencaoMs: number;
+  /** SAFRA_CALENDARIO: the operator's calendar file; null: the repository's (services/api/data/calendario-inep.json). */
+  readonly calendario: string | null;
 }
 
 export const RETENCAO_DIAS_PADRAO = 400;
@@ -26,5 +28,6 @@ export function safraConfig(env: NodeJS.ProcessEnv, uploadDir: string, databaseU
     dir: path.resolve(env.SAFRA_DIR?.trim() || path.join(path.dirname(uploadDir), `${path.basename(uploadDir)}-safra`)),
     segredo,
     retencaoMs: dias * 86_400_000,
+    calendario: env.SAFRA_CALENDARIO?.trim() || null,
   };
 }

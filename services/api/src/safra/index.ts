@@ -10,6 +10,7 @@ import { SafraLedger } from './ledger.js';
 import { migrate } from './migrations.js';
 import { RegistroSafra } from './registro.js';
 import type { SafraConfig } from './config.js';
+import { CALENDARIO_PADRAO, loadCalendario, type Calendario } from './calendario.js';
 
 export { safraConfig, type SafraConfig } from './config.js';
 export { SafraLedger } from './ledger.js';
@@ -17,6 +18,8 @@ export { compararComSafra } from './comparacao.js';
 
 export interface Safra {
   readonly ledger: SafraLedger;
+  /** INEP's deadlines by year (SAFRA_CALENDARIO or the repository's file). */
+  readonly calendario: Calendario;
   /** The task domain's port over this ledger, reading results from `storage`. */
   registro(storage: Storage): RegistroSafra;
   /** Removes rows older than the retention; how many files' rows went. */
@@ -41,6 +44,8 @@ async function embeddedSecret(dir: string): Promise<string> {
  * (replicas would fingerprint with different secrets) is logged and leaves the season off.
  */
 export async function openSafra(config: SafraConfig, logger: Logger): Promise<Safra | null> {
+  // A broken calendar is a setting error: it stops the start, whatever the database.
+  const calendario = await loadCalendario(config.calendario ?? CALENDARIO_PADRAO);
   if (config.url !== null && config.segredo === null) {
     logger.warn('safra: SAFRA_SEGREDO is not set; the season ledger is off (a shared database needs one secret for every replica)');
     return null;
@@ -53,6 +58,7 @@ export async function openSafra(config: SafraConfig, logger: Logger): Promise<Sa
     logger.info({ safra: db.kind, migracoes: applied }, 'safra: season ledger open');
     return {
       ledger,
+      calendario,
       registro: (storage) => new RegistroSafra(ledger, storage, logger.child({ component: 'safra' })),
       varrer: (now) => ledger.varrer(now - config.retencaoMs),
       close: () => db.close(),
