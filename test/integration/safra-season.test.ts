@@ -227,6 +227,10 @@ describe.each<Mode>(['embedded', 'queue'])('%s mode', (mode) => {
     });
     // 7 July 2025: the first stage ends on 6 August (Portaria MEC nº 450/2025, extended).
     expect(season.prazo).toMatchObject({ etapa: 'matricula_inicial', fim: '2025-08-06', dias: 30 });
+    // The metrics an alert reads: schools with something to fix, and the days left.
+    const metric = async (name: string) => (await server.app.metrics.registry.getSingleMetric(name)!.get()).values[0]?.value;
+    expect(await metric('censo_safra_escolas_com_pendencias')).toBe(3);
+    expect(await metric('censo_safra_dias_ate_prazo')).toBe(30);
     const csv = (await request(server, 'GET', '/api/safras/2025?format=csv')).bytes.toString('utf8').split('\r\n');
     expect(csv[0]).toBe(
       'escola,referencia,rodada_1,rodada_2,rodada_3,abertas,abertas_desde,pendentes,' +

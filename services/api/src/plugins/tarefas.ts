@@ -13,6 +13,8 @@ import { defaultIntervals, startHousekeeping, type HousekeepingIntervals } from 
 import { AdmissionCount } from '../tarefas/admission.js';
 import { TarefasService } from '../tarefas/service.js';
 import type { Safra } from '../safra/index.js';
+import { anoOf } from '../safra/ledger.js';
+import { proximoPrazo } from '../safra/calendario.js';
 
 /** How often the ledger's retention sweep runs (its rows age in days; an hour is plenty). */
 const SAFRA_SWEEP_MS = 3_600_000;
@@ -79,6 +81,35 @@ async function tarefas(
       }
     },
   });
+
+  if (safra) {
+    // The season against INEP's calendar (SPEC §13): an alert rule reads both (deploy/monitoring/alertas.yml).
+    const clock = tuning.now ?? Date.now;
+    new Gauge({
+      name: 'censo_safra_escolas_com_pendencias',
+      help: 'Schools whose latest file of this census year still holds a divergence someone must fix (grafia apart), all principals together.',
+      registers: [app.metrics.registry],
+      async collect() {
+        this.reset();
+        try {
+          this.set(await safra.ledger.escolasComPendencias(anoOf(clock())));
+        } catch {
+          // The ledger's database away: no sample rather than a stale one.
+        }
+      },
+    });
+    new Gauge({
+      name: 'censo_safra_dias_ate_prazo',
+      help: "Days to INEP's next census deadline of this year (0 on the day itself); absent when the calendar holds none.",
+      registers: [app.metrics.registry],
+      collect() {
+        this.reset();
+        const now = clock();
+        const prazo = proximoPrazo(safra.calendario, anoOf(now), now);
+        if (prazo !== null) this.set(prazo.dias);
+      },
+    });
+  }
 
   const service = new TarefasService({
     store,

@@ -213,4 +213,18 @@ export class SafraLedger {
     }
     return escolas;
   }
+
+  /**
+   * Schools (of every owner) whose latest file read in `ano` still holds a divergence that needs
+   * someone to act (all but `grafia`, SPEC §11): the metric censo_safra_escolas_com_pendencias.
+   */
+  async escolasComPendencias(ano: number): Promise<number> {
+    const rows = await this.db.query<{ n: string | number }>(
+      'WITH ultimos AS (SELECT DISTINCT ON (dono, escola) tarefa FROM safra.arquivos WHERE ano = $1 AND NOT falhou ' +
+        'ORDER BY dono, escola, lote_criado_em DESC, concluida_em DESC) ' +
+        "SELECT count(*) AS n FROM ultimos u WHERE EXISTS (SELECT 1 FROM safra.divergencias d WHERE d.tarefa = u.tarefa AND d.correcao IS DISTINCT FROM 'grafia')",
+      [ano],
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
 }
