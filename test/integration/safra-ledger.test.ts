@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compararRodadas, type DivergenciaRodada, type Rodada } from '@censo/shared';
@@ -15,6 +16,8 @@ import { Impressoes } from '../../services/api/dist/safra/impressao.js';
 import { SafraLedger, type ArquivoSafra } from '../../services/api/dist/safra/ledger.js';
 import { compararComSafra } from '../../services/api/dist/safra/comparacao.js';
 import { LOCAL_DATABASE_URL } from '../helpers/postgres.js';
+import { loadCatalog } from '../../services/api/dist/query/catalog.js';
+import { buildPageSql } from '../../services/api/dist/query/page-sql.js';
 
 interface Expected {
   divergencias: (DivergenciaRodada & { linha: string })[];
@@ -189,6 +192,28 @@ describe('the season ledger', () => {
     try {
       const url = LOCAL_DATABASE_URL.replace(/\/test$/, `/${name}`);
       await suite(() => pgDb(url), null);
+      // The named query integrators page through with the keyset cursor (the query route's SQL).
+      const db = await pgDb(url);
+      try {
+        const ledger = new SafraLedger(db, new Impressoes(randomBytes(32)));
+        await ledger.registrar([arquivo('l9', 1, 'escola-a', r1.A, T0), arquivo('l9', 2, 'escola-b', r1.B, T0)]);
+        // Offered as a QUERIES_FILE (docs/operacao.md): a built-in would stop the start of a query route without the ledger.
+        const query = (await loadCatalog(fileURLToPath(new URL('../../services/api/data/consulta-safra.json', import.meta.url)))).get(
+          'safra_escolas',
+        )!;
+        const page = async (after: string[] | null) => {
+          const { text, values } = buildPageSql(query, new Map([['ano', '2025']]), after, 1);
+          return db.query<Record<string, unknown>>(text, values);
+        };
+        const first = await page(null);
+        expect(first).toHaveLength(1);
+        expect(first[0]).toMatchObject({ tarefa: 'l9-t1', escola: 'escola-a', divergencias: r1.A.length, falhou: false });
+        const second = await page([String(first[0]!.tarefa)]);
+        expect(second.map((row) => row.tarefa)).toEqual(['l9-t2']);
+        expect(await page(['l9-t2'])).toEqual([]);
+      } finally {
+        await db.close();
+      }
     } finally {
       await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
       await admin.end();
