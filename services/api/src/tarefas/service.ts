@@ -257,10 +257,12 @@ export class TarefasService {
         guards.push({ key: keys.lote(loteId), value: loteRaw });
         writes.push(...this.#concludeIfDone(counted, now));
       });
+      // The ledger first: a process that dies between the two leaves a row whose end the next
+      // recorder commits (its own write then a no-op on the task id), never an end without its row.
+      await this.#toSafra(done, criados);
       return (await this.store.commit(guards, writes)) ? done : RETRY;
     });
     if (won.length === 0) return new Set();
-    await this.#toSafra(won, criados);
     await Promise.all(won.map((finished) => this.#afterEnd(finished)));
     await this.execution
       .forget(won)
@@ -269,14 +271,15 @@ export class TarefasService {
   }
 
   /**
-   * The ends this commit won, told to the season ledger once, in one write, before their uploads
-   * go. A ledger that fails is logged, never the end's failure: the task is recorded either way.
+   * The ends a commit is about to record, told to the season ledger in one write. Idempotent on
+   * the task id, so a commit that loses and retries, or another replica that records the same
+   * end, writes nothing twice. A ledger that fails is logged, never the end's failure.
    */
-  async #toSafra(won: readonly TarefaRecord[], criados: ReadonlyMap<string, number>): Promise<void> {
+  async #toSafra(ends: readonly TarefaRecord[], criados: ReadonlyMap<string, number>): Promise<void> {
     const safra = this.#deps.safra;
     if (safra === undefined) return;
     const fins: FimNaSafra[] = [];
-    for (const tarefa of won) {
+    for (const tarefa of ends) {
       const loteCriadoEm = tarefa.lote === null ? undefined : criados.get(tarefa.lote);
       if (loteCriadoEm !== undefined) fins.push({ tarefa, loteCriadoEm });
     }
