@@ -71,6 +71,7 @@ export async function compararComSafra(ledger: SafraLedger, anterior: RodadaSafr
           correto_anterior: null,
           enviado_atual: d.enviado,
           correto_atual: d.correto,
+          correcao: d.correcao ?? null,
         },
       });
     }
