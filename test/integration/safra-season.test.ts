@@ -209,6 +209,15 @@ describe.each<Mode>(['embedded', 'queue'])('%s mode', (mode) => {
     expect(fromRound1.fonte).toBe('safra');
     expect(fromRound1.total).toEqual({ resolvidas: 1, persistentes: 2, novas: 0 });
 
+    // No person in clear in any column of any row the season left (codes, sent and Receita values).
+    const personal = ROUNDS.flatMap((round) =>
+      Object.values(round).flatMap((linhas) => linhas.flatMap(([codigo, , conteudo]) => [codigo, ...conteudo.split(' -- ')])),
+    );
+    for (const table of ['arquivos', 'divergencias']) {
+      const text = JSON.stringify(await safras.at(-1)!.ledger.db.query(`SELECT * FROM safra.${table}`));
+      for (const value of personal) expect(text.includes(value), `${table} holds ${value}`).toBe(false);
+    }
+
     // The season: three rounds, each school's counts per round, what is open and since when, the next deadline.
     const season = (await request(server, 'GET', '/api/safras/2025')).json() as unknown as SeasonAnswer;
     expect(season.rodadas.map((r) => [r.rodada, r.escolas, r.divergencias, r.escolas_sem_divergencias])).toEqual([
