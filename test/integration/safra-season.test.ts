@@ -85,6 +85,11 @@ interface Answer {
   comparacao: Array<{ referencia: string; situacao: string; persistente_desde?: number | null; codigo_na_escola: string }>;
 }
 
+/** What the test reads of the app's prom-client registry. */
+interface MetricsRegistry {
+  getSingleMetric(name: string): { get(): Promise<{ values: Array<{ value: number }> }> } | undefined;
+}
+
 interface SeasonAnswer {
   rodadas: Array<{ rodada: number; escolas: number; divergencias: number; escolas_sem_divergencias: number }>;
   escolas: Array<{ escola: string; por_rodada: (number | null)[]; abertas: number; abertas_desde: number | null; ultima_rodada: number }>;
@@ -106,6 +111,7 @@ const safraConfig = (dir: string, url: string | null): SafraConfig => ({
   dir,
   segredo: url === null ? null : SEGREDO,
   retencaoMs: 400 * DAY,
+  calendario: null,
 });
 const logger = createLogger(loadConfig({ LOG_LEVEL: 'silent' }), {});
 
@@ -237,7 +243,8 @@ describe.each<Mode>(['embedded', 'queue'])('%s mode', (mode) => {
     // 7 July 2025: the first stage ends on 6 August (Portaria MEC nº 450/2025, extended).
     expect(season.prazo).toMatchObject({ etapa: 'matricula_inicial', fim: '2025-08-06', dias: 30 });
     // The metrics an alert reads: schools with something to fix, and the days left.
-    const metric = async (name: string) => (await server.app.metrics.registry.getSingleMetric(name)!.get()).values[0]?.value;
+    const registry = (server.app as unknown as { metrics: { registry: MetricsRegistry } }).metrics.registry;
+    const metric = async (name: string) => (await registry.getSingleMetric(name)!.get()).values[0]?.value;
     expect(await metric('censo_safra_escolas_com_pendencias')).toBe(3);
     expect(await metric('censo_safra_dias_ate_prazo')).toBe(30);
     const csv = (await request(server, 'GET', '/api/safras/2025?format=csv')).bytes.toString('utf8').split('\r\n');
