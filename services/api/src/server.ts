@@ -81,7 +81,9 @@ export async function startServer(
   const { runner, tasks, worker } = await createRunner(config, role, logger, storage);
   const query = config.databaseUrl === null ? null : await createQueryService(config, logger);
   // The season ledger (SPEC §13): the query route's database in a schema of its own, else PGlite.
-  const safra = await openSafra(safraConfig(process.env, config.uploadDir, config.databaseUrl), logger);
+  const safra = await openSafra(safraConfig(process.env, config.uploadDir, config.databaseUrl), logger, {
+    embedded: config.redis === null,
+  });
   const app = await buildApp({ config, logger, runner, tasks, storage, query, safra, ...internals });
   // The in-process worker's own metrics are served by this /metrics, but not one the API already
   // has: its censo_redis_failovers_total counts the failovers every connection of this process

@@ -40,12 +40,20 @@ async function embeddedSecret(dir: string): Promise<string> {
 }
 
 /**
- * The ledger, or null when it cannot be kept safely: a shared database with no SAFRA_SEGREDO
- * (replicas would fingerprint with different secrets) is logged and leaves the season off.
+ * The ledger, or null when it cannot be kept safely, logged: a shared database with no
+ * SAFRA_SEGREDO (replicas would fingerprint with different secrets), or queue mode with no
+ * database (`embedded: false`: each replica's PGlite would hold a part of the season).
  */
-export async function openSafra(config: SafraConfig, logger: Logger): Promise<Safra | null> {
+export async function openSafra(config: SafraConfig, logger: Logger, options: { readonly embedded?: boolean } = {}): Promise<Safra | null> {
   // A broken calendar is a setting error: it stops the start, whatever the database.
   const calendario = await loadCalendario(config.calendario ?? CALENDARIO_PADRAO);
+  // PGlite is one process's database: replicas on a queue (Redis) would each keep a part of the season.
+  if (config.url === null && options.embedded === false) {
+    logger.warn(
+      'safra: no SAFRA_DATABASE_URL or DATABASE_URL with Redis set; the season ledger is off (replicas need one shared database)',
+    );
+    return null;
+  }
   if (config.url !== null && config.segredo === null) {
     logger.warn('safra: SAFRA_SEGREDO is not set; the season ledger is off (a shared database needs one secret for every replica)');
     return null;
