@@ -242,6 +242,11 @@ describe.each<Mode>(['embedded', 'queue'])('%s mode', (mode) => {
     });
     // 7 July 2025: the first stage ends on 6 August (Portaria MEC nº 450/2025, extended).
     expect(season.prazo).toMatchObject({ etapa: 'matricula_inicial', fim: '2025-08-06', dias: 30 });
+    // The batch's summary says the days to the deadline too (json; csv and xlsx keep their shape).
+    const resumo = (await request(server, 'GET', `/api/lotes/${r3}/resumo`)).json() as { resumo: unknown[]; prazo: unknown };
+    expect(resumo.resumo).toHaveLength(2);
+    expect(resumo.prazo).toMatchObject({ etapa: 'matricula_inicial', fim: '2025-08-06', dias: 30 });
+
     // The metrics an alert reads: schools with something to fix, and the days left.
     const registry = (server.app as unknown as { metrics: { registry: MetricsRegistry } }).metrics.registry;
     const metric = async (name: string) => (await registry.getSingleMetric(name)!.get()).values[0]?.value;

@@ -23,7 +23,8 @@ import { loteDivergencias } from './results.js';
 import type { TarefaRecord } from '../../tarefas/model.js';
 import type { TarefasService } from '../../tarefas/service.js';
 import { compararComSafra, type Safra } from '../../safra/index.js';
-import type { RodadaSafra } from '../../safra/ledger.js';
+import { anoOf, type RodadaSafra } from '../../safra/ledger.js';
+import { proximoPrazo, type ProximoPrazo } from '../../safra/calendario.js';
 
 /** A summary of the batch: its divergencias-rf files (a cancelled one is not a file read) and their divergences by kind. */
 async function resumoOf(service: TarefasService, storage: Storage, loteId: string): Promise<Resumo> {
@@ -129,8 +130,23 @@ export async function sendResumo(
   storage: Storage,
   loteId: string,
   format: OutputFormat,
+  safra: Safra | null = null,
 ): Promise<FastifyReply> {
-  return send(reply, 'resumo', format, resumoChunks(await resumoOf(service, storage, loteId), format));
+  const resumo = await resumoOf(service, storage, loteId);
+  const prazo = safra === null ? undefined : await prazoDoLote(service, safra, loteId);
+  return send(reply, 'resumo', format, prazo === undefined ? resumoChunks(resumo, format) : resumoComPrazoChunks(resumo, prazo));
+}
+
+/** INEP's next deadline for the batch's census year (SPEC §13), at the service's clock; undefined when the batch is gone. */
+async function prazoDoLote(service: TarefasService, safra: Safra, loteId: string): Promise<ProximoPrazo | null | undefined> {
+  const lote = await service.lote(loteId);
+  if (lote === null) return undefined;
+  return proximoPrazo(safra.calendario, anoOf(lote.criadoEm), service.now());
+}
+
+/** The json summary with `prazo` (the ledger on): the days to INEP's next deadline, beside the schools' counts. */
+async function* resumoComPrazoChunks(resumo: Resumo, prazo: ProximoPrazo | null): AsyncGenerator<string> {
+  yield `${JSON.stringify({ resumo: resumo.linhas, total: resumo.total, prazo })}\n`;
 }
 
 /** GET /api/lotes/{id}/comparacao?anterior= (SPEC §10). */

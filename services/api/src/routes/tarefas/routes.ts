@@ -312,7 +312,9 @@ async function routes(app: FastifyInstance): Promise<void> {
   );
   loteExport('/api/lotes/:id/falhas', loteFalhasSchema, (reply, id, format) => sendLoteFalhas(reply, service, id, format));
   // A state's progress (SPEC §10): each school's standing, and what changed from an earlier round.
-  loteExport('/api/lotes/:id/resumo', loteResumoSchema, (reply, id, format) => sendResumo(reply, service, storage, id, format));
+  loteExport('/api/lotes/:id/resumo', loteResumoSchema, (reply, id, format) =>
+    sendResumo(reply, service, storage, id, format, format === 'json' ? app.tarefas.safra : null),
+  );
 
   app.get<WithId>('/api/lotes/:id/comparacao', { schema: loteComparacaoSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, loteNaoEncontrado);
