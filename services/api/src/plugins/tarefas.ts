@@ -91,6 +91,8 @@ async function tarefas(
       registers: [app.metrics.registry],
       async collect() {
         this.reset();
+        // An embedded ledger not opened yet holds no season: no sample, and no folder made for a scrape.
+        if (!safra.aberto()) return;
         try {
           this.set(await safra.ledger.escolasComPendencias(anoOf(clock())));
         } catch {
@@ -126,6 +128,7 @@ async function tarefas(
   // The ledger's retention (SAFRA_RETENCAO_DIAS): every replica may sweep, a DELETE is idempotent.
   const now = tuning.now ?? Date.now;
   const sweep = () => {
+    if (safra?.aberto() === false) return;
     void safra?.varrer(now()).catch((err: unknown) => log.warn({ err }, 'safra: retention sweep failed'));
   };
   const sweeper = safra ? setInterval(sweep, SAFRA_SWEEP_MS).unref() : null;

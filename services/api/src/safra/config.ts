@@ -25,6 +25,7 @@ export function safraConfig(env: NodeJS.ProcessEnv, uploadDir: string, databaseU
   if (segredo !== null && Buffer.byteLength(segredo) < 32) throw new ConfigError('SAFRA_SEGREDO deve ter ao menos 32 bytes.');
   return {
     url,
+    // Beside UPLOAD_DIR, not in it: the uploads folder holds only what a task is working on.
     dir: path.resolve(env.SAFRA_DIR?.trim() || path.join(path.dirname(uploadDir), `${path.basename(uploadDir)}-safra`)),
     segredo,
     retencaoMs: dias * 86_400_000,

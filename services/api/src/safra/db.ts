@@ -76,3 +76,33 @@ export async function pgliteDb(dir: string): Promise<SafraDb> {
     close: () => db.close(),
   };
 }
+
+/**
+ * A database opened when first used, or at once when `eager` (a season already in its folder):
+ * PGlite's first start in a new folder runs initdb (seconds of WebAssembly, ~40 MB on disk), which
+ * neither the start nor a process that never records a batch should pay.
+ */
+export function openingDb(kind: SafraDb['kind'], open: () => Promise<SafraDb>, eager: boolean): SafraDb & { aberto(): boolean } {
+  let ready: Promise<SafraDb> | null = null;
+  const get = (): Promise<SafraDb> => {
+    if (ready === null) {
+      ready = open();
+      // Seen by whoever queries (and by close); not an unhandled rejection meanwhile.
+      ready.catch(() => {});
+    }
+    return ready;
+  };
+  if (eager) void get();
+  return {
+    kind,
+    aberto: () => ready !== null,
+    query: async (text, params) => (await get()).query(text, params),
+    exec: async (sql) => (await get()).exec(sql),
+    transaction: async (fn) => (await get()).transaction(fn),
+    close: async () => {
+      if (ready === null) return;
+      const db = await ready.catch(() => null);
+      await db?.close();
+    },
+  };
+}

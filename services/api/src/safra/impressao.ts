@@ -7,13 +7,19 @@ import { createHmac } from 'node:crypto';
 const joined = (parts: readonly string[]): string => parts.join('\u0000');
 
 export class Impressoes {
-  readonly #segredo: Buffer;
+  #segredo: Buffer | null = null;
 
-  constructor(segredo: string | Buffer) {
+  /** `null`: the secret is set later (an embedded ledger reads its own when it opens), before any use. */
+  constructor(segredo: string | Buffer | null) {
+    if (segredo !== null) this.segredo(segredo);
+  }
+
+  segredo(segredo: string | Buffer): void {
     this.#segredo = Buffer.isBuffer(segredo) ? segredo : Buffer.from(segredo, 'utf8');
   }
 
   #hmac(parts: readonly string[]): string {
+    if (this.#segredo === null) throw new Error('safra: fingerprint before the ledger opened');
     return createHmac('sha256', this.#segredo).update(joined(parts), 'utf8').digest('base64url');
   }
 

@@ -1,10 +1,10 @@
 // Opening the season ledger at start (SPEC §13): PostgreSQL when a database is configured (a pool,
 // shared by replicas), else PGlite in a folder beside the uploads; migrations applied either way.
 import { randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger, Storage } from '@censo/shared';
-import { pgDb, pgliteDb } from './db.js';
+import { openingDb, pgDb, pgliteDb, type SafraDb } from './db.js';
 import { Impressoes } from './impressao.js';
 import { SafraLedger } from './ledger.js';
 import { migrate } from './migrations.js';
@@ -22,6 +22,8 @@ export interface Safra {
   readonly calendario: Calendario;
   /** The task domain's port over this ledger, reading results from `storage`. */
   registro(storage: Storage): RegistroSafra;
+  /** False while an embedded ledger has not been needed yet (no folder opened, nothing in it to count or sweep). */
+  aberto(): boolean;
   /** Removes rows older than the retention; how many files' rows went. */
   varrer(now: number): Promise<number>;
   close(): Promise<void>;
@@ -29,6 +31,7 @@ export interface Safra {
 
 /** The embedded secret: made once, kept beside the ledger (0600), so fingerprints match across restarts. */
 async function embeddedSecret(dir: string): Promise<string> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
   const file = path.join(dir, 'segredo');
   try {
     return (await readFile(file, 'utf8')).trim();
@@ -58,21 +61,60 @@ export async function openSafra(config: SafraConfig, logger: Logger, options: { 
     logger.warn('safra: SAFRA_SEGREDO is not set; the season ledger is off (a shared database needs one secret for every replica)');
     return null;
   }
-  const db = config.url !== null ? await pgDb(config.url) : await pgliteDb(config.dir);
+  if (config.url === null) {
+    // Embedded: PGlite opens when first used, or now in the background when a season is already
+    // in its folder; the start waits for neither. The secret is read when the ledger opens.
+    let segredo = config.segredo;
+    const eager = await stat(path.join(config.dir, 'PG_VERSION')).then(
+      () => true,
+      () => false,
+    );
+    const db = openingDb(
+      'pglite',
+      async () => {
+        segredo ??= await embeddedSecret(config.dir);
+        impressoes.segredo(segredo);
+        const opened = await pgliteDb(config.dir);
+        try {
+          logger.info({ safra: opened.kind, migracoes: await migrate(opened) }, 'safra: season ledger open');
+          return opened;
+        } catch (err) {
+          logger.error({ err }, 'safra: could not open the season ledger');
+          await opened.close().catch(() => {});
+          throw err;
+        }
+      },
+      eager,
+    );
+    const impressoes = new Impressoes(null);
+    return ledgerOver(db, impressoes, config, logger, calendario, db.aberto);
+  }
+  const db = await pgDb(config.url);
   try {
     const applied = await migrate(db);
-    const segredo = config.segredo ?? (await embeddedSecret(config.dir));
-    const ledger = new SafraLedger(db, new Impressoes(segredo));
     logger.info({ safra: db.kind, migracoes: applied }, 'safra: season ledger open');
-    return {
-      ledger,
-      calendario,
-      registro: (storage) => new RegistroSafra(ledger, storage, logger.child({ component: 'safra' })),
-      varrer: (now) => ledger.varrer(now - config.retencaoMs),
-      close: () => db.close(),
-    };
+    return ledgerOver(db, new Impressoes(config.segredo!), config, logger, calendario, () => true);
   } catch (err) {
     await db.close().catch(() => {});
     throw err;
   }
+}
+
+function ledgerOver(
+  db: SafraDb,
+  impressoes: Impressoes,
+  config: SafraConfig,
+  logger: Logger,
+  calendario: Calendario,
+  aberto: () => boolean,
+): Safra {
+  const ledger = new SafraLedger(db, impressoes);
+  return {
+    ledger,
+    aberto,
+    calendario,
+    registro: (storage) => new RegistroSafra(ledger, storage, logger.child({ component: 'safra' })),
+    varrer: (now) => ledger.varrer(now - config.retencaoMs),
+    close: () => db.close(),
+  };
 }
