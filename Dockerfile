@@ -36,6 +36,7 @@ COPY --from=build /app/services/api/dist services/api/dist
 COPY --from=build /app/cli/dist cli/dist
 COPY cli/bin cli/bin
 COPY services/api/queries services/api/queries
+COPY services/api/data services/api/data
 COPY services/api/web services/api/web
 # `censo` on the PATH.
 RUN ln -sf /app/cli/bin/censo.js /usr/local/bin/censo

@@ -34,6 +34,7 @@ import { startWorker, type RunningWorker } from '@censo/worker';
 import type { FastifyInstance } from 'fastify';
 import { API_KEY, formWith, type UploadFile } from './http.js';
 import { deleteKeys, uniqueQueuePrefix } from './redis.js';
+import type { Safra } from '../../services/api/dist/safra/index.js';
 
 export type Mode = 'embedded' | 'queue';
 export const MODES: readonly Mode[] = ['embedded', 'queue'];
@@ -133,6 +134,8 @@ export interface HarnessOptions {
   readonly logLines?: Array<Record<string, unknown>>;
   /** A port chosen beforehand (sign-in needs PUBLIC_URL before the start); default: any free one. */
   readonly port?: number;
+  /** The season ledger (SPEC §13); the test owns it (closes it). */
+  readonly safra?: Safra;
 }
 
 export async function startHarness(mode: Mode, options: HarnessOptions): Promise<Harness> {
@@ -182,6 +185,7 @@ export async function startHarness(mode: Mode, options: HarnessOptions): Promise
     tasks,
     storage,
     query: null,
+    safra: options.safra ?? null,
     tarefas: {
       ...(options.now ? { now: options.now } : {}),
       intervals: { reconcileMs: 200, sweepMs: 200, webhooksMs: 100, ...options.intervals },

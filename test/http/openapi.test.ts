@@ -22,6 +22,7 @@ const PUBLIC_ROUTES = [
   'get /api/lotes/{id}/resumo',
   'get /api/lotes/{id}/tarefas',
   'get /api/query',
+  'get /api/safras/{ano}',
   'get /api/tarefas/{id}',
   'get /api/tarefas/{id}/resultado',
   'get /healthz',
@@ -94,7 +95,7 @@ describe('the OpenAPI document', () => {
 
   it('gives every operation a summary, a declared tag and responses that all have a description', () => {
     const tags = new Set((doc.tags as Json[]).map((tag) => tag.name));
-    expect([...tags].sort()).toEqual(['consulta', 'lotes', 'operação', 'retorno', 'tarefas']);
+    expect([...tags].sort()).toEqual(['consulta', 'lotes', 'operação', 'retorno', 'safras', 'tarefas']);
     for (const [path, method, op] of operations()) {
       const where = `${method} ${path}`;
       expect(op.summary, where).toEqual(expect.any(String));

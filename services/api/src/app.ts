@@ -28,6 +28,8 @@ import { correcoesRoutes } from './routes/correcoes.js';
 import { tarefasRoutes } from './routes/tarefas/routes.js';
 import { loteSchema, tarefaSchema } from './routes/tarefas/schemas.js';
 import { tarefasPlugin, type TarefasTuning } from './plugins/tarefas.js';
+import type { Safra } from './safra/index.js';
+import { safrasRoutes } from './routes/safras.js';
 
 export interface AppDeps {
   readonly config: Config;
@@ -43,6 +45,8 @@ export interface AppDeps {
   readonly storage: Storage;
   /** null when DATABASE_URL is unset: the query route then answers 503 (SPEC §3.3). */
   readonly query: QueryService | null;
+  /** The season ledger (SPEC §13); null or absent: no season kept. The caller owns it (closes it after the app). */
+  readonly safra?: Safra | null;
   /** Asynchronous intake's clock and housekeeping pace (tests only). */
   readonly tarefas?: TarefasTuning;
   /** Tests only: shorter staff session lifetimes than SPEC §8's (never a setting). */
@@ -128,6 +132,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Asynchronous intake (SPEC §7): tasks and batches belong to the principal that created them.
   await app.register(tarefasPlugin, {
+    safra: deps.safra ?? null,
     config,
     runner,
     backend: deps.tasks,
@@ -146,6 +151,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await uploads.register(tarefasRoutes);
     // A batch's corrections as a script for the school system's database (SPEC §11).
     await uploads.register(correcoesRoutes);
+    // The caller's season from the ledger (SPEC §13): school names and counts, never a person.
+    await uploads.register(safrasRoutes);
   });
 
   await app.register(async (queries) => {

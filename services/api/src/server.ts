@@ -22,6 +22,7 @@ import { embeddedTaskBackend, type TaskBackend } from './jobs/task-backend.js';
 import { loadCatalog } from './query/catalog.js';
 import { createQueryService } from './query/service.js';
 import type { JobRunner } from './jobs/runner.js';
+import { openSafra, safraConfig } from './safra/index.js';
 
 export type Role = 'all' | 'api';
 
@@ -79,7 +80,11 @@ export async function startServer(
   const storage = await createStorage(config, logger);
   const { runner, tasks, worker } = await createRunner(config, role, logger, storage);
   const query = config.databaseUrl === null ? null : await createQueryService(config, logger);
-  const app = await buildApp({ config, logger, runner, tasks, storage, query, ...internals });
+  // The season ledger (SPEC §13): the query route's database in a schema of its own, else PGlite.
+  const safra = await openSafra(safraConfig(process.env, config.uploadDir, config.databaseUrl), logger, {
+    embedded: config.redis === null,
+  });
+  const app = await buildApp({ config, logger, runner, tasks, storage, query, safra, ...internals });
   // The in-process worker's own metrics are served by this /metrics, but not one the API already
   // has: its censo_redis_failovers_total counts the failovers every connection of this process
   // hears, the worker's included (shared/src/runtime/job-metrics.ts), so the worker's would be
@@ -108,6 +113,7 @@ export async function startServer(
       // hand back its active jobs.
       await app.close();
       await worker?.close();
+      await safra?.close();
       storage.close();
     })());
   return { app, url, close };

@@ -167,7 +167,13 @@ export interface LinhaComparacao {
   readonly correto_anterior: string | null;
   readonly enviado_atual: string | null;
   readonly correto_atual: string | null;
+  /** How it gets fixed (SPEC §11, issue 56): the later round's, else the earlier one's; null in a result from before it. */
+  readonly correcao: Correcao | null;
 }
+
+/** A judged row's way of fixing (issue 56): what the later round says, else what the earlier one said. */
+export const correcaoDaLinha = (after: DivergenciaRodada | undefined, before: DivergenciaRodada | undefined): Correcao | null =>
+  after?.correcao ?? before?.correcao ?? null;
 
 export const COMPARACAO_COLUMNS = [
   'referencia',
@@ -179,6 +185,7 @@ export const COMPARACAO_COLUMNS = [
   'correto_anterior',
   'enviado_atual',
   'correto_atual',
+  'correcao',
 ] as const;
 
 export interface ContagemComparacao {
@@ -317,6 +324,7 @@ export async function compararRodadas(anterior: Rodada, atual: Rodada): Promise<
         correto_anterior: before.correto,
         enviado_atual: after?.enviado ?? null,
         correto_atual: after?.correto ?? null,
+        correcao: correcaoDaLinha(after, before),
       });
       if (after) counts.persistentes++;
       else counts.resolvidas++;
@@ -333,6 +341,7 @@ export async function compararRodadas(anterior: Rodada, atual: Rodada): Promise<
         correto_anterior: null,
         enviado_atual: after.enviado,
         correto_atual: after.correto,
+        correcao: correcaoDaLinha(after, undefined),
       });
       counts.novas++;
     }
@@ -372,6 +381,7 @@ const COMPARACAO_PLANILHA: Planilha = {
     'Valor da Receita Federal (rodada anterior)',
     'Valor enviado (rodada atual)',
     'Valor da Receita Federal (rodada atual)',
+    'Como corrigir',
   ],
   cells: (item) => {
     const linha = item as LinhaComparacao;
@@ -385,6 +395,7 @@ const COMPARACAO_PLANILHA: Planilha = {
       linha.correto_anterior ?? '',
       linha.enviado_atual ?? '',
       linha.correto_atual ?? '',
+      linha.correcao ? CORRECAO_PALAVRAS[linha.correcao] : '',
     ];
   },
 };

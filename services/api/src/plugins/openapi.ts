@@ -99,6 +99,11 @@ async function openApi(app: FastifyInstance): Promise<void> {
           name: 'lotes',
           description: 'Lotes: muitos arquivos de uma vez, com contagens, divergências reunidas e webhook (SPEC §7.3, §7.4).',
         },
+        {
+          name: 'safras',
+          description:
+            'A safra do censo: as rodadas (lotes) de um ano e cada escola ao longo delas, lidas do registro da safra (SPEC §13).',
+        },
         { name: 'operação', description: 'Saúde, prontidão e métricas, para orquestradores e monitoramento.' },
       ],
     },

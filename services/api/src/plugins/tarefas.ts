@@ -12,6 +12,12 @@ import type { TaskBackend } from '../jobs/task-backend.js';
 import { defaultIntervals, startHousekeeping, type HousekeepingIntervals } from '../tarefas/housekeeping.js';
 import { AdmissionCount } from '../tarefas/admission.js';
 import { TarefasService } from '../tarefas/service.js';
+import type { Safra } from '../safra/index.js';
+import { anoOf } from '../safra/ledger.js';
+import { proximoPrazo } from '../safra/calendario.js';
+
+/** How often the ledger's retention sweep runs (its rows age in days; an hour is plenty). */
+const SAFRA_SWEEP_MS = 3_600_000;
 
 export interface TarefasContext {
   readonly service: TarefasService;
@@ -19,6 +25,8 @@ export interface TarefasContext {
   readonly config: Config;
   /** Uploads admitted and not yet queued (the strict MAX_QUEUED_TAREFAS bound). */
   readonly admitted: AdmissionCount;
+  /** The season ledger (SPEC §13), null when none is kept. */
+  readonly safra: Safra | null;
 }
 
 declare module 'fastify' {
@@ -42,11 +50,12 @@ export interface TarefasPluginOptions {
   readonly storage: Storage;
   readonly logger: Logger;
   readonly tuning?: TarefasTuning;
+  readonly safra: Safra | null;
 }
 
 async function tarefas(
   app: FastifyInstance,
-  { config, runner, backend, storage, logger, tuning = {} }: TarefasPluginOptions,
+  { config, runner, backend, storage, logger, tuning = {}, safra }: TarefasPluginOptions,
 ): Promise<void> {
   const log = logger.child({ component: 'tarefas' });
   const { store, execution } = backend;
@@ -73,6 +82,37 @@ async function tarefas(
     },
   });
 
+  if (safra) {
+    // The season against INEP's calendar (SPEC §13): an alert rule reads both (deploy/monitoring/alertas.yml).
+    const clock = tuning.now ?? Date.now;
+    new Gauge({
+      name: 'censo_safra_escolas_com_pendencias',
+      help: 'Schools whose latest file of this census year still holds a divergence someone must fix (grafia apart), all principals together.',
+      registers: [app.metrics.registry],
+      async collect() {
+        this.reset();
+        // An embedded ledger not opened yet holds no season: no sample, and no folder made for a scrape.
+        if (!safra.aberto()) return;
+        try {
+          this.set(await safra.ledger.escolasComPendencias(anoOf(clock())));
+        } catch {
+          // The ledger's database away: no sample rather than a stale one.
+        }
+      },
+    });
+    new Gauge({
+      name: 'censo_safra_dias_ate_prazo',
+      help: "Days to INEP's next census deadline of this year (0 on the day itself); absent when the calendar holds none.",
+      registers: [app.metrics.registry],
+      collect() {
+        this.reset();
+        const now = clock();
+        const prazo = proximoPrazo(safra.calendario, anoOf(now), now);
+        if (prazo !== null) this.set(prazo.dias);
+      },
+    });
+  }
+
   const service = new TarefasService({
     store,
     execution,
@@ -81,8 +121,18 @@ async function tarefas(
     log,
     ...(tuning.now ? { now: tuning.now } : {}),
     onEstado: (rota, estado) => tarefasTotal.inc({ rota, estado }),
+    ...(safra ? { safra: safra.registro(storage) } : {}),
   });
-  app.decorate('tarefas', { service, storage, config, admitted: new AdmissionCount() });
+  app.decorate('tarefas', { service, storage, config, admitted: new AdmissionCount(), safra });
+
+  // The ledger's retention (SAFRA_RETENCAO_DIAS): every replica may sweep, a DELETE is idempotent.
+  const now = tuning.now ?? Date.now;
+  const sweep = () => {
+    if (safra?.aberto() === false) return;
+    void safra?.varrer(now()).catch((err: unknown) => log.warn({ err }, 'safra: retention sweep failed'));
+  };
+  const sweeper = safra ? setInterval(sweep, SAFRA_SWEEP_MS).unref() : null;
+  sweep();
 
   // Embedded records die with the process; the folders of the tasks it forgot would stay. They
   // are removed at start once older than the longest a result can live (a batch's task lives until
@@ -92,6 +142,7 @@ async function tarefas(
 
   const housekeeping = startHousekeeping(service, log, { ...defaultIntervals(config.resultTtlMs), ...tuning.intervals });
   app.addHook('onClose', async () => {
+    if (sweeper) clearInterval(sweeper);
     await housekeeping.close();
     await backend.close();
   });

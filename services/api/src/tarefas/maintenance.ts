@@ -71,7 +71,7 @@ export class Maintenance {
       const id = member.slice(2);
       if (member.startsWith('t:')) {
         if (!(await this.#service.deleteTarefa(id))) await this.#service.store.commit([], [{ op: 'zrem', key: keys.expiram, member }]);
-      } else if (!(await this.#service.deleteLote(id))) {
+      } else if (!(await this.#service.deleteLote(id, undefined, 'expirado'))) {
         await this.#service.store.commit([], [{ op: 'zrem', key: keys.expiram, member }]);
       }
     }

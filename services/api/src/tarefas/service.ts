@@ -31,6 +31,7 @@ import { HOUR_MS, withOneMoreCreation } from './lote-quota.js';
 import { RETRY, StoreContentionError, retrying } from './retrying.js';
 import { Batched } from './batched.js';
 import type { NewLoteOutcome, NewTarefaOutcome } from './outcomes.js';
+import type { FimNaSafra, SafraPort } from './safra-port.js';
 
 /** A task just committed may not be in the queue yet: a missing job is not a lost one this soon. */
 const SUBMIT_GRACE_MS = 30_000;
@@ -47,6 +48,8 @@ export interface TarefasServiceDeps {
   readonly now?: () => number;
   /** Told every state a task reaches (censo_tarefas_total). */
   readonly onEstado?: (rota: string, estado: EstadoTarefa) => void;
+  /** The season ledger (SPEC §13): told the batch ends each commit recorded, and the batches deleted. */
+  readonly safra?: SafraPort;
 }
 
 const parse = <T>(raw: string): T => JSON.parse(raw) as T;
@@ -205,6 +208,8 @@ export class TarefasService {
     for (const end of ends) if (end.given) observations.set(end.id, end.given);
     // A task told twice (its event and a look at it) is one end.
     const ids = [...new Set(ends.map((end) => end.id))];
+    /** Each batch's creation, as the winning commit read it: the round's date in the ledger. */
+    const criados = new Map<string, number>();
     const won = await retrying(async () => {
       const raws = await this.store.getMany(ids.map((id) => keys.tarefa(id)));
       const open: { raw: string; record: TarefaRecord }[] = [];
@@ -243,6 +248,7 @@ export class TarefasService {
         const loteRaw = loteRaws[i];
         if (loteRaw === null || loteRaw === undefined) return;
         let counted = parse<LoteRecord>(loteRaw);
+        criados.set(loteId, counted.criadoEm);
         for (const finished of done) {
           if (finished.lote !== loteId) continue;
           const estado = finished.estado as EstadoFinal;
@@ -251,6 +257,9 @@ export class TarefasService {
         guards.push({ key: keys.lote(loteId), value: loteRaw });
         writes.push(...this.#concludeIfDone(counted, now));
       });
+      // The ledger first: a process that dies between the two leaves a row whose end the next
+      // recorder commits (its own write then a no-op on the task id), never an end without its row.
+      await this.#toSafra(done, criados);
       return (await this.store.commit(guards, writes)) ? done : RETRY;
     });
     if (won.length === 0) return new Set();
@@ -259,6 +268,25 @@ export class TarefasService {
       .forget(won)
       .catch((err: unknown) => this.#deps.log.debug({ err, tarefas: won.map(({ id }) => id) }, 'could not drop finished task jobs'));
     return new Set(won.map(({ id }) => id));
+  }
+
+  /**
+   * The ends a commit is about to record, told to the season ledger in one write. Idempotent on
+   * the task id, so a commit that loses and retries, or another replica that records the same
+   * end, writes nothing twice. A ledger that fails is logged, never the end's failure.
+   */
+  async #toSafra(ends: readonly TarefaRecord[], criados: ReadonlyMap<string, number>): Promise<void> {
+    const safra = this.#deps.safra;
+    if (safra === undefined) return;
+    const fins: FimNaSafra[] = [];
+    for (const tarefa of ends) {
+      const loteCriadoEm = tarefa.lote === null ? undefined : criados.get(tarefa.lote);
+      if (loteCriadoEm !== undefined) fins.push({ tarefa, loteCriadoEm });
+    }
+    if (fins.length === 0) return;
+    await safra
+      .registrar(fins)
+      .catch((err: unknown) => this.#deps.log.warn({ err, tarefas: fins.length }, 'safra: could not record task ends'));
   }
 
   /** What follows a task's recorded end: its upload (and a failed one's result) go; its job's trace then goes with the others'. */
@@ -432,8 +460,12 @@ export class TarefasService {
     ];
   }
 
-  /** DELETE (SPEC §7.3): unfinished tasks cancelled, every record and file removed. False when unknown (or not `dono`'s). */
-  async deleteLote(id: string, dono?: Dono): Promise<boolean> {
+  /**
+   * DELETE (SPEC §7.3): unfinished tasks cancelled, every record and file removed. False when
+   * unknown (or not `dono`'s). `expirado`: its retention ended (the sweep), so the season ledger
+   * keeps its rows (SPEC §13); an *Apagar* removes them too.
+   */
+  async deleteLote(id: string, dono?: Dono, motivo: 'apagado' | 'expirado' = 'apagado'): Promise<boolean> {
     const deleted = await retrying(async () => {
       const raw = await this.store.get(keys.lote(id));
       if (raw === null) return null;
@@ -460,6 +492,10 @@ export class TarefasService {
       return (await this.store.commit([{ key: keys.lote(id), value: raw }, ...abertos.guards], writes)) ? lote : RETRY;
     });
     if (deleted === null) return false;
+    if (motivo === 'apagado')
+      await this.#deps.safra
+        ?.apagarLote(id)
+        .catch((err: unknown) => this.#deps.log.warn({ err, lote: id }, 'safra: could not delete a batch'));
     await this.purgeLote(id);
     return true;
   }

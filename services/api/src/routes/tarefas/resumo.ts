@@ -22,6 +22,9 @@ import { CONTENT_TYPES } from '../../http/retorno-answers.js';
 import { loteDivergencias } from './results.js';
 import type { TarefaRecord } from '../../tarefas/model.js';
 import type { TarefasService } from '../../tarefas/service.js';
+import { compararComSafra, type Safra } from '../../safra/index.js';
+import { anoOf, type RodadaSafra } from '../../safra/ledger.js';
+import { proximoPrazo, type ProximoPrazo } from '../../safra/calendario.js';
 
 /** A summary of the batch: its divergencias-rf files (a cancelled one is not a file read) and their divergences by kind. */
 async function resumoOf(service: TarefasService, storage: Storage, loteId: string): Promise<Resumo> {
@@ -92,6 +95,26 @@ const mib = (bytes: number): string => (bytes / (1024 * 1024)).toLocaleString('p
 export const comparacoesEmAndamento = (): number => emAndamento;
 export const bytesDeComparacoesEmAndamento = (): number => bytesEmAndamento;
 
+/**
+ * Takes room for a comparison holding `divergencias` divergences and `bytes` of results, or
+ * refuses it (422 beyond the bounds, 503 while others hold the rest); the answer lets it go, once.
+ */
+function admitir(divergencias: number, bytes: number): () => void {
+  if (divergencias > comparacaoLimite.divergencias || bytes > comparacaoLimite.bytes) throw new ComparacaoGrandeError(divergencias, bytes);
+  if (emAndamento + divergencias > comparacaoLimite.divergencias || bytesEmAndamento + bytes > comparacaoLimite.bytes) {
+    throw new ComparacoesOcupadasError();
+  }
+  emAndamento += divergencias;
+  bytesEmAndamento += bytes;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    emAndamento -= divergencias;
+    bytesEmAndamento -= bytes;
+  };
+}
+
 /** A round's tasks in one pass: the schools read, the failed files with their erro, and how many divergences it holds. */
 async function tarefasDaRodada(service: TarefasService, loteId: string) {
   const referencias: string[] = [];
@@ -145,8 +168,23 @@ export async function sendResumo(
   storage: Storage,
   loteId: string,
   format: OutputFormat,
+  safra: Safra | null = null,
 ): Promise<FastifyReply> {
-  return send(reply, 'resumo', format, resumoChunks(await resumoOf(service, storage, loteId), format));
+  const resumo = await resumoOf(service, storage, loteId);
+  const prazo = safra === null ? undefined : await prazoDoLote(service, safra, loteId);
+  return send(reply, 'resumo', format, prazo === undefined ? resumoChunks(resumo, format) : resumoComPrazoChunks(resumo, prazo));
+}
+
+/** INEP's next deadline for the batch's census year (SPEC §13), at the service's clock; undefined when the batch is gone. */
+async function prazoDoLote(service: TarefasService, safra: Safra, loteId: string): Promise<ProximoPrazo | null | undefined> {
+  const lote = await service.lote(loteId);
+  if (lote === null) return undefined;
+  return proximoPrazo(safra.calendario, anoOf(lote.criadoEm), service.now());
+}
+
+/** The json summary with `prazo` (the ledger on): the days to INEP's next deadline, beside the schools' counts. */
+async function* resumoComPrazoChunks(resumo: Resumo, prazo: ProximoPrazo | null): AsyncGenerator<string> {
+  yield `${JSON.stringify({ resumo: resumo.linhas, total: resumo.total, prazo })}\n`;
 }
 
 /** GET /api/lotes/{id}/comparacao?anterior= (SPEC §10). */
@@ -159,21 +197,7 @@ export async function sendComparacao(
 ): Promise<FastifyReply> {
   const [antes, depois] = [await tarefasDaRodada(service, ids.anterior), await tarefasDaRodada(service, ids.atual)];
   // Counted from the tasks' records before a divergence is read: refused or held off at no cost.
-  const divergencias = antes.divergencias + depois.divergencias;
-  const bytes = antes.bytes + depois.bytes;
-  if (divergencias > comparacaoLimite.divergencias || bytes > comparacaoLimite.bytes) throw new ComparacaoGrandeError(divergencias, bytes);
-  if (emAndamento + divergencias > comparacaoLimite.divergencias || bytesEmAndamento + bytes > comparacaoLimite.bytes) {
-    throw new ComparacoesOcupadasError();
-  }
-  emAndamento += divergencias;
-  bytesEmAndamento += bytes;
-  let released = false;
-  const release = () => {
-    if (released) return;
-    released = true;
-    emAndamento -= divergencias;
-    bytesEmAndamento -= bytes;
-  };
+  const release = admitir(antes.divergencias + depois.divergencias, antes.bytes + depois.bytes);
   let comparacao;
   try {
     comparacao = await compararRodadas(rodadaOf(service, storage, ids.anterior, antes), rodadaOf(service, storage, ids.atual, depois));
@@ -184,4 +208,43 @@ export async function sendComparacao(
   // Held until the answer is sent (or the client is gone): the judged rows live as long as that.
   reply.raw.once('close', release);
   return send(reply, 'comparacao', format, releasing(comparacaoChunks(comparacao, format), release));
+}
+
+/**
+ * GET /api/lotes/{id}/comparacao?anterior= when the earlier round's results have expired (SPEC
+ * §13): the earlier round from the season ledger, the current one from its results. Bounded as
+ * the comparison is, by the current round's divergences (the ledger's side is fingerprints).
+ */
+export async function sendComparacaoSafra(
+  reply: FastifyReply,
+  service: TarefasService,
+  storage: Storage,
+  safra: Safra,
+  ids: { readonly anterior: RodadaSafra; readonly atual: string; readonly dono: string },
+  format: OutputFormat,
+): Promise<FastifyReply> {
+  const depois = await tarefasDaRodada(service, ids.atual);
+  // The earlier round is fingerprints in the ledger: only the current one is held.
+  const release = admitir(depois.divergencias, depois.bytes);
+  let comparacao;
+  try {
+    comparacao = await compararComSafra(safra.ledger, ids.anterior, ids.dono, rodadaOf(service, storage, ids.atual, depois));
+  } catch (err) {
+    release();
+    throw err;
+  }
+  reply.raw.once('close', release);
+  return send(reply, 'comparacao', format, releasing(comparacaoSafraChunks(comparacao, format), release));
+}
+
+/** The ledger's comparison in a format: json adds `fonte` and `rodada_anterior`; csv and xlsx are the comparison's. */
+async function* comparacaoSafraChunks(
+  c: Awaited<ReturnType<typeof compararComSafra>>,
+  format: OutputFormat,
+): AsyncGenerator<string | Buffer> {
+  if (format !== 'json') {
+    yield* comparacaoChunks(c, format);
+    return;
+  }
+  yield `${JSON.stringify({ fonte: c.fonte, rodada_anterior: c.rodada_anterior, comparacao: c.comparacao, resumo: c.resumo, total: c.total, referencias_sem_par: c.referencias_sem_par })}\n`;
 }

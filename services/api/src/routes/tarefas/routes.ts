@@ -33,8 +33,9 @@ import {
 import { donoOfRequest } from './dono.js';
 import { monitorOf } from './intake.js';
 import { ESTADOS_TAREFA, isId, loteMonitor, newId, type EstadoTarefa, type LoteRecord } from '../../tarefas/model.js';
-import { sendComparacao, sendResumo } from './resumo.js';
+import { sendComparacao, sendComparacaoSafra, sendResumo } from './resumo.js';
 import { cartasRoute } from './cartas.js';
+import { donoKey } from '../../tarefas/store.js';
 import { answerOnlyWhole, parcialOf, RETRY_AFTER_S, sendLoteDivergencias, sendLoteFalhas, sendResultado } from './results.js';
 import type { LotesCursor } from '../../tarefas/listings.js';
 import { checkWebhookDestination, newWebhookSecret, parseWebhookUrl, WebhookRefused } from '../../tarefas/webhooks.js';
@@ -312,7 +313,9 @@ async function routes(app: FastifyInstance): Promise<void> {
   );
   loteExport('/api/lotes/:id/falhas', loteFalhasSchema, (reply, id, format) => sendLoteFalhas(reply, service, id, format));
   // A state's progress (SPEC §10): each school's standing, and what changed from an earlier round.
-  loteExport('/api/lotes/:id/resumo', loteResumoSchema, (reply, id, format) => sendResumo(reply, service, storage, id, format));
+  loteExport('/api/lotes/:id/resumo', loteResumoSchema, (reply, id, format) =>
+    sendResumo(reply, service, storage, id, format, format === 'json' ? app.tarefas.safra : null),
+  );
   cartasRoute(app);
 
   app.get<WithId>('/api/lotes/:id/comparacao', { schema: loteComparacaoSchema, ...describeOnly }, async (request, reply) => {
@@ -327,7 +330,14 @@ async function routes(app: FastifyInstance): Promise<void> {
     const dono = donoOfRequest(request);
     // Both rounds the caller's (SPEC §7.1): another's earlier batch is as unknown as a made-up id.
     const [lote, anterior] = await Promise.all([service.lote(id, dono), service.lote(anteriorId, dono)]);
-    if (lote === null || anterior === null) throw loteNaoEncontrado();
+    if (lote === null) throw loteNaoEncontrado();
+    if (anterior === null) {
+      // Its results expired (SPEC §13): the season ledger may still hold the round, the caller's.
+      const rodada = (await app.tarefas.safra?.ledger.rodada(anteriorId, donoKey(dono))) ?? null;
+      if (rodada === null || app.tarefas.safra === null) throw loteNaoEncontrado();
+      await answerOnlyWhole(service, reply, lote, false);
+      return sendComparacaoSafra(reply, service, storage, app.tarefas.safra, { anterior: rodada, atual: id, dono: donoKey(dono) }, format);
+    }
     await answerOnlyWhole(service, reply, lote, false);
     if (anterior.estado !== 'concluido') {
       reply.header('retry-after', RETRY_AFTER_S);
@@ -339,7 +349,12 @@ async function routes(app: FastifyInstance): Promise<void> {
   app.delete<WithId>('/api/lotes/:id', { schema: loteDeleteSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, loteNaoEncontrado);
     annotateRequestLog(request, { lote: id });
-    if (!(await service.deleteLote(id, donoOfRequest(request)))) throw loteNaoEncontrado();
+    const dono = donoOfRequest(request);
+    if (await service.deleteLote(id, dono)) return reply.code(204).send();
+    // Expired, its season rows kept (SPEC §13): *Apagar* still removes them, the owner's only.
+    const safra = app.tarefas.safra;
+    if (safra === null || (await safra.ledger.rodada(id, donoKey(dono))) === null) throw loteNaoEncontrado();
+    await safra.ledger.apagarLote(id);
     return reply.code(204).send();
   });
 }
