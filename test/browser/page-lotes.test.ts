@@ -315,6 +315,43 @@ describe('the Lotes tab', () => {
     await page.context().close();
   }, 60_000); // two batches, a chart and an XLSX in a browser: 14 s in a quiet CI run, 30 s loaded
 
+  it('the season (issue 54): every round of the year and the schools with most to fix, as /api/safras answers, at 1280 and 390 px', async () => {
+    const page = await openPage();
+    await enterKey(page);
+    await page.getByRole('tab', { name: 'Lotes' }).click();
+    const ano = String(new Date().getFullYear());
+    await expect.poll(() => page.getByLabel('Ano do censo').inputValue()).toBe(ano);
+    await page.getByRole('button', { name: 'Ver a safra' }).click();
+    const answer = (await request(server, 'GET', `/api/safras/${ano}?format=json`)).json() as {
+      rodadas: Array<{ rodada: number; divergencias: number; escolas_sem_divergencias: number }>;
+      escolas: Array<{ referencia: string; pendentes: number }>;
+      escolas_com_pendencias: number;
+    };
+    expect(answer.rodadas.length).toBeGreaterThanOrEqual(2);
+    await expect
+      .poll(() => page.locator('#explica-safra').textContent())
+      .toContain(
+        `${answer.rodadas.length} rodadas em ${ano}, ${answer.escolas.length} escolas; ${answer.escolas_com_pendencias} escola` +
+          `${answer.escolas_com_pendencias === 1 ? ' ainda tem' : 's ainda têm'} divergências a corrigir.`,
+      );
+    // The curve: one row per round, its divergences and schools without any, the route's numbers.
+    const rodadas = await tableRows(page, 'tabela-safra-rodadas');
+    expect(rodadas.map((r) => [r[0], r[5], r[6]])).toEqual(
+      answer.rodadas.map((r) => [`Rodada ${r.rodada}`, String(r.divergencias), String(r.escolas_sem_divergencias)]),
+    );
+    expect(await page.locator('#grafico-safra svg.grafico').count()).toBe(1);
+    // The schools, the one with most left to fix first.
+    const escolas = await tableRows(page, 'tabela-safra-escolas');
+    const most = Math.max(...answer.escolas.map((e) => e.pendentes));
+    expect(escolas[0]![1]).toBe(String(most));
+    expect(escolas).toHaveLength(answer.escolas.length);
+    await expectAccessible(page, 'safra');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await expectAccessible(page, 'safra, tela estreita');
+    await page.screenshot({ path: path.join(shots, 'safra.png'), fullPage: true });
+    await page.context().close();
+  }, 60_000);
+
   it('wrote no console errors', () => {
     expect(consoleErrors).toEqual([]);
   });

@@ -12,6 +12,7 @@ import { adoptTypedKey, boxes, guarded, header, initChave } from './chave.js';
 import { initConsultas, loadQueries } from './consultas.js';
 import { initDivergencias } from './divergencias.js';
 import { initLotes } from './lotes.js';
+import { initSafra } from './safra.js';
 import { initRetorno } from './retorno.js';
 import { signedIn } from './session.js';
 import { downloadFrom } from './tarefas.js';
@@ -100,6 +101,7 @@ function init() {
   for (const box of document.querySelectorAll('.caixa-arquivo')) dropZone(box, box.querySelector('input[type="file"]'));
 
   lotes = initLotes({ box: boxes.lotes, guarded, download: downloadFrom });
+  initSafra({ box: boxes.lotes, guarded });
   initDivergencias({ lotes, selectTab });
   initRetorno();
   initConsultas();
