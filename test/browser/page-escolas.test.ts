@@ -180,6 +180,8 @@ describe('what one sent is one’s to delete (LGPD)', { timeout: 90_000 }, () =>
     expect(note).toContain('RESULT_TTL_HOURS');
     expect(note).toContain('LOTE_MAX_HOURS');
     expect(note).toContain('Apagar do serviço');
+    // The season's ledger (issue 54): what it keeps, for how long, and that it keeps no person.
+    expect(note).toMatch(/safra[^.]*400\s+dias[^.]*sem CPF, nome ou data/);
     expect(await page.locator('#lgpd').isVisible()).toBe(true);
     await page.context().close();
   });
