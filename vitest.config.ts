@@ -2,7 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
-import { deadline, slowdown } from './test/helpers/deadline.js';
+import { onThisMachine, slowdown } from './test/helpers/deadline.js';
 
 // Tests import the workspace packages by name (@censo/shared, @censo/api, @censo/worker), which
 // resolve to their compiled dist/: the suite exercises exactly the JavaScript that ships, and
@@ -112,8 +112,8 @@ process.env.TEST_SLOWDOWN = String(slowdownFactor);
 
 export default defineConfig({
   test: {
-    testTimeout: deadline(30_000),
-    hookTimeout: deadline(60_000),
+    testTimeout: onThisMachine(30_000),
+    hookTimeout: onThisMachine(60_000),
     pool: 'forks',
     setupFiles: ['test/setup.ts'],
     sequence: { sequencer: LongFirstSequencer },

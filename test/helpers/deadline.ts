@@ -47,6 +47,6 @@ export function slowdown(): number {
 }
 
 /** A deadline for something that takes at most `quietMs` on a quiet machine, scaled to this one. */
-export function deadline(quietMs: number): number {
+export function onThisMachine(quietMs: number): number {
   return Math.ceil(quietMs * slowdown());
 }

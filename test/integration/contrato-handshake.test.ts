@@ -12,6 +12,7 @@ import { startServiceProcess, type ServiceProcess } from '../helpers/processes.j
 import { useTestRedis } from '../helpers/redis.js';
 import { request, startHarness, waitForTarefa, type Answer, type Harness } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const N = JOB_CONTRACT_VERSION;
@@ -172,7 +173,10 @@ describe('contract handshake: group jobs only for workers that read them', () =>
     killed.child.kill('SIGKILL');
     // Still there just after (no goodbye), gone within its TTL.
     expect(await announced(server)).toHaveLength(1);
-    await waitFor(async () => (await announced(server)).length === 0, { timeoutMs: 5_000, what: 'the announcement to lapse' });
+    await waitFor(async () => (await announced(server)).length === 0, {
+      timeoutMs: onThisMachine(5_000),
+      what: 'the announcement to lapse',
+    });
     expect(await tasksQueue(server).getWorkersCount()).toBe(0);
   });
 });

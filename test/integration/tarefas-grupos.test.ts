@@ -25,6 +25,7 @@ import { logLines } from '../helpers/log-lines.js';
 import { keysMatching, useTestRedis } from '../helpers/redis.js';
 import { Gate, areaOf, gated, monitor, request, startHarness, waitForTarefa, type Answer, type Harness } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const DIVERGENCIAS = (basico.expectedDivergencias as { divergencias: unknown[] }).divergencias;
@@ -135,7 +136,10 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     // Each task's file went through the pool once.
     expect(server.gate.seen.map((job) => job.area).sort()).toEqual([...ids].sort());
     expect(await loteCounts(server, lote)).toMatchObject({ total: 5, concluida: 5, aguardando: 0, processando: 0 });
-    await waitFor(async () => (await groupHashes(server)).length === 0, { timeoutMs: 5_000, what: 'the groups to be forgotten' });
+    await waitFor(async () => (await groupHashes(server)).length === 0, {
+      timeoutMs: onThisMachine(5_000),
+      what: 'the groups to be forgotten',
+    });
     expect(await queuedJobs(server)).toEqual([]);
     expect(await redis.get(`${server.config.queuePrefix}:${TASK_QUEUE}:grupos:aguardando`)).toBe('0');
   });
@@ -146,7 +150,7 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     const ids = idsOf(await send(server, lote, 3));
     server.gate.close();
     await worker(server, server.gate);
-    await waitFor(() => server.gate.held === 1, { timeoutMs: 10_000, what: 'the first task to be held' });
+    await waitFor(() => server.gate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the first task to be held' });
     expect(server.gate.seen[0]!.area).toBe(ids[0]);
     const first = await monitor(server, ids[0]!);
     expect(first.estado).toBe('processando');
@@ -163,12 +167,15 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     const ids = idsOf(await send(server, lote, 3));
     server.gate.close();
     const { lines } = await worker(server, server.gate);
-    await waitFor(() => server.gate.held === 1, { timeoutMs: 10_000, what: 'the first task to be held' });
+    await waitFor(() => server.gate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the first task to be held' });
 
     expect((await request(server, 'DELETE', `/api/tarefas/${ids[2]}`)).status).toBe(204);
     expect((await request(server, 'DELETE', `/api/tarefas/${ids[0]}`)).status).toBe(204);
     // The worker that holds the group stops the running task (its signal), and goes on.
-    await waitFor(() => server.gate.seen[0]!.signal?.aborted === true, { timeoutMs: 10_000, what: 'the running task to be stopped' });
+    await waitFor(() => server.gate.seen[0]!.signal?.aborted === true, {
+      timeoutMs: onThisMachine(10_000),
+      what: 'the running task to be stopped',
+    });
     expect(lines.filter((line) => line.msg === 'group task cancelled').map((line) => line.tarefa)).toEqual([ids[0]]);
     server.gate.open();
     expect((await waitForTarefa(server, ids[1]!)).estado).toBe('concluida');
@@ -176,7 +183,10 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     // The deleted waiting task never reached the pool.
     expect(server.gate.seen.map((job) => job.area)).toEqual([ids[0], ids[1]]);
     expect(await loteCounts(server, lote)).toMatchObject({ total: 1, concluida: 1 });
-    await waitFor(async () => (await groupHashes(server)).length === 0, { timeoutMs: 5_000, what: 'the group to be forgotten' });
+    await waitFor(async () => (await groupHashes(server)).length === 0, {
+      timeoutMs: onThisMachine(5_000),
+      what: 'the group to be forgotten',
+    });
     expect(await queuedJobs(server)).toEqual([]);
   });
 
@@ -188,7 +198,10 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     await worker(server, server.gate);
     const late = await waitForTarefa(server, ids[0]!, undefined, 15_000);
     expect(late).toMatchObject({ estado: 'falhou', erro: { status: ERRORS.JOB_TIMEOUT.status, erro: ERRORS.JOB_TIMEOUT.message } });
-    await waitFor(() => server.gate.seen[0]!.signal?.aborted === true, { timeoutMs: 10_000, what: 'the late task to be stopped' });
+    await waitFor(() => server.gate.seen[0]!.signal?.aborted === true, {
+      timeoutMs: onThisMachine(10_000),
+      what: 'the late task to be stopped',
+    });
     server.gate.open();
     expect((await waitForTarefa(server, ids[1]!)).estado).toBe('concluida');
     expect(await loteCounts(server, lote)).toMatchObject({ total: 2, concluida: 1, falhou: 1 });
@@ -200,7 +213,7 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     const ids = idsOf(await send(server, lote, 3));
     const older = await worker(server, server.gate, { contractVersion: 1 });
     await waitFor(() => older.lines.some((line) => line.msg === 'job of a newer contract left for a newer worker'), {
-      timeoutMs: 10_000,
+      timeoutMs: onThisMachine(10_000),
       what: 'the older worker to give the group back',
     });
     expect(older.lines.find((line) => line.msg === 'job of a newer contract left for a newer worker')).toMatchObject({
@@ -222,10 +235,13 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     gate.close();
     const first = await worker(server, gate);
     // Let the first task through, hold the second, stop the worker.
-    await waitFor(() => gate.held === 1, { timeoutMs: 10_000, what: 'the first task to be held' });
+    await waitFor(() => gate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the first task to be held' });
     gate.releaseOne();
-    await waitFor(async () => (await monitor(server, ids[0]!)).estado === 'concluida', { timeoutMs: 10_000, what: 'the first task' });
-    await waitFor(() => gate.held === 1, { timeoutMs: 10_000, what: 'the second task to be held' });
+    await waitFor(async () => (await monitor(server, ids[0]!)).estado === 'concluida', {
+      timeoutMs: onThisMachine(10_000),
+      what: 'the first task',
+    });
+    await waitFor(() => gate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the second task to be held' });
     await first.running.close();
     expect(gate.seen[1]!.signal?.aborted).toBe(true);
     expect((await monitor(server, ids[1]!)).estado).toBe('aguardando');
@@ -287,7 +303,10 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
       await queue.close();
     }
     const { lines } = await worker(server, server.gate);
-    await waitFor(async () => (await loteCounts(server, lote)).falhou === 2, { timeoutMs: 10_000, what: 'the batch to count both ends' });
+    await waitFor(async () => (await loteCounts(server, lote)).falhou === 2, {
+      timeoutMs: onThisMachine(10_000),
+      what: 'the batch to count both ends',
+    });
     for (const id of ids)
       expect(await monitor(server, id)).toMatchObject({ estado: 'falhou', erro: { status: 500, erro: httpMessages.internal } });
     expect(server.gate.seen).toEqual([]);

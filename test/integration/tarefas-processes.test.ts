@@ -13,6 +13,7 @@ import { startServiceProcess, type ServiceProcess } from '../helpers/processes.j
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 import { postAsync, request, waitForTarefa } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const retorno: UploadFile = { field: 'retorno', path: basico.retorno.xlsx, filename: 'retorno.xlsx' };
@@ -112,7 +113,10 @@ describe('queue mode, API and worker processes', () => {
     const connection = createRedisClient(loadConfig({ REDIS_URL: redis.url }).redis!, 'worker');
     const queue = new Queue(TASK_QUEUE, { connection, prefix: queuePrefix });
     try {
-      await waitFor(async () => (await queue.getJobState(id)) === 'completed', { timeoutMs: 30_000, what: 'the job to complete' });
+      await waitFor(async () => (await queue.getJobState(id)) === 'completed', {
+        timeoutMs: onThisMachine(30_000),
+        what: 'the job to complete',
+      });
     } finally {
       await queue.close();
       await closeRedisClient(connection);
@@ -122,7 +126,7 @@ describe('queue mode, API and worker processes', () => {
     // A new API never saw that event: its reconciler finds the end in the job.
     const b = await startApi();
     await waitFor(async () => (await request(b, 'GET', `/api/lotes/${lote}`)).json().estado === 'concluido', {
-      timeoutMs: 30_000,
+      timeoutMs: onThisMachine(30_000),
       what: 'the batch to end',
     });
     expect((await request(b, 'GET', `/api/lotes/${lote}`)).json().tarefas).toMatchObject({ total: 1, concluida: 1 });
