@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deliverWebhook } from '@censo/api';
+import { deliverWebhook } from '@censo/api/testing';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { formWith } from '../helpers/http.js';
 import { useTestRedis } from '../helpers/redis.js';

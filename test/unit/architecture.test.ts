@@ -46,9 +46,9 @@ describe('what each room of services/api/src may import', () => {
     expect(new Set(apiFiles.map(roomOf))).toEqual(new Set(['.', 'auth', 'http', 'jobs', 'plugins', 'query', 'routes', 'tarefas']));
   });
 
-  it('routes/ is imported only by app.ts and index.ts (no domain module reaches for a route)', () => {
+  it('routes/ is imported only by app.ts and the entries index.ts and testing.ts (no domain module reaches for a route)', () => {
     const importers = apiFiles.filter((file) => roomOf(file) !== 'routes' && roomsImported(file).includes('routes'));
-    expect(importers.sort()).toEqual([`${API}/app.ts`, `${API}/index.ts`]);
+    expect(importers.sort()).toEqual([`${API}/app.ts`, `${API}/index.ts`, `${API}/testing.ts`]);
   });
 
   it.each(['query', 'auth'])('%s/ imports no other room of the API', (room) => {
@@ -155,5 +155,24 @@ describe('no import circles in the core or the API (npm run lint: scripts/import
     ]);
     const clean = lint(path.join(ROOT, 'shared/src/core'), path.join(ROOT, 'services/api/src'));
     expect([clean.status, clean.stderr]).toEqual([0, '']);
+  });
+});
+
+describe("@censo/api's public surface and its testing entry", () => {
+  it('the seams the tests use are in @censo/api/testing only', async () => {
+    const api = await import('@censo/api');
+    const testing = await import('@censo/api/testing');
+    const seams = Object.keys(testing).sort();
+    expect(seams).toEqual([
+      'MAX_QUIET_SKIP',
+      'Maintenance',
+      'checkWebhookDestination',
+      'createMemoryStore',
+      'createRedisStore',
+      'deliverWebhook',
+      'jsonListItems',
+      'parseWebhookUrl',
+    ]);
+    expect(seams.filter((name) => name in api)).toEqual([]);
   });
 });

@@ -9,7 +9,7 @@ import { buffer } from 'node:stream/consumers';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonListChunks, XLSX_MAX_DATA_ROWS, xlsxStream } from '@censo/shared';
-import { jsonListItems } from '@censo/api';
+import { jsonListItems } from '@censo/api/testing';
 import { workbookSheets } from '../helpers/tarefas.js';
 import { onThisMachine } from '../helpers/deadline.js';
 
