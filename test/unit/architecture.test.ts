@@ -176,3 +176,9 @@ describe("@censo/api's public surface and its testing entry", () => {
     expect(seams.filter((name) => name in api)).toEqual([]);
   });
 });
+
+describe('the mode is decided in one place (server.ts, through the task backend)', () => {
+  it.each([...sources(`${API}/auth`), `${API}/plugins/rate-limit.ts`])('%s never asks the config for Redis', (file) => {
+    expect(readFileSync(path.join(ROOT, file), 'utf8')).not.toMatch(/config\.redis\b|\bqueuePrefix\b/);
+  });
+});
