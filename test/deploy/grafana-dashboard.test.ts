@@ -112,8 +112,8 @@ beforeAll(async () => {
   running.push(api);
   const worker = startServiceProcess('services/worker/dist/main.js', env);
   running.push(worker);
-  apiUrl = String((await api.line('censo-api listening', 30_000)).url);
-  workerUrl = String((await worker.line('worker health server listening', 30_000)).url);
+  apiUrl = String((await api.line('censo-api listening', onThisMachine(30_000))).url);
+  workerUrl = String((await worker.line('worker health server listening', onThisMachine(30_000))).url);
 
   // One synchronous upload and one batch with one file.
   const sync = await request({ url: apiUrl }, 'POST', '/api/divergencias-rf', { body: await formWith([retorno]) });

@@ -74,7 +74,7 @@ describe('deploy/vm/logrotate/censo-api', () => {
         UPLOAD_DIR: path.join(scratch, 'uploads'),
         ACCESS_LOG: log,
       });
-      const url = String((await api.line('censo-api listening', 30_000)).url);
+      const url = String((await api.line('censo-api listening', onThisMachine(30_000))).url);
       await upload(url);
       await waitFor(async () => (await lines(log)).length === 1, { what: 'the first access line' });
 

@@ -483,7 +483,7 @@ describe('deploy/vm/redis scripts, with TLS from an internal CA', () => {
       const readiness = async (extra: Record<string, string>) => {
         const worker = startServiceProcess('services/worker/dist/main.js', { ...env, ...extra });
         try {
-          const url = String((await worker.line('worker health server listening', 30_000)).url);
+          const url = String((await worker.line('worker health server listening', onThisMachine(30_000))).url);
           let last = { status: 0, body: '' };
           // Ready, or still not ready after the client's first connection attempts have all had time.
           await waitFor(

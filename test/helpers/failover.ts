@@ -122,8 +122,8 @@ export async function startQueueServices(env: Record<string, string>): Promise<Q
   };
   try {
     const [listening, health] = await Promise.all([
-      api.line('censo-api listening', 30_000),
-      worker.line('worker health server listening', 30_000),
+      api.line('censo-api listening', onThisMachine(30_000)),
+      worker.line('worker health server listening', onThisMachine(30_000)),
     ]);
     return { api, worker, apiUrl: String(listening.url), workerUrl: String(health.url), stop };
   } catch (err) {

@@ -103,7 +103,7 @@ const env = () => ({
 async function addWorker(): Promise<void> {
   const host: Host = { process: startServiceProcess('services/worker/dist/main.js', env()), terminatedAt: null };
   hosts.push(host);
-  await host.process.line('worker started', 30_000);
+  await host.process.line('worker started', onThisMachine(30_000));
 }
 
 /** SIGTERM to the newest worker still running (a ReplicaSet removes its newest pod first); resolves once it has exited. */
@@ -196,7 +196,7 @@ beforeAll(async () => {
   localCsv = await readFile(path.join(work, 'local.csv'));
 
   api = startServiceProcess('services/api/dist/main.js', { ...env(), HOST: '127.0.0.1', PORT: '0' }, ['--role=api']);
-  apiUrl = (await api.line('censo-api listening', 30_000)).url as string;
+  apiUrl = (await api.line('censo-api listening', onThisMachine(30_000))).url as string;
   await addWorker();
 });
 

@@ -63,7 +63,7 @@ async function worker(server: Harness, options: { version?: number; announce?: b
     ...(options.ttlMs === undefined ? {} : { WORKER_ANNOUNCE_TTL_MS: String(options.ttlMs) }),
   });
   processes.push(child);
-  await child.line('worker ready', 30_000);
+  await child.line('worker ready', onThisMachine(30_000));
   return child;
 }
 

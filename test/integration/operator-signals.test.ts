@@ -117,7 +117,7 @@ describe('npm start (the API with its jobs, embedded)', () => {
       ACCESS_LOG: accessLog(),
       NODE_OPTIONS: diagnosticOptions(folder),
     });
-    url = String((await proc.line('censo-api listening', 30_000)).url);
+    url = String((await proc.line('censo-api listening', onThisMachine(30_000))).url);
   }, onThisMachine(60_000));
 
   it(
@@ -201,7 +201,7 @@ describe('queue mode: start:api and start:worker', () => {
     async () => {
       const folder = await diagnosticDir('api');
       const proc = start('services/api/dist/main.js', { ...env(), NODE_OPTIONS: diagnosticOptions(folder) }, ['--role=api']);
-      const url = String((await proc.line('censo-api listening', 30_000)).url);
+      const url = String((await proc.line('censo-api listening', onThisMachine(30_000))).url);
       await expectSnapshotAndServing(proc, url, folder);
     },
     onThisMachine(90_000),
@@ -212,7 +212,7 @@ describe('queue mode: start:api and start:worker', () => {
     async () => {
       const folder = await diagnosticDir('worker');
       const proc = start('services/worker/dist/main.js', { ...env(), NODE_OPTIONS: diagnosticOptions(folder) });
-      const url = String((await proc.line('worker health server listening', 30_000)).url);
+      const url = String((await proc.line('worker health server listening', onThisMachine(30_000))).url);
       await expectSnapshotAndServing(proc, url, folder);
       // SIGHUP: the worker has no log file of its own; it says so and goes on.
       proc.child.kill('SIGHUP');

@@ -99,7 +99,7 @@ describe('PostgreSQL unreachable at start', () => {
       DATABASE_URL: viaProxy.href,
       QUERIES_FILE: badFile,
     });
-    url = String((await service.line('censo-api listening', 20_000)).url);
+    url = String((await service.line('censo-api listening', onThisMachine(20_000))).url);
   }, onThisMachine(30_000));
   afterAll(async () => {
     await service?.stop();
@@ -169,7 +169,7 @@ describe('a declaration that matches', () => {
         QUERIES_FILE: goodFile,
       });
       try {
-        const base = String((await service.line('censo-api listening', 20_000)).url);
+        const base = String((await service.line('censo-api listening', onThisMachine(20_000))).url);
         const response = await fetch(`${base}/api/query?query=alunos&format=csv`, { headers: { 'x-api-key': KEY } });
         expect(response.status).toBe(200);
         expect(await response.text()).toBe('id,nome\r\n1,ANA\r\n2,JOAO\r\n');

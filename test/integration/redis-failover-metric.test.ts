@@ -73,9 +73,9 @@ beforeAll(async () => {
   running.push(combined);
   const api = startServiceProcess('services/api/dist/main.js', env, ['--role=api']);
   running.push(api);
-  workerUrl = String((await worker.line('worker health server listening', 30_000)).url);
-  combinedUrl = String((await combined.line('censo-api listening', 30_000)).url);
-  apiUrl = String((await api.line('censo-api listening', 30_000)).url);
+  workerUrl = String((await worker.line('worker health server listening', onThisMachine(30_000))).url);
+  combinedUrl = String((await combined.line('censo-api listening', onThisMachine(30_000))).url);
+  apiUrl = String((await api.line('censo-api listening', onThisMachine(30_000))).url);
   await waitUntilReady([workerUrl, combinedUrl, apiUrl]);
   // Every sentinel must already have the processes' subscriptions when the master dies: one
   // from the worker, two from `npm start` (its worker's, and its API's queue events connection),

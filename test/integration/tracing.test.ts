@@ -83,8 +83,8 @@ describe('tracing on: an OTLP endpoint set', () => {
     };
     api = start('services/api/dist/main.js', { ...otel, OTEL_SERVICE_NAME: 'censo-api-teste' }, ['--role=api']);
     const worker = start('services/worker/dist/main.js', { ...otel, OTEL_SERVICE_NAME: 'censo-worker-teste' });
-    apiUrl = String((await api.line('censo-api listening', 30_000)).url);
-    await worker.line('worker started', 30_000);
+    apiUrl = String((await api.line('censo-api listening', onThisMachine(30_000))).url);
+    await worker.line('worker started', onThisMachine(30_000));
     await api.line('tracing on (OpenTelemetry, OTLP)');
     await worker.line('tracing on (OpenTelemetry, OTLP)');
   }, onThisMachine(60_000));
@@ -240,8 +240,8 @@ describe('tracing off: no OTLP endpoint', () => {
         const options = { ...otel, NODE_OPTIONS: `--import ${LOADED_MODULES}`, LOADED_MODULES_FILE: modules };
         const api = start('services/api/dist/main.js', options, ['--role=api']);
         const worker = start('services/worker/dist/main.js', options);
-        const url = String((await api.line('censo-api listening', 30_000)).url);
-        await worker.line('worker started', 30_000);
+        const url = String((await api.line('censo-api listening', onThisMachine(30_000))).url);
+        await worker.line('worker started', onThisMachine(30_000));
         const response = await upload(url);
         expect(response.status).toBe(200);
         await response.arrayBuffer();
