@@ -43,7 +43,7 @@ const GROUP = 'censo';
 // A Sentinel learns a master's replicas from the INFO it sends every 10 s, and the other Sentinels
 // from hello messages every 2 s. start() links the replicas first, so the first INFO lists them
 // (about 2 s here); this allows for that INFO missing them anyway on a loaded machine.
-const SENTINEL_DISCOVERY_MS = 45_000;
+const SENTINEL_DISCOVERY_MS = onThisMachine(45_000);
 
 interface Server {
   readonly port: number;

@@ -235,7 +235,17 @@ export async function failoverUnderLoad(options: {
   /** Whose warnings and errors a failure's message carries (CI keeps only the test's output). */
   readonly services?: QueueServices;
 }): Promise<FailoverReport> {
-  const { apiUrl, expected, kill, promoted, services, clients = 6, afterMs = 5_000, limitMs = 60_000, recoveryLimitMs = 30_000 } = options;
+  const {
+    apiUrl,
+    expected,
+    kill,
+    promoted,
+    services,
+    clients = 6,
+    afterMs = 5_000,
+    limitMs = onThisMachine(60_000),
+    recoveryLimitMs = onThisMachine(30_000),
+  } = options;
   const list = uploads();
   const records: Record_[] = [];
   const hardStop = Date.now() + limitMs;

@@ -41,9 +41,9 @@ const MAX_WORKERS = 4;
 /** 1/100 of every time of the recipe: a 150 ms poll, a 3 s window, one pod per 600 ms. */
 const TIME_SCALE = 1 / 100;
 /** A wave held goes at the latest this long after the first request held, released or not (the test then fails). */
-const GATE_MAX_MS = 25_000;
+const GATE_MAX_MS = onThisMachine(25_000);
 /** The whole `censo lote --servidor` run. */
-const CLI_MAX_MS = 60_000;
+const CLI_MAX_MS = onThisMachine(60_000);
 
 interface Host {
   readonly process: ServiceProcess;
@@ -116,7 +116,7 @@ async function removeWorker(onTerminated: () => void): Promise<void> {
 }
 
 /** SIGTERM, then SIGKILL if it is still there after `graceMs`. */
-async function stopWithin(process: ServiceProcess, graceMs = 25_000): Promise<void> {
+async function stopWithin(process: ServiceProcess, graceMs = onThisMachine(25_000)): Promise<void> {
   const timer = setTimeout(() => process.child.kill('SIGKILL'), graceMs);
   try {
     await process.stop();

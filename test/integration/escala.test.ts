@@ -16,7 +16,7 @@ import { onThisMachine } from '../helpers/deadline.js';
 
 const ESCALA_SCRIPT = 'cluster/escala.mjs';
 const ESCALA = path.join(ROOT, ESCALA_SCRIPT);
-const LIMIT_MS = 150_000;
+const LIMIT_MS = onThisMachine(150_000);
 let out: string | undefined;
 
 interface Run {

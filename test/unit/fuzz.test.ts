@@ -17,7 +17,7 @@ if (!basico) throw new Error('no fixtures');
 const JSON_BYTES = readFileSync(basico.retorno.json);
 const XLSX_BYTES = readFileSync(basico.retorno.xlsx);
 const TXT_BYTES = readFileSync(basico.txt);
-const HANG_MS = 5000;
+const HANG_MS = onThisMachine(5000);
 
 const rfDivergencia = (linha: string, codigo: string): DivergenciaLida => ({
   codigo_na_escola: codigo,
