@@ -28,7 +28,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { TASK_ENDED_EVENT, TASK_QUEUE } from '@censo/shared';
 import { autoscale, type Autoscaler } from '../helpers/autoscale.js';
 import { API_KEY } from '../helpers/http.js';
-import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
+import { type ServiceProcess } from '../helpers/processes.js';
+import { processEnv, startApiProcess, startWorkerProcess } from '../helpers/queue-processes.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 import { onThisMachine } from '../helpers/deadline.js';
 
@@ -90,20 +91,11 @@ function censo(args: readonly string[], env: Record<string, string> = {}, maxMs 
   });
 }
 
-const env = () => ({
-  REDIS_URL: redis.url,
-  QUEUE_PREFIX: queuePrefix,
-  UPLOAD_DIR: uploadDir,
-  API_KEY,
-  LOG_LEVEL: 'info',
-  // One job thread per "host": another host is another thread.
-  WORKER_CONCURRENCY: '1',
-});
+// One job thread per "host" (processEnv): another host is another thread.
+const env = () => processEnv({ redisUrl: redis.url, queuePrefix, uploadDir }, { API_KEY });
 
 async function addWorker(): Promise<void> {
-  const host: Host = { process: startServiceProcess('services/worker/dist/main.js', env()), terminatedAt: null };
-  hosts.push(host);
-  await host.process.line('worker started', onThisMachine(30_000));
+  hosts.push({ process: await startWorkerProcess(env(), { startMs: 30_000 }), terminatedAt: null });
 }
 
 /** SIGTERM to the newest worker still running (a ReplicaSet removes its newest pod first); resolves once it has exited. */
@@ -195,8 +187,7 @@ beforeAll(async () => {
   expect(local, local.stderr).toMatchObject({ code: 0 });
   localCsv = await readFile(path.join(work, 'local.csv'));
 
-  api = startServiceProcess('services/api/dist/main.js', { ...env(), HOST: '127.0.0.1', PORT: '0' }, ['--role=api']);
-  apiUrl = (await api.line('censo-api listening', onThisMachine(30_000))).url as string;
+  ({ process: api, url: apiUrl } = await startApiProcess(env(), { startMs: 30_000 }));
   await addWorker();
 });
 

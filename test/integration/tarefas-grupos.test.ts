@@ -3,11 +3,9 @@
 // a task of its own (SPEC §7), and a worker of contract 1 leaving the group for a newer one (§9).
 // The real API, workers and job pool; the gate holds a task "running" so each state is reached
 // without depending on this machine's speed.
-import { readFile } from 'node:fs/promises';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   ERRORS,
   GROUP_JOB,
@@ -22,7 +20,8 @@ import {
 import { startWorker, type RunningWorker } from '@censo/worker';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { logLines } from '../helpers/log-lines.js';
-import { keysMatching, useTestRedis } from '../helpers/redis.js';
+import { useQueuePrelude } from '../helpers/queue-prelude.js';
+import { keysMatching } from '../helpers/redis.js';
 import { Gate, areaOf, gated, monitor, request, startHarness, waitForTarefa, type Answer, type Harness } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { onThisMachine } from '../helpers/deadline.js';
@@ -30,16 +29,7 @@ import { onThisMachine } from '../helpers/deadline.js';
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const DIVERGENCIAS = (basico.expectedDivergencias as { divergencias: unknown[] }).divergencias;
 
-const redisServer = useTestRedis();
-let json: Buffer;
-let redis: Redis;
-beforeAll(async () => {
-  json = await readFile(basico.retorno.json!);
-  redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
-});
-afterAll(async () => {
-  redis?.disconnect();
-});
+const prelude = useQueuePrelude();
 
 const harnesses: Harness[] = [];
 const workers: RunningWorker[] = [];
@@ -54,7 +44,7 @@ async function harness(
   env: Record<string, string>,
   options: { noWorker?: boolean; intervals?: { reconcileMs?: number } } = {},
 ): Promise<Harness> {
-  const server = await startHarness('queue', { redisUrl: redisServer.url, env: { TAREFAS_POR_JOB: '3', ...env }, ...options });
+  const server = await startHarness('queue', { redisUrl: prelude.url, env: { TAREFAS_POR_JOB: '3', ...env }, ...options });
   harnesses.push(server);
   return server;
 }
@@ -86,18 +76,18 @@ async function send(server: Harness, lote: string, count: number): Promise<Answe
   const form = new FormData();
   for (let i = 0; i < count; i++) {
     form.append('referencia', `1100000${i}`);
-    form.append('retorno', new Blob([json]), `escola-${i}.json`);
+    form.append('retorno', new Blob([prelude.json]), `escola-${i}.json`);
   }
   return request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: form });
 }
 
 const idsOf = (answer: Answer) => (answer.json().tarefas as Array<{ id: string }>).map((t) => t.id);
-const groupHashes = (server: Harness) => keysMatching(redis, `${server.config.queuePrefix}:${TASK_QUEUE}:grupo:*`);
+const groupHashes = (server: Harness) => keysMatching(prelude.redis, `${server.config.queuePrefix}:${TASK_QUEUE}:grupo:*`);
 const loteCounts = async (server: Harness, lote: string) =>
   (await request(server, 'GET', `/api/lotes/${lote}`)).json().tarefas as Record<string, number>;
 
 async function queuedJobs(server: Harness) {
-  const queue = new Queue(TASK_QUEUE, { connection: redis, prefix: server.config.queuePrefix });
+  const queue = new Queue(TASK_QUEUE, { connection: prelude.redis, prefix: server.config.queuePrefix });
   try {
     return (await queue.getJobs(['waiting', 'active', 'delayed', 'prioritized'])).map((job) => ({
       id: job.id!,
@@ -141,7 +131,7 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
       what: 'the groups to be forgotten',
     });
     expect(await queuedJobs(server)).toEqual([]);
-    expect(await redis.get(`${server.config.queuePrefix}:${TASK_QUEUE}:grupos:aguardando`)).toBe('0');
+    expect(await prelude.redis.get(`${server.config.queuePrefix}:${TASK_QUEUE}:grupos:aguardando`)).toBe('0');
   });
 
   it("a group's tasks are processando one at a time, the rest aguardando, each with its own iniciada_em", async () => {
@@ -262,7 +252,7 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     // As an attempt that ended after the first task leaves it (the API stopped, say): its field
     // says finished, with the result that attempt recorded.
     const result = { ok: true as const, count: DIVERGENCIAS.length, bytes: 1 };
-    await redis.hset(grupo!, ids[0]!, finishedItem(Date.now() - 1_000, Date.now() - 500, { result }));
+    await prelude.redis.hset(grupo!, ids[0]!, finishedItem(Date.now() - 1_000, Date.now() - 500, { result }));
     await worker(server, server.gate);
     for (const id of ids) expect((await waitForTarefa(server, id)).estado).toBe('concluida');
     expect(server.gate.seen.map((job) => job.area)).toEqual([ids[1]]);
@@ -295,7 +285,7 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     const lote = await createLote(server);
     const ids = idsOf(await send(server, lote, 2));
     // Job data comes from Redis: a group whose task list is not one fails without running any.
-    const queue = new Queue(TASK_QUEUE, { connection: redis, prefix: server.config.queuePrefix });
+    const queue = new Queue(TASK_QUEUE, { connection: prelude.redis, prefix: server.config.queuePrefix });
     try {
       const [group] = await queue.getJobs(['waiting']);
       await group!.updateData({ ...(group!.data as object), tarefas: 'nenhuma' });
