@@ -258,6 +258,8 @@ async function endState(topology, faults) {
         // The rolling restart's rollback sends one batch (faults.mjs) and deletes it: what its
         // owner keeps beside it (a rate window, say) expires by itself; a record without a TTL is stray.
         if (key.startsWith(`${config.queuePrefix}:tarefas:`) && (await redis.pttl(key)) > 0) continue;
+        // An API's ends stream (addressed.ts): a killed API leaves it, and it goes within an hour by itself.
+        if (key.startsWith(`${config.queuePrefix}:fim:`) && (await redis.pttl(key)) > 0) continue;
         strayKeys.push(key);
       }
     } while (cursor !== '0');

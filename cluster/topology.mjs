@@ -45,9 +45,11 @@ const SENTINEL_FAILOVER_TIMEOUT_MS = 6_000;
 
 /**
  * A Redis server's arguments as the suite runs it: `bind`:`port`, its files in `dir`, a replica of
- * `replicaOf` (an address, on REDIS_PORT) or a master. Also the scale profile's (escala.mjs).
+ * `replicaOf` (an address, on REDIS_PORT) or a master. Also the scale profile's (escala/bench.mjs),
+ * whose Redis Cluster nodes add `cluster`: their state file and how long a node may be silent
+ * before it counts as failing.
  */
-export function redisServerArgs({ bind, port, dir, replicaOf = null }) {
+export function redisServerArgs({ bind, port, dir, replicaOf = null, cluster = null }) {
   return [
     '--port',
     String(port),
@@ -72,6 +74,9 @@ export function redisServerArgs({ bind, port, dir, replicaOf = null }) {
     '--min-replicas-max-lag',
     '10',
     ...(replicaOf ? ['--replicaof', replicaOf, String(REDIS_PORT)] : []),
+    ...(cluster
+      ? ['--cluster-enabled', 'yes', '--cluster-config-file', cluster.configFile, '--cluster-node-timeout', String(cluster.nodeTimeoutMs)]
+      : []),
   ];
 }
 

@@ -43,10 +43,11 @@ const CORRECAO_OF_WORD = new Map<string, Correcao>(
 );
 
 /** The workbook's headers (in words) and the CSV's and JSON's (field names), for the columns compared. */
-const HEADERS: Readonly<Record<keyof DivergenciaRodada | 'arquivo', readonly string[]>> = {
+const HEADERS: Readonly<Record<keyof DivergenciaLinha | 'arquivo', readonly string[]>> = {
   referencia: ['referencia', 'Referência'],
   arquivo: ['arquivo', 'Arquivo'],
   codigo_na_escola: ['codigo_na_escola', 'Código na escola'],
+  linha: ['linha', 'Linha no txt'],
   campo: ['campo', 'Campo no retorno'],
   enviado: ['enviado', 'Valor enviado'],
   correto: ['correto', 'Valor da Receita Federal'],
@@ -72,12 +73,13 @@ function correcaoOf(cell: string, words: boolean): Correcao | null {
 }
 
 /** A row of a CSV or workbook as a divergence, by its header. */
-function rowReader(file: string, header: readonly string[], words: boolean): (cells: readonly string[]) => DivergenciaRodada {
+function rowReader(file: string, header: readonly string[], words: boolean): (cells: readonly string[]) => DivergenciaLinha {
   const at = (field: keyof typeof HEADERS) => header.findIndex((name) => HEADERS[field].includes(name));
   const index = {
     referencia: at('referencia'),
     arquivo: at('arquivo'),
     codigo_na_escola: at('codigo_na_escola'),
+    linha: at('linha'),
     campo: at('campo'),
     enviado: at('enviado'),
     correto: at('correto'),
@@ -86,7 +88,10 @@ function rowReader(file: string, header: readonly string[], words: boolean): (ce
   };
   const missing = Object.entries(index)
     // A result written before `correcao` (SPEC §11) lacks it: its divergences count in no way of fixing.
-    .filter(([field, i]) => i < 0 && field !== 'referencia' && field !== 'correcao' && !(field === 'arquivo' && index.referencia >= 0))
+    .filter(
+      ([field, i]) =>
+        i < 0 && field !== 'referencia' && field !== 'correcao' && field !== 'linha' && !(field === 'arquivo' && index.referencia >= 0),
+    )
     .map(([field]) => field);
   if (missing.length > 0) throw notACombinedResult(file, `faltam as colunas ${missing.join(', ')}`);
   const cell = (cells: readonly string[], i: number) => (i < 0 ? '' : (cells[i] ?? ''));
@@ -95,6 +100,7 @@ function rowReader(file: string, header: readonly string[], words: boolean): (ce
     return {
       referencia: cell(cells, index.referencia >= 0 ? index.referencia : index.arquivo),
       codigo_na_escola: cell(cells, index.codigo_na_escola),
+      linha: cell(cells, index.linha),
       campo: cell(cells, index.campo),
       enviado: cell(cells, index.enviado),
       correto: cell(cells, index.correto),
@@ -104,9 +110,12 @@ function rowReader(file: string, header: readonly string[], words: boolean): (ce
   };
 }
 
+/** A divergence as a combined result states it: what a round compares, and the person's line (`censo cartas`). */
+export type DivergenciaLinha = DivergenciaRodada & { readonly linha: string };
+
 /** What a combined result holds: its divergences, the files it read (null when it does not list them) and those that failed. */
-interface Resultado {
-  readonly divergencias: DivergenciaRodada[];
+export interface Resultado {
+  readonly divergencias: DivergenciaLinha[];
   readonly lidos: string[] | null;
   readonly falhas: FalhaRodada[];
   /** Every file the result lists, read or failed, in its order (empty when it lists none). */
@@ -151,6 +160,7 @@ async function readJson(file: string): Promise<Resultado> {
     return {
       referencia: text(item.referencia ?? item.arquivo),
       codigo_na_escola: text(item.codigo_na_escola),
+      linha: text(item.linha),
       campo: text(item.campo),
       enviado: text(item.enviado),
       correto: text(item.correto),
@@ -163,8 +173,8 @@ async function readJson(file: string): Promise<Resultado> {
 
 async function readCsv(file: string): Promise<Resultado> {
   const { parse } = await import('csv-parse');
-  const rows: DivergenciaRodada[] = [];
-  let read: ((cells: readonly string[]) => DivergenciaRodada) | null = null;
+  const rows: DivergenciaLinha[] = [];
+  let read: ((cells: readonly string[]) => DivergenciaLinha) | null = null;
   const parser = createReadStream(file).pipe(parse({ bom: true, relax_column_count: true }));
   try {
     for await (const record of parser as AsyncIterable<string[]>) {
@@ -187,7 +197,7 @@ const isFalhasHeader = (header: readonly string[]): boolean =>
 
 async function readXlsx(file: string): Promise<Resultado> {
   const { default: ExcelJS } = await import('exceljs');
-  const rows: DivergenciaRodada[] = [];
+  const rows: DivergenciaLinha[] = [];
   let lidos: string[] | null = null;
   const falhas: FalhaRodada[] = [];
   const ordem: string[] = [];
@@ -228,7 +238,7 @@ async function readXlsx(file: string): Promise<Resultado> {
 }
 
 /** A combined result of `censo lote` (or a batch's export), by its extension. */
-async function readResultado(file: string): Promise<Resultado> {
+export async function readResultado(file: string): Promise<Resultado> {
   const extension = path.extname(file).slice(1).toLowerCase();
   const read = extension === 'json' ? readJson : extension === 'csv' ? readCsv : extension === 'xlsx' ? readXlsx : null;
   if (read === null) throw new InputError(`${quote(file)}: use um resultado do censo lote em .json, .csv ou .xlsx.`);
@@ -316,7 +326,7 @@ export async function resumir(options: ResumoOptions): Promise<Resumo> {
   return resumo;
 }
 
-async function writeChunks(output: string | undefined, chunks: AsyncIterable<string | Buffer>): Promise<void> {
+export async function writeChunks(output: string | undefined, chunks: AsyncIterable<string | Buffer>): Promise<void> {
   const out = await openOutput(output);
   await out.write(Readable.from(chunks, { objectMode: false })).catch(async (err: unknown) => {
     throw await out.abandon(err);

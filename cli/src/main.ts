@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import type * as Commander from 'commander';
 import { ConfigError, loadColumnsFile, type OutputFormat } from '@censo/shared/local';
 import { comparar, dadosOf, resumir } from './comparar.js';
+import { escreverCartas } from './cartas.js';
 import { corrigir, listOne } from './single.js';
 import { ieducar } from './ieducar.js';
 import { lote, maxConcurrency, type LoteFormat } from './lote.js';
@@ -222,6 +223,17 @@ async function main(argv: readonly string[]): Promise<number> {
     .action(async (resultado: string, opts: { format?: OutputFormat; output?: string }) => {
       const { format, output } = listOutput(opts.format, opts.output, FORMATS);
       await resumir({ resultado, format, output });
+    });
+
+  program
+    .command('cartas')
+    .description('uma carta por escola: o que cada escola deve corrigir e onde, e um aviso para a família quando é na Receita Federal')
+    .usage('<resultado> -o <cartas.xlsx|cartas.html>')
+    .argument('<resultado>', 'resultado do censo lote (.json, .csv ou .xlsx)')
+    .requiredOption('-o, --output <arquivo>', 'arquivo das cartas: .xlsx (planilhas escolas e pessoas) ou .html (página para imprimir)')
+    .action(async (resultado: string, opts: { output: string }) => {
+      const cartas = await escreverCartas({ resultado, output: opts.output });
+      if (!quiet()) process.stderr.write(`Cartas: ${cartas.escolas.length} ${cartas.escolas.length === 1 ? 'escola' : 'escolas'}.\n`);
     });
 
   try {

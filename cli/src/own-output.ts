@@ -9,6 +9,7 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { constants, inflateRawSync } from 'node:zlib';
 import {
+  CARTAS_ESCOLAS_WORDS,
   COMPARACAO_COLUMNS,
   csvLine,
   DIVERGENCIA_COLUMNS,
@@ -57,6 +58,8 @@ const WORKBOOK_HEADERS: ReadonlyArray<{ readonly sheet: string; readonly cells: 
   { sheet: 'pessoas', cells: [PESSOAS_PLANILHA.columns[1]!, PESSOAS_PLANILHA.columns[6]!], lote: false },
   { sheet: 'comparacao', cells: ['Situação', 'Valor enviado (rodada anterior)'], lote: false },
   { sheet: 'resumo', cells: ['Referência', 'Arquivos', 'Falhas', 'Divergências'], lote: false },
+  // `censo cartas` and the service's letters (issue 56).
+  { sheet: 'escolas', cells: [CARTAS_ESCOLAS_WORDS[0]!, CARTAS_ESCOLAS_WORDS[CARTAS_ESCOLAS_WORDS.length - 1]!], lote: false },
   { sheet: 'Falhas', cells: ['Referência', 'Arquivo'], lote: false },
   { sheet: 'falhas', cells: ['Referência', 'Arquivo'], lote: false },
 ].map(({ sheet, cells, lote }) => ({ sheet, cells: cells.map((cell) => `>${escapedCellText(cell)}<`), lote }));

@@ -251,6 +251,10 @@ describe('the Lotes tab', () => {
     // The summary's downloads are the route's.
     const csv = await downloaded(page, dir, () => page.getByRole('button', { name: 'Baixar CSV do resumo (para programas)' }).click());
     expect(csv.bytes.equals((await request(server, 'GET', `/api/lotes/${rodada2}/resumo?format=csv`)).bytes)).toBe(true);
+    // And the letters to the schools (issue 56), the route's too.
+    const cartas = await downloaded(page, dir, () => page.getByRole('button', { name: 'Cartas às escolas (para imprimir)' }).click());
+    expect(cartas.bytes.equals((await request(server, 'GET', `/api/lotes/${rodada2}/cartas?format=html`)).bytes)).toBe(true);
+    expect(cartas.bytes.toString('utf8')).toMatch(/^<!doctype html>/);
     await page.context().close();
   });
 

@@ -5,7 +5,12 @@
 // holding anything after it.
 import ExcelJS from 'exceljs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { comparacaoLimite, comparacoesEmAndamento } from '../../services/api/dist/routes/tarefas/resumo.js';
+import {
+  bytesDeComparacoesEmAndamento,
+  COMPARACAO_MAX_BYTES,
+  comparacaoLimite,
+  comparacoesEmAndamento,
+} from '../../services/api/dist/routes/tarefas/resumo.js';
 import { formWith } from '../helpers/http.js';
 import { useTestRedis } from '../helpers/redis.js';
 import { request, startHarness, waitForTarefa, type Harness } from '../helpers/tarefas.js';
@@ -51,8 +56,20 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   comparacaoLimite.divergencias = 400_000;
+  comparacaoLimite.bytes = COMPARACAO_MAX_BYTES;
   await server?.dispose();
 });
+
+/** A closed, concluded batch of one school's return (its text), for the bounds' own rounds. */
+async function loteDe(content: string): Promise<string> {
+  const lote = (await request(server, 'POST', '/api/lotes', { body: '{}', headers: { 'content-type': 'application/json' } })).json()
+    .id as string;
+  const body = await formWith([{ field: 'retorno', content, filename: 'retorno.json' }], { referencia: 'escola-gorda/retorno.json' });
+  await waitForTarefa(server, (await request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body })).json().id as string);
+  await request(server, 'POST', `/api/lotes/${lote}/fechar`);
+  await waitFor(async () => (await request(server, 'GET', `/api/lotes/${lote}`)).json().estado === 'concluido', { what: 'the batch' });
+  return lote;
+}
 
 const comparacao = (format = 'json', anterior = lotes[0]) =>
   request(server, 'GET', `/api/lotes/${lotes[1]}/comparacao?anterior=${anterior}&format=${format}`);
@@ -137,6 +154,61 @@ describe('the comparison is bounded', () => {
       await waitFor(async () => comparacoesEmAndamento() === 0, { what: 'the comparison to let go' });
     } finally {
       comparacaoLimite.divergencias = 400_000;
+    }
+  });
+});
+
+describe('the comparison is bounded in bytes, not only in divergences (issue 59)', () => {
+  // The attacker's shape: few divergences, each with a 30,000-character school code and values of
+  // ~16,000 characters. A count of divergences lets them through; the rounds' bytes do not.
+  const fat = (seed: string): string =>
+    retorno(
+      Array.from({ length: 12 }, (_, i): [string, string, string] => [
+        `${seed}${i}`.padEnd(30_000, 'X'),
+        'Nome completo',
+        `${'A'.repeat(16_000)} -- ${'B'.repeat(16_000)}${seed}${i}`,
+      ]),
+    );
+
+  it('one comparison beyond the bytes: 422 in words; four at once never hold more than the bound', async () => {
+    const [antes, depois] = [await loteDe(fat('R1-')), await loteDe(fat('R2-'))];
+    const compare = () => request(server, 'GET', `/api/lotes/${depois}/comparacao?anterior=${antes}&format=json`);
+    // Both rounds' stored results, as the bound counts them.
+    comparacaoLimite.bytes = 1024;
+    try {
+      const refused = await compare();
+      expect(refused.status).toBe(422);
+      expect(refused.json().erro).toMatch(
+        /^Comparação grande demais: \d+(,\d)? MiB de resultados nas duas rodadas, o limite é 0 MiB\. Compare por partes \(lotes menores\) ou use o censo comparar\.$/,
+      );
+      expect(comparacoesEmAndamento()).toBe(0);
+
+      // Room for one comparison at a time: of four at once, each either answers or waits (503),
+      // and what the process holds never passes the bound.
+      const one = (await (async () => {
+        comparacaoLimite.bytes = COMPARACAO_MAX_BYTES;
+        const answer = await compare();
+        expect(answer.status).toBe(200);
+        return answer.bytes.length;
+      })()) as number;
+      expect(one).toBeGreaterThan(24 * 30_000);
+      await waitFor(async () => bytesDeComparacoesEmAndamento() === 0, { what: 'the comparison to let go' });
+      const held: number[] = [];
+      const watch = setInterval(() => held.push(bytesDeComparacoesEmAndamento()), 1);
+      comparacaoLimite.bytes = Math.ceil(one * 1.5);
+      const answers = await Promise.all([compare(), compare(), compare(), compare()]).finally(() => clearInterval(watch));
+      const statuses = answers.map((answer) => answer.status).sort();
+      expect(statuses.every((status) => status === 200 || status === 503)).toBe(true);
+      expect(statuses).toContain(200);
+      for (const answer of answers.filter((a) => a.status === 503)) {
+        expect(answer.json()).toEqual({ erro: 'Comparações demais em andamento, tente novamente em instantes.' });
+      }
+      expect(Math.max(0, ...held)).toBeLessThanOrEqual(comparacaoLimite.bytes);
+      await waitFor(async () => bytesDeComparacoesEmAndamento() === 0 && comparacoesEmAndamento() === 0, {
+        what: 'every comparison to let go',
+      });
+    } finally {
+      comparacaoLimite.bytes = COMPARACAO_MAX_BYTES;
     }
   });
 });

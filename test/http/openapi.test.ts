@@ -14,6 +14,7 @@ const PUBLIC_ROUTES = [
   'delete /api/tarefas/{id}',
   'get /api/lotes',
   'get /api/lotes/{id}',
+  'get /api/lotes/{id}/cartas',
   'get /api/lotes/{id}/comparacao',
   'get /api/lotes/{id}/correcoes',
   'get /api/lotes/{id}/divergencias',

@@ -153,15 +153,16 @@ describe('contract versions on one queue (rolling upgrade)', () => {
     expect(failed?.attemptsMade).toBe(1);
   });
 
-  it("the API's jobs carry the oldest contract version that runs them: CORE_JOB_CONTRACT_VERSION for a job of the core (3 since issue 46 changed its answer), so an older worker gives it back", async () => {
+  it("the API's jobs carry the oldest contract version that runs them: CORE_JOB_CONTRACT_VERSION for a job of the core (3 since issue 46 changed its answer, 4 since issue 56), so an older worker gives it back", async () => {
     await startVersioned(N);
     const runner = createBullmqRunner(config, createLogger({ logLevel: 'silent' }, {}));
     try {
       const { id, data } = await jobData();
       const result = await runner.run(data, { id, deadline: Date.now() + 20_000, signal: new AbortController().signal });
       expect(result).toMatchObject({ ok: true, count: expectedCount });
-      expect((await queue.getJob(id))?.data).toEqual({ ...data, contract: CORE_JOB_CONTRACT_VERSION });
-      expect(CORE_JOB_CONTRACT_VERSION).toBe(3);
+      // And the address of the API whose stream its end is told to (issue 55): a field older workers ignore.
+      expect((await queue.getJob(id))?.data).toEqual({ ...data, contract: CORE_JOB_CONTRACT_VERSION, fim: expect.stringMatching(/^api-/) });
+      expect(CORE_JOB_CONTRACT_VERSION).toBe(4);
     } finally {
       await runner.close();
     }

@@ -135,6 +135,8 @@ describe('npm start (the API with its jobs, embedded)', () => {
       expect(await nthLine(proc, 'diagnostic report written', 1)).toMatchObject({ signal: 'SIGTTOU' });
       const reports = (await readdir(folder)).filter((name) => /^report\..*\.json$/.test(name));
       expect(reports).toHaveLength(1);
+      // It holds the environment (API keys, passwords): its user's to read only (issue 59).
+      expect((await stat(path.join(folder, reports[0]!))).mode & 0o777).toBe(0o600);
       const report = JSON.parse(await readFile(path.join(folder, reports[0]!), 'utf8')) as { header: Record<string, unknown> };
       expect(report.header).toMatchObject({ event: 'SIGTTOU', trigger: 'Signal', processId: proc.child.pid });
       expect((await fetch(`${url}/healthz`)).status).toBe(200);

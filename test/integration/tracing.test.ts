@@ -105,7 +105,8 @@ describe('tracing on: an OTLP endpoint set', () => {
             span.attributes['http.response.status_code'] !== undefined,
         ) &&
         of().some((span) => span.service === 'censo-worker-teste' && span.kind === SPAN_KIND.consumer) &&
-        of().some((span) => span.name === 'job thread'),
+        of().some((span) => span.name === 'job thread') &&
+        of().some((span) => span.name === 'job run'),
       {
         timeoutMs: onThisMachine(15_000),
         what: `the spans of trace ${traceId}`,
@@ -159,6 +160,11 @@ describe('tracing on: an OTLP endpoint set', () => {
       expect(thread).toBeDefined();
       expect(ancestors(thread!)).toContainEqual(consumer);
       expect(thread!.attributes).toMatchObject({ 'censo.job.kind': 'divergencias', 'censo.job.ok': true });
+      // And inside it, the job's own run on the thread, timed by the thread (issue 56): what is left
+      // of the thread span is the wait for a thread.
+      const run = spans.find((span) => span.name === 'job run' && span.parentSpanId === thread!.spanId);
+      expect(run, 'the job run span, a child of the job thread span').toBeDefined();
+      expect(run!.attributes).toMatchObject({ 'censo.job.kind': 'divergencias' });
       const storage = spans.filter((span) => span.name.startsWith('storage '));
       expect(storage.some((span) => span.service === 'censo-api-teste' && span.name === 'storage write')).toBe(true);
       expect(storage.some((span) => span.service === 'censo-worker-teste' && ancestors(span).includes(consumer!))).toBe(true);
@@ -212,10 +218,18 @@ describe('tracing on: an OTLP endpoint set', () => {
       await fetch(`${apiUrl}/api/query?cpf=52998224725&nome=MARIA%20DE%20SOUZA`, { headers: { 'x-api-key': API_KEY } }).then((r) =>
         r.arrayBuffer(),
       );
+      // A path no route matches, with a CPF in it: what a client typed is not recorded (issue 59).
+      await fetch(`${apiUrl}/api/pessoas/52998224725`, { headers: { 'x-api-key': API_KEY } }).then((r) => r.arrayBuffer());
       await waitFor(() => receiver.spans.some((span) => span.attributes['http.route'] === '/api/query'), {
         timeoutMs: onThisMachine(10_000),
         what: 'the query span',
       });
+      await waitFor(() => receiver.spans.some((span) => span.attributes['url.path'] === '(sem rota)'), {
+        timeoutMs: onThisMachine(10_000),
+        what: 'the unmatched request span',
+      });
+      // Span names are labels, never a function's source (an anonymous plugin's name is its code).
+      expect(receiver.spans.map((span) => span.name).filter((name) => /=>|[(){};\n]|\bfunction\b|\bawait\b/.test(name))).toEqual([]);
       expect(receiver.spans.length).toBeGreaterThan(0);
       const leaks = receiver.spans.flatMap((span) =>
         span.texts.flatMap((text) =>

@@ -13,7 +13,8 @@ const TRIGGER = /^[=+\-@\t\r]/;
 // stays as written (SPEC §3.5: ` =1` is text); a piece a `;` cut out of a value may not start
 // with one after spaces or quotes either.
 const ROW_FORMULA = /^[\t\r\n]*[=+\-@]/;
-const PIECE_FORMULA = /^[ \t\r\n"]*[=+\-@]/;
+// Issue 59: any Unicode space counts (a no-break space before `=` is trimmed as well).
+const PIECE_FORMULA = /^[\s"\u200b]*[=+\-@]/;
 
 interface Piece {
   readonly text: string;
@@ -168,5 +169,14 @@ describe('CSV formula guard for readers that split on ";" (issue 50)', () => {
       ),
       { numRuns: 5000 },
     );
+  });
+});
+
+describe('issue 59: a no-break or other Unicode space before the formula', () => {
+  it.each(['\u00a0', '\u2007', '\u202f', '\u3000', '\ufeff', '\u200b', '\u00a0\u00a0"'])('x;%s=1+1 gets its quote after the ;', (space) => {
+    expect(neutralizeFormulas(`x;${space}=1+1`)).toBe(`x;'${space}=1+1`);
+    expect(neutralizeFormulas(`x\n${space}@SUM(1)`)).toBe(`x\n'${space}@SUM(1)`);
+    // Nothing changes where no trigger follows.
+    expect(neutralizeFormulas(`x;${space}1+1`)).toBe(`x;${space}1+1`);
   });
 });

@@ -69,3 +69,21 @@ describe('the reconciler backs off while waiting tasks only wait', () => {
     expect(calls.scans).toBe(5);
   });
 });
+
+describe("the reconciler's scan tells a page's tasks together (issue 55)", () => {
+  it('asks for every waiting task of the page at once, so one commit reads them (one look per group, not per task)', async () => {
+    const page = ['a', 'b', 'c', 'd'];
+    let inFlight = 0;
+    let most = 0;
+    const { service } = fakeService(page);
+    (service as unknown as { finish: (id: string) => Promise<boolean> }).finish = async () => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await new Promise((resolve) => setImmediate(resolve));
+      inFlight--;
+      return false;
+    };
+    await new Maintenance(service, 30_000).reconcile();
+    expect(most).toBe(page.length);
+  });
+});

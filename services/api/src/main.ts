@@ -62,6 +62,9 @@ try {
   fail(`could not start: ${err instanceof Error ? err.message : String(err)}`);
 }
 
+/** What a request's span says for a path no route matched. */
+const UNMATCHED_PATH = '(sem rota)';
+
 /** The API's own instrumentations, loaded only when tracing is on: Fastify's and pg's. */
 async function apiInstrumentations() {
   const [{ FastifyOtelInstrumentation }, { PgInstrumentation }] = await Promise.all([
@@ -79,8 +82,10 @@ async function apiInstrumentations() {
       instrumentHooks: false,
       // An error's message may quote what was sent (JSON.parse does): its type is enough.
       recordExceptions: false,
-      // The path only: GET /api/query's query string carries the filters' values (CPFs, names).
-      requestHook: (span, request) => span.setAttribute('url.path', request.url.split('?', 1)[0]!),
+      // The path only: GET /api/query's query string carries the filters' values (CPFs, names). A
+      // path no route matched is whatever a client typed (issue 59): it is not recorded.
+      requestHook: (span, request) =>
+        span.setAttribute('url.path', request.routeOptions.url === undefined ? UNMATCHED_PATH : request.url.split('?', 1)[0]!),
     }),
     // Statements keep their $n placeholders; the parameters' values are never recorded.
     new PgInstrumentation({ enhancedDatabaseReporting: false, requireParentSpan: true }),

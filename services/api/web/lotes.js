@@ -351,17 +351,18 @@ export function initLotes({ box, guarded, download }) {
     const gone = e.target.closest('button[data-apagar-lote]')?.dataset.apagarLote;
     if (gone) void run(() => apagar(find(gone)));
   });
-  for (const button of document.querySelectorAll('[data-baixar-resumo]')) {
-    const format = button.dataset.baixarResumo;
+  // The summary's downloads and the letters to the schools (`/cartas`, issue 56): `resumo` or `cartas`, in a format.
+  for (const button of document.querySelectorAll('[data-baixar-resumo], [data-baixar-cartas]')) {
+    const [what, format] = button.dataset.baixarResumo ? ['resumo', button.dataset.baixarResumo] : ['cartas', button.dataset.baixarCartas];
     button.addEventListener('click', () =>
       run(
         async () =>
           shown &&
           (await download(
             box,
-            `/api/lotes/${shown.lote.id}/resumo?format=${format}`,
-            `resumo.${format}`,
-            fileOf(shown.lote, `resumo.${format}`),
+            `/api/lotes/${shown.lote.id}/${what}?format=${format}`,
+            `${what}.${format}`,
+            fileOf(shown.lote, `${what}.${format}`),
           )),
       ),
     );

@@ -15,6 +15,9 @@ import {
   UPLOAD_GONE,
   TELL_ENDS_MS,
   contractOf,
+  endsStream,
+  endsTo,
+  ENDS_TTL_MS,
   finishedItem,
   groupKeys,
   groupScripts,
@@ -45,7 +48,13 @@ export interface ProcessorOptions {
   /** How long a slot that gave back a job of a newer contract stays away from the queue (default 1 s). */
   readonly handBackPauseMs?: number;
   /** Where group jobs keep their tasks' states (task-groups.ts): the queue's connection, prefix and name. */
-  readonly groups?: { readonly redis: RedisClient; readonly prefix: string; readonly queue: string };
+  readonly groups?: {
+    readonly redis: RedisClient;
+    readonly prefix: string;
+    readonly queue: string;
+    /** False plays a worker from before ADDRESSED_CONTRACT_VERSION: ends go on the events stream (tests). */
+    readonly addressed?: boolean;
+  };
 }
 
 /** Most tasks a group job may carry (job data comes from Redis: a bound on what one job does). */
@@ -153,6 +162,10 @@ export function createProcessor(
     const redis = groupScripts(groups.redis);
     const keys = groupKeys(groups.prefix, groups.queue);
     const groupKey = keys.group(String(job.id));
+    // Ends go to the API that queued the group; to every API (the events stream) for an older one's.
+    const api = groups.addressed === false ? null : endsTo(job.data);
+    const tellTo = api === null ? keys.events : endsStream(groups.prefix, api);
+    const tellTtlMs = api === null ? 0 : ENDS_TTL_MS;
     /** Ends not yet recorded (id, field pairs): the next step records them. */
     let ended: string[] = [];
     /** Ends recorded and not yet told to the APIs, and since when. */
@@ -167,11 +180,12 @@ export function createProcessor(
       const run = await redis.censoStep(
         groupKey,
         keys.waiting,
-        keys.events,
+        tellTo,
         next,
         startedItem(startedAt),
         EVENTS_MAX_LEN,
         tell,
+        tellTtlMs,
         ...recorded,
       );
       ended = [];

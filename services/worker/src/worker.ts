@@ -1,11 +1,12 @@
 // The worker role: takes jobs from the BullMQ queue and runs them on a worker-thread pool.
 // Used alone by `npm run start:worker` and next to the API by `npm start` (Redis configured).
-import { QueueEvents, Worker, type QueueEventsListener } from 'bullmq';
+import { QueueEvents, Worker, type Job, type QueueEventsListener } from 'bullmq';
 import {
   ABORT_CANCELLED,
   ABORT_SHUTDOWN,
-  CANCEL_EVENT,
   BATCH_NICENESS,
+  CANCEL_EVENT,
+  closeQueueEvents,
   JOB_CONTRACT_VERSION,
   JOB_QUEUE,
   TASK_QUEUE,
@@ -17,7 +18,11 @@ import {
   newWorkerName,
   readerKeys,
   withdrawReader,
-  closeQueueEvents,
+  cancelChannel,
+  endsStream,
+  endsTo,
+  tellEnd,
+  type JobEnd,
   createJobPool,
   createStorage,
   type JobExecutor,
@@ -60,6 +65,12 @@ export interface StartWorkerOptions {
   readonly announce?: boolean;
   /** How long its announcement counts without renewal; default ANNOUNCE_TTL_MS (tests shorten it). */
   readonly announceTtlMs?: number;
+  /**
+   * Whether it hears cancellations on its own channel and tells its jobs' ends to their APIs
+   * (addressed.ts); default true. False plays a worker from before ADDRESSED_CONTRACT_VERSION,
+   * which reads the queue's events stream for cancellations and tells no API anything (tests).
+   */
+  readonly addressed?: boolean;
 }
 
 export interface RunningWorker {
@@ -82,9 +93,7 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
-type CancelListener = QueueEventsListener & {
-  [CANCEL_EVENT]: (args: { jobId?: string }, id: string) => void;
-};
+type CancelListener = QueueEventsListener & { [CANCEL_EVENT]: (args: { jobId?: string }, id: string) => void };
 
 /** Grace given to processors to hand their jobs back once the drain time is over. */
 const HAND_BACK_MS = 5_000;
@@ -103,12 +112,13 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   const taskExecutor =
     options.taskExecutor ?? options.executor ?? createJobPool({ threads: concurrency, vocabulary, niceness: BATCH_NICENESS });
   const storage = options.storage ?? (await createStorage(config, log));
-  // Lazy: the Worker and the QueueEvents below each open their own copies of it, all following
+  // Lazy: the Workers and the cancellations' subscriber below each open their own copies of it, all following
   // the sentinels through one watcher, which reports each failover once.
   const failovers = createFailoverMetrics(config.redis);
   const connection = createRedisClient(config.redis, 'worker', {}, { onMasterSwitch: failovers?.onMasterSwitch });
   const onError = throttledErrorLog(log);
   const contractVersion = options.contractVersion ?? JOB_CONTRACT_VERSION;
+  const addressed = options.addressed ?? true;
   // Its connections carry this name (CLIENT LIST), and its announcement says what that name reads.
   const name = newWorkerName();
   const traced = queueTelemetry();
@@ -134,7 +144,13 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   const consume = (queue: string, jobs: JobExecutor) => {
     // Only the tasks' queue carries group jobs; their tasks' states go through the same connection.
     const groups = queue === TASK_QUEUE ? { redis: connection, prefix: config.queuePrefix, queue } : undefined;
-    const processor = createProcessor(jobs, { storage, log, contractVersion, handBackPauseMs, ...(groups ? { groups } : {}) });
+    const processor = createProcessor(jobs, {
+      storage,
+      log,
+      contractVersion,
+      handBackPauseMs,
+      ...(groups ? { groups: { ...groups, addressed } } : {}),
+    });
     const worker = new Worker<QueuedJobData, JobResult | GroupSummary>(queue, counted(processor), {
       connection,
       name,
@@ -157,20 +173,58 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
     });
     worker.on('stalled', (jobId) => log.warn({ jobId, queue }, 'job stalled (its worker stopped); back in the queue'));
 
-    // Cancellation across processes: the API publishes CANCEL_EVENT for a job it no longer waits
-    // for; whichever worker holds it aborts the processor's signal (a no-op everywhere else).
-    const cancels = new QueueEvents(queue, { connection, prefix: config.queuePrefix });
-    cancels.on('error', (err) => onError(`cancel events ${queue}`, err));
-    cancels.on<CancelListener>(CANCEL_EVENT, ({ jobId }: { jobId?: string }) => {
-      if (!jobId) return;
-      if (worker.cancelJob(jobId, ABORT_CANCELLED)) log.info({ jobId, queue }, 'job cancelled');
-      else if (processor.cancelTask(jobId)) log.info({ tarefa: jobId, queue }, 'group task cancelled');
+    // A job's end is told to the API that queued it, and to it alone (addressed.ts): after BullMQ
+    // has recorded it, so the API that reads it finds the job finished. One lost (this process
+    // dies in between) is found by the API's reads of its jobs' states, as a missed event was.
+    const tell = (job: Job<QueuedJobData> | undefined, end: JobEnd) => {
+      const api = job && addressed ? endsTo(job.data) : null;
+      if (api === null) return;
+      tellEnd(connection, endsStream(config.queuePrefix, api), end).catch((err: unknown) => onError(`job end ${queue}`, err));
+    };
+    worker.on('completed', (job, result) => tell(job, { event: 'completed', jobId: String(job.id), returnvalue: JSON.stringify(result) }));
+    worker.on('failed', (job, err) => {
+      // Only a failure for good: one retried has no end yet (BullMQ sets finishedOn only then).
+      if (job && typeof job.finishedOn === 'number') tell(job, { event: 'failed', jobId: String(job.id), failedReason: err.message });
     });
-    return { worker, cancels };
+    return { worker, processor };
   };
   const sync = consume(JOB_QUEUE, executor);
   const tasks = consume(TASK_QUEUE, taskExecutor);
   const worker = sync.worker;
+
+  // Cancellation across processes: an API that no longer waits for a job this worker holds
+  // publishes its id on this worker's own channel (its BullMQ id is in the job's lock); nothing
+  // else reaches this process (addressed.ts). Pub/Sub delivers at most once: a cancellation lost
+  // across a reconnection only lets the job run to its end, whose result nobody records.
+  const olderEvents: QueueEvents[] = [];
+  const byChannel = new Map(
+    [
+      { queue: JOB_QUEUE, ...sync },
+      { queue: TASK_QUEUE, ...tasks },
+    ].map((one) => [cancelChannel(config.queuePrefix, one.queue, one.worker.id), one]),
+  );
+  const cancels = connection.duplicate();
+  cancels.on('error', (err) => onError('cancellations', err));
+  const cancel = (one: (typeof sync & { queue: string }) | undefined, jobId: string | undefined) => {
+    if (!one || !jobId) return;
+    if (one.worker.cancelJob(jobId, ABORT_CANCELLED)) log.info({ jobId, queue: one.queue }, 'job cancelled');
+    else if (one.processor.cancelTask(jobId)) log.info({ tarefa: jobId, queue: one.queue }, 'group task cancelled');
+  };
+  cancels.on('message', (channel: string, jobId: string) => cancel(byChannel.get(channel), jobId));
+  const subscribed = addressed ? cancels.subscribe(...byChannel.keys()).then(() => undefined) : playOlder();
+  subscribed.catch((err: unknown) => onError('cancellations', err));
+
+  /** A worker from before ADDRESSED_CONTRACT_VERSION (tests): the queues' events streams, read for CANCEL_EVENT. */
+  async function playOlder(): Promise<void> {
+    const streams = [...byChannel.values()].map((one) => {
+      const events = new QueueEvents(one.queue, { connection, prefix: config.queuePrefix });
+      events.on('error', (err) => onError(`cancel events ${one.queue}`, err));
+      events.on<CancelListener>(CANCEL_EVENT, ({ jobId }: { jobId?: string }) => cancel(one, jobId));
+      olderEvents.push(events);
+      return events.waitUntilReady();
+    });
+    await Promise.all(streams);
+  }
 
   // The announcement (readers.ts): at each (re)connection and a third of its life after, one
   // command every 20 s while idle. Only the tasks' queue carries group jobs and their rescue.
@@ -207,7 +261,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
     name,
     metrics: failovers ? [failovers.counter] : [],
     async waitUntilReady() {
-      await Promise.all([sync, tasks].flatMap((one) => [one.worker.waitUntilReady(), one.cancels.waitUntilReady()]));
+      await Promise.all([sync.worker.waitUntilReady(), tasks.worker.waitUntilReady(), subscribed]);
     },
     close() {
       closing ??= (async () => {
@@ -240,12 +294,10 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
             log.error('worker did not close in time; its jobs are retried once their locks expire');
           }
         }
-        // The cancel events' own connections: an orderly close of one that cannot reach Redis
-        // waits its 2 s out while its client, its error listener gone, writes raw stack traces.
-        const eventsWaitMs = connection.status === 'ready' ? undefined : 0;
+        // The cancellations' connection: one that cannot reach Redis is dropped at once.
         await Promise.allSettled([
-          closeQueueEvents(sync.cancels, eventsWaitMs),
-          closeQueueEvents(tasks.cancels, eventsWaitMs),
+          closeRedisClient(cancels, connection.status === 'ready' ? undefined : 0),
+          ...olderEvents.map((events) => closeQueueEvents(events, connection.status === 'ready' ? undefined : 0)),
           executor.close?.(),
           taskExecutor === executor ? undefined : taskExecutor.close?.(),
         ]);

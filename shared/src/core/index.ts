@@ -18,6 +18,7 @@ export * from './output/json.js';
 export * from './output/table.js';
 export * from './output/planilha.js';
 export * from './output/xlsx.js';
+export * from './output/cartas.js';
 export { crc32InJs, zipArchive, type ZipOptions, type ZipPart } from './output/zip-writer.js';
 export * from './censo/inep-values.js';
 export * from './censo/corrigido.js';

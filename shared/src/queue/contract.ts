@@ -52,7 +52,9 @@ export const JOB_OPTIONS = {
 /**
  * Custom event the API publishes on the queue's events stream when a request ends before its
  * job (timeout, client gone) and the job could not simply be removed because a worker holds it.
- * The worker that holds it aborts the job's signal. Payload: `{ jobId }`.
+ * The worker that holds it aborts the job's signal. Payload: `{ jobId }`. Since
+ * ADDRESSED_CONTRACT_VERSION a cancellation goes to the holding worker's own channel
+ * (addressed.ts); this event only when no subscriber took it there (an older worker holds the job).
  */
 export const CANCEL_EVENT = 'censo:cancel';
 
@@ -73,17 +75,22 @@ export const UPLOAD_GONE = 'upload folder is gone (the request already ended)';
  * 2: group jobs (task-groups.ts, GROUP_CONTRACT_VERSION), several asynchronous tasks in one job.
  * 3: a core job's answer changed (issue 46: each divergence's `correcao`, INEP's rules in the
  *    corrected file): a worker of 2 or less would answer it the old way, so it gives it back.
+ * 4: the worker hears cancellations on a channel of its own and tells a job's end to the API
+ *    that queued it (addressed.ts, ADDRESSED_CONTRACT_VERSION), and an API reads the events stream
+ *    while any older worker is connected; and a core job's answer changed again (issue 56: the
+ *    persons' `arquivo_*`, `nao_aplicadas`, `regra_25`; filiação 1 and rule 25 in the corrected
+ *    file; the mother's `educacenso`), so a worker of 3 or less gives core jobs back.
  * (A literal: the fault suite's next release, cluster/release.mjs, raises it in the build.)
  */
-export const JOB_CONTRACT_VERSION = 3;
+export const JOB_CONTRACT_VERSION = 4;
 
 /**
  * The version a job of the core (one file's divergencias-rf, retorno-rf, censo-corrigido) needs:
  * a release that changes that job's data or its answer raises it with JOB_CONTRACT_VERSION, so
  * that older workers give its jobs back (cluster/release.mjs does so for the fault suite's upgrade).
- * 3 since issue 46 (see JOB_CONTRACT_VERSION).
+ * 3 since issue 46, 4 since issue 56 (see JOB_CONTRACT_VERSION).
  */
-export const CORE_JOB_CONTRACT_VERSION = 3;
+export const CORE_JOB_CONTRACT_VERSION = 4;
 
 /**
  * The version a group job needs: a group carries jobs of the core, so it needs their version as
@@ -95,8 +102,11 @@ export const GROUP_JOB_CONTRACT_VERSION = Math.max(GROUP_CONTRACT_VERSION, CORE_
 /** Any job's data: one job of the core, or a group of tasks' jobs. */
 export type AnyJobData = JobData | GroupJobData;
 
-/** A job's data as it is queued: the job and the contract version it needs. */
-export type QueuedJobData = AnyJobData & { readonly contract?: number };
+/**
+ * A job's data as it is queued: the job, the contract version it needs, and the API its end is
+ * told to (addressed.ts; older workers ignore the field, and the API then reads the events stream).
+ */
+export type QueuedJobData = AnyJobData & { readonly contract?: number; readonly fim?: string };
 
 /**
  * The job with the oldest contract version that can run it: a job of the core needs
@@ -121,7 +131,7 @@ export function contractOf(data: QueuedJobData): number | null {
 
 /** The job itself, as the worker runs it (anything that is not an object is left for the checks). */
 export function jobOf(queued: QueuedJobData): AnyJobData {
-  if (typeof queued !== 'object' || queued === null || !('contract' in queued)) return queued;
-  const { contract: _contract, ...job } = queued;
+  if (typeof queued !== 'object' || queued === null || !('contract' in queued || 'fim' in queued)) return queued;
+  const { contract: _contract, fim: _fim, ...job } = queued;
   return job as AnyJobData;
 }

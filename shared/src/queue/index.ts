@@ -2,5 +2,6 @@
 export * from './contract.js';
 export * from './task-groups.js';
 export * from './readers.js';
+export * from './addressed.js';
 export * from './connection.js';
 export { MasterSwitchWatcher, parseSwitch } from './master-switch.js';

@@ -24,8 +24,9 @@ export const GROUP_CONTRACT_VERSION = 2;
 export const GROUP_ID_PREFIX = 'g-';
 
 /**
- * Published by the worker on the task queue's events stream for tasks of a group that ended, at
- * most every TELL_ENDS_MS and at the group's end (an API then records them in one commit).
+ * Published by the worker for tasks of a group that ended, at most every TELL_ENDS_MS and at the
+ * group's end (an API then records them in one commit): on the stream of the API that queued the
+ * group (addressed.ts), or on the task queue's events stream for a group of an older API.
  * Payload `{ tarefas: <task ids joined by ','> }`.
  */
 export const TASK_ENDED_EVENT = 'censo:tarefas-fim';
@@ -118,18 +119,21 @@ return out`;
 
 /**
  * The worker's one round trip a task: records the ends of the tasks it ran since its last call
- * (ARGV[5..], id and field pairs; a field gone meanwhile, its task cancelled or recorded, stays
- * gone), tells the APIs of the tasks ARGV[4] names (ids joined by ',': one TASK_ENDED_EVENT for
- * them all; '' tells none), then takes its next task ARGV[1] ('' for none): 1 run it, 0 skip it
- * (gone, or finished in an earlier attempt). KEYS: group, waiting, events; ARGV[2] the next
- * task's started field, ARGV[3] the stream's length.
+ * (ARGV[6..], id and field pairs; a field gone meanwhile, its task cancelled or recorded, stays
+ * gone), tells the API of the tasks ARGV[4] names (ids joined by ',': one TASK_ENDED_EVENT for
+ * them all on KEYS[3]; '' tells none), then takes its next task ARGV[1] ('' for none): 1 run it,
+ * 0 skip it (gone, or finished in an earlier attempt). KEYS: group, waiting, and where ends are
+ * told: the stream of the API that queued the group (addressed.ts), or the queue's events stream
+ * for a group of an older API; ARGV[2] the next task's started field, ARGV[3] the stream's
+ * length, ARGV[5] how long the stream lives after this entry (ms; '0' for the events stream).
  */
 const STEP = `
-for i = 5, #ARGV, 2 do
+for i = 6, #ARGV, 2 do
   if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 end
 if ARGV[4] ~= '' then
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'event', '${TASK_ENDED_EVENT}', 'tarefas', ARGV[4])
+  if ARGV[5] ~= '0' then redis.call('PEXPIRE', KEYS[3], ARGV[5]) end
 end
 if ARGV[1] == '' then return 0 end
 local v = redis.call('HGET', KEYS[1], ARGV[1])
@@ -142,11 +146,12 @@ type ScriptClient = RedisClient & {
   censoStep(
     group: string,
     waiting: string,
-    events: string,
+    tellTo: string,
     next: string,
     startedField: string,
     maxLen: number,
     tell: string,
+    tellTtlMs: number,
     ...ended: string[]
   ): Promise<number>;
   censoDropItems(group: string, waiting: string, ...ids: string[]): Promise<number[]>;

@@ -7,7 +7,8 @@ import { OverloadedError, badInput } from '../core/errors.js';
 import type { LoteBatch, LoteFileOutcome } from '../core/lote.js';
 import { outputsOf, type JobData, type JobResult } from '../core/types.js';
 import type { VocabularyAdditions } from '../core/vocabulary.js';
-import { inSpan } from './telemetry.js';
+import type { ThreadTimes } from './job-thread.js';
+import { inSpan, recordSpan } from './telemetry.js';
 
 // CommonJS, loaded with require: see shared/src/runtime/job-thread.ts (cjs-module-lexer).
 const { Piscina } = createRequire(import.meta.url)('piscina') as typeof PiscinaModule;
@@ -115,13 +116,15 @@ export function createJobPool(options: JobPoolOptions): LotePool {
       try {
         // The job's time on its thread (and waiting for one) as a span of the request's or the job's trace.
         return await inSpan('job thread', { 'censo.job.kind': data.kind }, async (span) => {
-          const result = (await pool.run(data, signal ? { signal } : {})) as JobResult;
+          const { tempos, ...result } = (await pool.run(data, signal ? { signal } : {})) as JobResult & { tempos?: ThreadTimes };
+          // The job's own time on its thread, inside the wait for one (issue 56: where a slow file spends it).
+          if (tempos) recordSpan('job run', { 'censo.job.kind': data.kind }, tempos.inicio, tempos.fim);
           span?.setAttributes(
             result.ok
               ? { 'censo.job.ok': true, 'censo.job.count': result.count }
               : { 'censo.job.ok': false, 'censo.job.code': result.code },
           );
-          return result;
+          return result as JobResult;
         });
       } catch (err) {
         if (signal?.aborted) await removeAbandonedResults(outputsOf(data));

@@ -36,8 +36,18 @@ function lowerOwnPriority(niceness: number): void {
   }
 }
 
-export default function runJobInThread(data: JobData): Promise<JobResult> {
-  return runJob(data, { vocabulary });
+/** When the thread ran a job, in ms since the epoch: the pool records it as a span (job-pool.ts). */
+export interface ThreadTimes {
+  readonly inicio: number;
+  readonly fim: number;
+}
+
+const now = (): number => performance.timeOrigin + performance.now();
+
+export default async function runJobInThread(data: JobData): Promise<JobResult & { readonly tempos: ThreadTimes }> {
+  const inicio = now();
+  const result = await runJob(data, { vocabulary });
+  return { ...result, tempos: { inicio, fim: now() } };
 }
 
 /** `censo lote`'s batches (piscina's named task, JobPool.runLote). */

@@ -47,7 +47,7 @@ export type { Logger };
  *   paths (ACCESS_LOG), so logrotate can move a file and signal instead of copytruncate;
  * - `heapSnapshot` (SIGUSR2, as Node's documentation suggests): Node writes a heap snapshot when
  *   the process was started with `--heapsnapshot-signal=SIGUSR2`;
- * - `report` (SIGTTOU): Node writes a diagnostic report when started with `--report-on-signal
+ * - `report` (SIGTTOU): a diagnostic report (mode 0600) when started with `--report-on-signal
  *   --report-signal=SIGTTOU`. Not Node's default SIGUSR2, taken by the snapshot; not SIGUSR1,
  *   which opens the inspector; not SIGTTIN, which older instructions gave the snapshot. A service
  *   has no terminal, so the kernel never sends it SIGTTOU itself.
@@ -85,6 +85,21 @@ export function handleOperatorSignals(logger: Logger, options: OperatorSignalOpt
     );
   });
   const reportOnSignal = process.report.reportOnSignal ? process.report.signal : null;
+  if (reportOnSignal === report) {
+    // Node's own listener writes the report under the process's umask (0644 with the usual 022),
+    // and a report holds the environment: API keys, passwords (issue 59). Its listener runs inside
+    // ours, under a umask that leaves the file to its user alone (0600), as the snapshot already is.
+    const nodeListeners = process.listeners(report);
+    for (const listener of nodeListeners) process.off(report, listener);
+    process.on(report, (signal) => {
+      const umask = process.umask(0o077);
+      try {
+        for (const listener of nodeListeners) listener(signal);
+      } finally {
+        process.umask(umask);
+      }
+    });
+  }
   for (const signal of [heapSnapshot, report]) {
     // Node's listener, if any, is there by now (added before the entry point runs).
     const claimed = process.listenerCount(signal) > 0;

@@ -209,6 +209,21 @@ function scrubbed(attributes: Attributes): Attributes {
   return copy ?? attributes;
 }
 
+/**
+ * A span's name as exported. Fastify's instrumentation names a hook's or handler's span after its
+ * function, and an anonymous plugin's name is the first characters of its source (avvio): code
+ * does not belong in a trace (issue 59). A name that is not a plain label keeps its kind
+ * (`handler`, `onRequest`…) and takes the route instead.
+ */
+function spanName(span: ReadableSpan): string {
+  if (PLAIN_NAME.test(span.name)) return span.name;
+  const kind = span.name.split(' - ', 1)[0]!;
+  const route = span.attributes['http.route'];
+  return `${PLAIN_NAME.test(kind) ? kind : 'span'} - ${typeof route === 'string' ? route : 'anonymous'}`;
+}
+/** Words, routes and dotted names, as the instrumentations' own names are (`handler - fastify -> route`). */
+const PLAIN_NAME = /^[\w .:/{}@>-]{1,120}$/;
+
 /** The exporter behind a filter that removes PERSONAL_KEYS from spans, their events and their status. */
 function withoutPersonalData(exporter: SpanExporter): SpanExporter {
   const clean = (span: ReadableSpan): ReadableSpan => {
@@ -219,6 +234,7 @@ function withoutPersonalData(exporter: SpanExporter): SpanExporter {
     const status = span.status.message === undefined ? span.status : { code: span.status.code };
     // A view over the span: the rest (its context, parent, times) reads through to the original.
     return Object.create(span, {
+      name: { value: spanName(span) },
       attributes: { value: scrubbed(span.attributes) },
       events: { value: events },
       status: { value: status },
@@ -270,6 +286,14 @@ export async function inSpan<T>(name: string, attributes: Attributes, work: (spa
       span.end();
     }
   });
+}
+
+/**
+ * A span already over, a child of the active one, timed by whoever did the work (a job thread has
+ * no SDK of its own: it tells its times, in ms since the epoch, and the pool records them).
+ */
+export function recordSpan(name: string, attributes: Attributes, startTime: number, endTime: number): void {
+  if (started) tracer().startSpan(name, { attributes, startTime }).end(endTime);
 }
 
 /** Starts a span the caller ends (a stream's life), a child of the active one; null when off. */

@@ -14,16 +14,13 @@
 // TAREFAS_POR_JOB=1. And a job that a worker gave back because it reads no such contract, while no
 // live worker does (a rollback), is relabelled with this API's own contract when they read that
 // (group-handshake.ts).
-import { Job, type Queue, type QueueEvents, type QueueEventsListener, type QueueEventsProducer } from 'bullmq';
+import { Job, type Queue } from 'bullmq';
 import {
   ABORT_CANCELLED,
-  CANCEL_EVENT,
-  EVENTS_MAX_LEN,
   GROUP_ID_PREFIX,
   GROUP_JOB,
   throttledErrorLog,
   JOB_OPTIONS,
-  TASK_ENDED_EVENT,
   TASK_QUEUE,
   WAITING_ITEM,
   droppedOf,
@@ -33,6 +30,7 @@ import {
   type GroupItemState,
   type GroupJobData,
   type GroupSummary,
+  type QueuedJobData,
   type RedisClient,
   QueueUnavailableError,
   UPLOAD_GONE,
@@ -43,9 +41,8 @@ import {
   type Logger,
 } from '@censo/shared';
 import type { JobObservation, QueuedTask, TaskExecution, TaskRef } from '../tarefas/execution.js';
+import { sendCancel, type CancelRoute } from './cancels.js';
 import { createGroupHandshake } from './group-handshake.js';
-
-type TaskEndedListener = QueueEventsListener & { [TASK_ENDED_EVENT]: (args: { tarefas?: string }, id: string) => void };
 
 /** The priority an API from before TASK_QUEUE gave tasks on the synchronous queue (legacy jobs are told by it). */
 export const LEGACY_TASK_PRIORITY = 10;
@@ -67,14 +64,23 @@ const GROUP_JOB_OPTIONS = { ...JOB_OPTIONS, removeOnComplete: true, removeOnFail
 
 const COMMAND_TIMEOUT_MS = 3_000;
 
-/** Tasks and groups whose ends this process waits to hear at most (MAX_QUEUED_TAREFAS is 10,000 by default). */
-const MINE_MAX = 100_000;
-
-/** A queue, how to cancel its running jobs, and its events. */
+/** A queue and how to cancel its running jobs. */
 export interface TaskQueue {
   readonly queue: Queue<JobData, JobResult>;
-  readonly cancels: QueueEventsProducer;
-  readonly events: QueueEvents;
+  readonly cancels: CancelRoute;
+}
+
+/** The ends of jobs this process hears (its own stream, or the events stream while older workers are connected). */
+export interface EndsHeard {
+  completed(jobId: string): void;
+  failed(jobId: string): void;
+  /** A group's tasks that ended (TASK_ENDED_EVENT's ids, joined by ','). */
+  tasksEnded(ids: string): void;
+}
+
+/** The queue's adapter of TaskExecution, and what the runner feeds it. */
+export interface BullmqTaskExecution extends TaskExecution {
+  readonly heard: EndsHeard;
 }
 
 export interface BullmqTaskDeps extends TaskQueue {
@@ -88,6 +94,14 @@ export interface BullmqTaskDeps extends TaskQueue {
   readonly prefix: string;
   /** TAREFAS_POR_JOB: the most a group carries, when the live workers read groups. */
   readonly groupSize: number;
+  /** This API's address: its jobs' ends are told to its own stream (addressed.ts). */
+  readonly fim: string;
+  /**
+   * How long after its submission a task's record may still exist at most: LOTE_MAX_HOURS (a batch
+   * closes by then) plus RESULT_TTL_HOURS (its results expire after that, SPEC §7.1). Past it there
+   * is no record left to take the task's end.
+   */
+  readonly recordLifeMs: number;
 }
 
 /**
@@ -109,14 +123,15 @@ function bounded(connected: () => Promise<boolean>) {
 export function createBullmqTaskExecution({
   queue,
   cancels,
-  events,
   legacy,
   log,
   connected,
   redis: client,
   prefix,
   groupSize,
-}: BullmqTaskDeps): TaskExecution {
+  fim,
+  recordLifeMs,
+}: BullmqTaskDeps): BullmqTaskExecution {
   const redis = bounded(connected);
   const scripts = groupScripts(client);
   const keys = groupKeys(prefix, TASK_QUEUE);
@@ -126,18 +141,27 @@ export function createBullmqTaskExecution({
   const listeners: ((id: string) => void)[] = [];
   /**
    * The tasks (and groups) this process queued whose end it has not been told yet: only their ends
-   * are recorded from the queue's events here. Every replica hears every job's end; when each of
-   * them recorded every end, the APIs' CPU per file grew with their number (CLUSTER.md, the API
+   * are recorded from what it hears here (its own stream names only them; the queue's events
+   * stream, read while older workers are connected, names every job). When each replica
+   * recorded every end, the APIs' CPU per file grew with their number (CLUSTER.md, the API
    * series: 3.9 ms a file with one, 7.1 with two, 10.1 with three). The end of a task whose API is
    * gone is recorded by any replica's reconciler (tarefas/maintenance.ts) or by the first look at
    * it. A task leaves it when its end is recorded here (forget), a group when it completes.
-   * Insertion-ordered and bounded: past MINE_MAX the oldest (ends another replica recorded, say)
-   * are left to the reconciler too.
+   * Each is kept until its record's expiry at the latest (recordLifeMs after its submission): one
+   * whose end another replica recorded goes then, with its record, and never a live one because
+   * too many others wait (a state's batch of 190,000 returns is as many tasks). Insertion-ordered,
+   * so the expired ones are at the head.
    */
-  const mine = new Map<string, true>();
-  const remember = (id: string) => {
-    mine.set(id, true);
-    if (mine.size > MINE_MAX) mine.delete(mine.keys().next().value!);
+  const mine = new Map<string, number>();
+  const remember = (id: string, now: number) => {
+    mine.delete(id); // a task queued again (a retried submission) goes to the tail
+    mine.set(id, now + recordLifeMs);
+  };
+  const purge = (now: number) => {
+    for (const [id, until] of mine) {
+      if (until > now) break;
+      mine.delete(id);
+    }
   };
   // A task may be told twice (its group's task-ended event, then the group's failure); the first
   // look may find it not ended yet, so it stays remembered until its end is recorded (forget).
@@ -160,15 +184,12 @@ export function createBullmqTaskExecution({
       () => undefined, // the reconciler finds them later
     );
   };
-  const onTaskEnded = ({ tarefas }: { tarefas?: string }) => {
-    if (tarefas) tarefas.split(',').forEach((id) => notify(id));
+  const own: TaskQueue = { queue, cancels };
+  const heard: EndsHeard = {
+    completed: (jobId) => onCompleted({ jobId }),
+    failed: (jobId) => onFailed({ jobId }),
+    tasksEnded: (ids) => ids.split(',').forEach((id) => notify(id)),
   };
-  for (const source of [events, legacy.events]) {
-    source.on('completed', onCompleted);
-    source.on('failed', onFailed);
-  }
-  events.on<TaskEndedListener>(TASK_ENDED_EVENT, onTaskEnded);
-  const own: TaskQueue = { queue, cancels, events };
 
   /** Tasks whose jobs were found on the legacy queue (a rolling upgrade's few), so `forget` removes them there. */
   const onLegacy = new Set<string>();
@@ -253,7 +274,7 @@ export function createBullmqTaskExecution({
   async function dropGrouped(grupo: string, ids: readonly string[]): Promise<void> {
     const dropped = droppedOf(await scripts.censoDropItems(keys.group(grupo), keys.waiting, ...ids));
     for (const [i, was] of dropped.was.entries()) {
-      if (was === 'started') await cancels.publishEvent({ eventName: CANCEL_EVENT, jobId: ids[i]! }, EVENTS_MAX_LEN);
+      if (was === 'started') await sendCancel(cancels, grupo, ids[i]!);
     }
     if (dropped.empty) await queue.remove(grupo);
   }
@@ -273,13 +294,14 @@ export function createBullmqTaskExecution({
     if (!replies || refused) throw refused ?? new Error('the group was not recorded');
     const data: GroupJobData = { kind: GROUP_JOB, tarefas: tasks.map(({ id, data }) => ({ id, data })) };
     // The same queue, typed for the core's jobs its synchronous side reads back.
-    const groupQueue = queue as unknown as Queue<GroupJobData, GroupSummary>;
-    await groupQueue.add(GROUP_JOB, withContract(data), { ...GROUP_JOB_OPTIONS, jobId: grupo });
+    const groupQueue = queue as unknown as Queue<QueuedJobData, GroupSummary>;
+    await groupQueue.add(GROUP_JOB, { ...withContract(data), fim }, { ...GROUP_JOB_OPTIONS, jobId: grupo });
   }
 
   return {
     mode: 'bullmq',
     groupSize: groupSizeNow,
+    heard,
 
     async rescue() {
       await rescue().catch((err: unknown) => logError('rescue of handed-back jobs', err));
@@ -294,14 +316,20 @@ export function createBullmqTaskExecution({
         else single.push(...tasks);
       }
       // Remembered before they are queued: a quick job's end may be heard before addBulk returns.
-      for (const { id } of jobs) remember(id);
-      for (const grupo of groups.keys()) remember(grupo);
+      const now = Date.now();
+      purge(now);
+      for (const { id } of jobs) remember(id, now);
+      for (const grupo of groups.keys()) remember(grupo, now);
       try {
         await redis(async () => {
           // addBulk: one MULTI for the request's jobs of their own, all of them or none.
           if (single.length > 0) {
             await queue.addBulk(
-              single.map(({ id, data }) => ({ name: data.kind, data: withContract(data), opts: { ...TASK_JOB_OPTIONS, jobId: id } })),
+              single.map(({ id, data }) => ({
+                name: data.kind,
+                data: { ...withContract(data), fim },
+                opts: { ...TASK_JOB_OPTIONS, jobId: id },
+              })),
             );
           }
           for (const [grupo, tasks] of groups) await submitGroup(grupo, tasks);
@@ -352,7 +380,7 @@ export function createBullmqTaskExecution({
         // A waiting job is removed; a running one is locked by its worker, which stops it on this event.
         const at = (await locate(id))?.at ?? own;
         if ((await at.queue.remove(id)) === 1) return;
-        await at.cancels.publishEvent({ eventName: CANCEL_EVENT, jobId: id }, EVENTS_MAX_LEN);
+        await sendCancel(at.cancels, id, id);
       });
     },
 
@@ -415,11 +443,7 @@ export function createBullmqTaskExecution({
     },
 
     async close() {
-      for (const source of [events, legacy.events]) {
-        source.off('completed', onCompleted);
-        source.off('failed', onFailed);
-      }
-      events.off<TaskEndedListener>(TASK_ENDED_EVENT, onTaskEnded);
+      listeners.length = 0;
     },
   };
 }

@@ -2,11 +2,13 @@
 // process under `npm start`, elsewhere under `start:worker`) runs the job, and the API waits.
 //
 // Waiting does not use `job.waitUntilFinished()`: it adds one listener per call, never settles
-// for a job removed meanwhile, and has no deadline of its own. Instead one QueueEvents
-// subscription per process dispatches `completed`/`failed` to the waiting requests
-// (job-waiters.ts), whose jobs' states are read back from Redis whenever the events connection
-// (re)connects and every few seconds while requests wait.
-import { Queue, QueueEvents, QueueEventsProducer } from 'bullmq';
+// for a job removed meanwhile, and has no deadline of its own. Instead the worker that ran a job
+// tells its end to the API that queued it, on that API's own stream (addressed.ts), whose one
+// reader per process dispatches `completed`/`failed` to the waiting requests (job-waiters.ts) and
+// to the tasks; the waiting jobs' states are read back from Redis whenever that connection
+// (re)connects and every few seconds while requests wait. While an older worker (one that tells
+// no end) is connected, the queues' events streams are read as well, as they were before.
+import { Queue, QueueEvents, QueueEventsProducer, type QueueEventsListener } from 'bullmq';
 import {
   QueueUnavailableError,
   withTimeout,
@@ -15,11 +17,18 @@ import {
   type JobResult,
   type Logger,
   type RedisClient,
-  CANCEL_EVENT,
+  type JobEnd,
+  ADDRESSED_CONTRACT_VERSION,
   EVENTS_MAX_LEN,
   JOB_OPTIONS,
   JOB_QUEUE,
+  TASK_ENDED_EVENT,
   TASK_QUEUE,
+  endsStream,
+  liveReaders,
+  newApiAddress,
+  readerKeys,
+  readersOf,
   closeQueueEvents,
   closeRedisClient,
   createRedisClient,
@@ -30,7 +39,11 @@ import {
 import { JobWaiters, type JobState } from './job-waiters.js';
 import type { JobRunner, RunOptions } from './runner.js';
 import { createBullmqTaskExecution, type TaskQueue } from './bullmq-tasks.js';
+import { sendCancel } from './cancels.js';
+import { readEnds } from './ends-reader.js';
 import type { TaskExecution } from '../tarefas/execution.js';
+
+type TaskEndedListener = QueueEventsListener & { [TASK_ENDED_EVENT]: (args: { tarefas?: string }, id: string) => void };
 
 /** Redis must accept a job this fast, else the request gets 503 rather than a long wait. */
 const ENQUEUE_TIMEOUT_MS = 3_000;
@@ -41,6 +54,8 @@ const PING_TIMEOUT_MS = 1_000;
 const FIRST_CONNECT_WAIT_MS = 2_000;
 /** close() waits this long at most for the cancellations of abandoned jobs to reach Redis. */
 const CLOSE_CANCELS_MS = 2_000;
+/** How often the API looks whether an older worker (one that tells no end) is connected, so it reads the events streams. */
+const OLDER_WORKERS_EVERY_MS = 10_000;
 
 /**
  * What Redis says of a job, for the waits' reconcile. The state is read before the record: a
@@ -68,7 +83,16 @@ export interface BullmqRunner extends JobRunner {
   readonly tasks: TaskExecution;
 }
 
-export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
+export interface BullmqRunnerOptions {
+  /**
+   * The contract the core jobs are queued with (default CORE_JOB_CONTRACT_VERSION). Tests play a
+   * release whose core jobs did not change, so that a worker from before addressed messages runs
+   * them and the API's path for such a worker is exercised.
+   */
+  readonly coreContract?: number;
+}
+
+export function createBullmqRunner(config: Config, log: Logger, options: BullmqRunnerOptions = {}): BullmqRunner {
   const redis = config.redis;
   if (!redis) throw new Error('createBullmqRunner needs REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES');
   const prefix = config.queuePrefix;
@@ -101,13 +125,19 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
   }
 
   // XREAD BLOCK needs its own connection that never gives up on a command (BullMQ requires
-  // maxRetriesPerRequest: null there); QueueEvents opens it as a copy of this lazy client.
+  // maxRetriesPerRequest: null there); the events streams' QueueEvents open theirs as copies of
+  // this lazy client, and the ends stream's reader has one of its own.
   const eventsTemplate = createRedisClient(redis, 'worker');
   const traced = queueTelemetry();
   const telemetry = traced ? { telemetry: traced } : {};
+  /** This process's address: the workers tell the ends of its jobs to its own stream. */
+  const api = newApiAddress();
+  const ownEnds = endsStream(prefix, api);
 
-  /** A queue on the producer connection, the producer of its cancellations, and its events. */
+  /** A queue on the producer connection and the route of its cancellations. */
   function open(name: string): TaskQueue {
+    const events = new QueueEventsProducer(name, { connection: producer, prefix });
+    events.on('error', (err) => logRedisError(`cancel producer ${name}`, err));
     const opened: TaskQueue = {
       // With tracing on, an enqueue is a span (PRODUCER) whose context travels in the job's options (bullmq-otel).
       queue: new Queue<JobData, JobResult>(name, {
@@ -116,16 +146,13 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
         streams: { events: { maxLen: EVENTS_MAX_LEN } },
         ...telemetry,
       }),
-      cancels: new QueueEventsProducer(name, { connection: producer, prefix }),
-      events: new QueueEvents(name, { connection: eventsTemplate, prefix }),
+      cancels: { client: producer, prefix, queue: name, events },
     };
     opened.queue.on('error', (err) => logRedisError(`queue ${name}`, err));
-    opened.cancels.on('error', (err) => logRedisError(`cancel producer ${name}`, err));
-    opened.events.on('error', (err) => logRedisError(`queue events ${name}`, err));
     return opened;
   }
   const sync = open(JOB_QUEUE);
-  const { queue, cancels, events } = sync;
+  const { queue } = sync;
 
   const waiters = new JobWaiters({
     readState: (jobId) => readJobState(queue, jobId),
@@ -133,11 +160,6 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
     log,
     reconcileEveryMs: RECONCILE_EVERY_MS,
   });
-  events.on('completed', ({ jobId, returnvalue }) => waiters.completed(jobId, returnvalue as unknown as JobResult));
-  events.on('failed', ({ jobId, failedReason }) => waiters.failed(jobId, failedReason));
-  // 'ready' fires on every (re)connect of the events connection: whatever finished while it was
-  // away is read back from the jobs themselves.
-  events.getBackend().on('ready', () => void waiters.reconcile());
 
   // Cancellations run in the background (the request must not wait for them), but close()
   // gives them a moment to reach Redis.
@@ -156,7 +178,7 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
           log.debug({ jobId, why }, 'queued job removed');
           return;
         }
-        await cancels.publishEvent({ eventName: CANCEL_EVENT, jobId }, EVENTS_MAX_LEN);
+        await sendCancel(sync.cancels, jobId, jobId);
         log.debug({ jobId, why }, 'cancellation sent to the worker holding the job');
       } catch (err) {
         log.warn({ err, jobId }, 'could not remove or cancel an abandoned job');
@@ -179,7 +201,85 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
     redis: producer,
     prefix,
     groupSize: config.tarefasPorJob,
+    fim: api,
+    recordLifeMs: config.loteMaxMs + config.resultTtlMs,
   });
+
+  /** A job's end, from this API's stream or an events stream: to the request waiting for it, and to the tasks. */
+  const heard = {
+    completed(jobId: string, result: JobResult) {
+      waiters.completed(jobId, result);
+      tasks.heard.completed(jobId);
+    },
+    failed(jobId: string, reason: string) {
+      waiters.failed(jobId, reason);
+      tasks.heard.failed(jobId);
+    },
+  };
+  const onEnd = (end: JobEnd) => {
+    if (end.event === TASK_ENDED_EVENT) return tasks.heard.tasksEnded(end.tarefas);
+    if (end.event === 'failed') return heard.failed(end.jobId, end.failedReason);
+    let result: JobResult;
+    try {
+      result = JSON.parse(end.returnvalue) as JobResult;
+    } catch {
+      return; // not a result: the wait reads the job itself
+    }
+    heard.completed(end.jobId, result);
+  };
+  // 'ready' fires on every (re)connect of the reader's connection: whatever finished while it was
+  // away without telling is read back from the jobs themselves.
+  const ends = readEnds(createRedisClient(redis, 'worker'), ownEnds, { onEnd, onReconnect: () => void waiters.reconcile(), log });
+
+  /**
+   * The events streams, read only while a worker older than ADDRESSED_CONTRACT_VERSION is
+   * connected (a rolling upgrade): it tells no end to this API's stream. Every end there is heard
+   * (the tasks keep only their own, the waits theirs).
+   */
+  let broadcast: QueueEvents[] | null = null;
+  function listen(name: string): QueueEvents {
+    const events = new QueueEvents(name, { connection: eventsTemplate, prefix });
+    events.on('error', (err) => logRedisError(`queue events ${name}`, err));
+    events.on('completed', ({ jobId, returnvalue }) => heard.completed(jobId, returnvalue as unknown as JobResult));
+    events.on('failed', ({ jobId, failedReason }) => heard.failed(jobId, failedReason));
+    events.getBackend().on('ready', () => void waiters.reconcile());
+    if (name === TASK_QUEUE) {
+      events.on<TaskEndedListener>(TASK_ENDED_EVENT, ({ tarefas }: { tarefas?: string }) => {
+        if (tarefas) tasks.heard.tasksEnded(tarefas);
+      });
+    }
+    return events;
+  }
+  let looking = false;
+  async function lookForOlderWorkers(): Promise<void> {
+    if (looking || closed) return;
+    looking = true;
+    try {
+      // A read of its own, not the group handshake's cached one: a look at start, before any
+      // worker connects, must not stand for the first request's decision.
+      const readers = await withTimeout(
+        (async () => readersOf(await own.queue.getWorkers(), await liveReaders(producer, readerKeys(prefix, TASK_QUEUE).readers)))(),
+        PING_TIMEOUT_MS * 3,
+      );
+      const older = readers.versions.filter((version) => version < ADDRESSED_CONTRACT_VERSION).length;
+      if (closed) return;
+      if (older > 0 && !broadcast) {
+        broadcast = [listen(JOB_QUEUE), listen(TASK_QUEUE)];
+        log.info({ older, workers: readers.workers }, 'reading the events streams: a connected worker tells no job end to its API');
+      } else if (older === 0 && broadcast) {
+        const closing = broadcast;
+        broadcast = null;
+        await Promise.allSettled(closing.map((events) => closeQueueEvents(events)));
+        log.info({ workers: readers.workers }, 'events streams no longer read: every connected worker tells its jobs ends to their API');
+      }
+    } catch {
+      // Redis away: the next look decides.
+    } finally {
+      looking = false;
+    }
+  }
+  producer.once('ready', () => void lookForOlderWorkers());
+  const looker = setInterval(() => void lookForOlderWorkers(), OLDER_WORKERS_EVERY_MS).unref();
 
   return {
     mode: 'bullmq',
@@ -196,7 +296,9 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
       signal.throwIfAborted();
 
       const wait = waiters.wait(id, signal, deadline);
-      withTimeout(queue.add(data.kind, withContract(data), { ...JOB_OPTIONS, jobId: id }), ENQUEUE_TIMEOUT_MS).then(
+      // Its end is told to this process's stream (addressed.ts).
+      const queued = { ...withContract(data, options.coreContract), fim: api };
+      withTimeout(queue.add(data.kind, queued, { ...JOB_OPTIONS, jobId: id }), ENQUEUE_TIMEOUT_MS).then(
         () => wait.enqueued(),
         (err: unknown) => {
           log.warn({ err, jobId: id }, 'could not enqueue job');
@@ -227,11 +329,17 @@ export function createBullmqRunner(config: Config, log: Logger): BullmqRunner {
       // The app closes the runner after its in-flight requests have ended, so normally nothing
       // waits here; anything left is abandoned like a request that went away.
       waiters.failAll(() => new QueueUnavailableError());
+      clearInterval(looker);
       await tasks.close();
       await withTimeout(Promise.allSettled([...cancelling]), CLOSE_CANCELS_MS).catch(() => undefined);
-      await Promise.allSettled(
-        [sync, own].flatMap((opened) => [closeQueueEvents(opened.events), opened.cancels.close(), opened.queue.close()]),
-      );
+      await Promise.allSettled([
+        ends.close(),
+        ...(broadcast ?? []).map((events) => closeQueueEvents(events)),
+        ...[sync, own].flatMap((opened) => [opened.cancels.events.close(), opened.queue.close()]),
+      ]);
+      broadcast = null;
+      // Nobody reads this process's stream any more (it would go by itself within ENDS_TTL_MS).
+      if (isUp()) await withTimeout(producer.del(ownEnds), PING_TIMEOUT_MS).catch(() => undefined);
       // Also ends the reconnection attempts of a producer that never reached Redis.
       producer.disconnect();
       await closeRedisClient(eventsTemplate);

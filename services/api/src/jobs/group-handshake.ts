@@ -72,6 +72,8 @@ export interface GroupHandshake {
   groupSizeNow(tasks: number): Promise<number>;
   /** One pass of the rescue of handed-back jobs. */
   rescue(): Promise<void>;
+  /** The live workers' contracts (cached READERS_CACHE_MS): whether an older one still needs the events stream. */
+  liveWorkers(): Promise<Readers>;
 }
 
 export function createGroupHandshake({ queue, client, prefix, groupSize, log, redis }: GroupHandshakeDeps): GroupHandshake {
@@ -100,12 +102,26 @@ export function createGroupHandshake({ queue, client, prefix, groupSize, log, re
 
   /** Whether groups were on at the last decision, for a log line when that changes. */
   let groupsWereOn: boolean | null = null;
+  /** The NOPERM line is said once a process. */
+  let noPermSaid = false;
   async function groupSizeNow(tasks: number): Promise<number> {
     if (groupSize <= 1) return 1;
     let readers: Readers;
     try {
       readers = await liveWorkers();
     } catch (err) {
+      if (isNoPerm(err)) {
+        // Redis is there, but the service user may not list clients (issue 59: the old line said
+        // the queue was away). Nothing to retry: say once what to allow, and queue a job per task.
+        if (!noPermSaid) {
+          noPermSaid = true;
+          log.warn(
+            { err: { message: String((err as Error).message) } },
+            'group jobs off: a job per task; the Redis user may not run CLIENT LIST (allow +client|list, docs/operacao.md)',
+          );
+        }
+        return 1;
+      }
       // Redis away: the request gets its 503 from submit; no group is made on a guess meanwhile.
       logError('workers of the tasks queue', err);
       return 1;
@@ -170,5 +186,10 @@ export function createGroupHandshake({ queue, client, prefix, groupSize, log, re
     }
   }
 
-  return { groupSizeNow, rescue };
+  return { groupSizeNow, rescue, liveWorkers };
+}
+
+/** A Redis ACL refusal (`NOPERM …`): the user lacks a command's permission; retrying changes nothing. */
+function isNoPerm(err: unknown): boolean {
+  return err instanceof Error && /^NOPERM\b/.test(err.message);
 }

@@ -14,12 +14,12 @@ export const FORMULA_START = /^[=+\-@\t\r]/;
 // there becomes three cells, the second a formula (issue 50). Quoting the value would not help:
 // such a reader honours a quote only where one of *its* cells starts, and a comma-CSV value starts
 // after a `,`, mid-cell for it. So every piece such a reader can cut out of a value is guarded
-// like a whole cell: a `'` right after the `;` when spaces or quotes and then a formula trigger
-// follow. An LF counts as a `;` here: that reader does not honour the quote around a multi-line
+// like a whole cell: a `'` right after the `;` when spaces (any Unicode space: a no-break space
+// before `=` is trimmed by such a reader too, issue 59) or quotes and then a formula trigger follow. An LF counts as a `;` here: that reader does not honour the quote around a multi-line
 // value either, so a line inside a value starts a row of its own for it. An RFC 4180 reader reads
 // a value without such a piece exactly as before; with one it reads the `'` too, as it already
 // does at a cell's start (SPEC §3.5, decided, issue 50).
-export const FORMULA_PIECE = /[;\n](?=[ "]*[=+\-@\t\r])/g;
+export const FORMULA_PIECE = /[;\n](?=[\s"\u200b]*[=+\-@\t\r])/g;
 
 /**
  * `value` as every CSV of the project writes it (SPEC §3.5): a `'` before a formula trigger at its

@@ -46,17 +46,29 @@ async function resumoOf(service: TarefasService, storage: Storage, loteId: strin
  */
 export const COMPARACAO_MAX_DIVERGENCIAS = 400_000;
 
-/** The bound in force: COMPARACAO_MAX_DIVERGENCIAS, lowered only by tests (a state's rounds are too large for one). */
-export const comparacaoLimite = { divergencias: COMPARACAO_MAX_DIVERGENCIAS };
+/**
+ * The same bound in bytes: the rounds' stored results (JSON) together (issue 59). A count alone let
+ * a few fat divergences through (a 30,000-character code and 16,000-character values: 1,600 of
+ * them took 346 MiB, four calls at once 1.2 GiB). The held rounds take about 1.7 times their JSON
+ * (the strings, once each); at 160 MiB in flight the comparisons hold at most ~280 MiB, and the
+ * 1 GiB pod keeps room for the API's own ~200 MiB and the answers being written.
+ */
+export const COMPARACAO_MAX_BYTES = 160 * 1024 * 1024;
+
+/** The bounds in force: the constants above, lowered only by tests (a state's rounds are too large for one). */
+export const comparacaoLimite = { divergencias: COMPARACAO_MAX_DIVERGENCIAS, bytes: COMPARACAO_MAX_BYTES };
 
 /** 422: a comparison larger than COMPARACAO_MAX_DIVERGENCIAS (docs/integracao.md). */
 export class ComparacaoGrandeError extends CensoError {
   readonly status = 422;
   readonly code = 'COMPARACAO_GRANDE';
-  constructor(divergencias: number) {
+  constructor(divergencias: number, bytes: number) {
     super(
-      `Comparação grande demais: ${divergencias} divergências nas duas rodadas, o limite é ${comparacaoLimite.divergencias}. ` +
-        'Compare por partes (lotes menores) ou use o censo comparar.',
+      bytes > comparacaoLimite.bytes
+        ? `Comparação grande demais: ${mib(bytes)} MiB de resultados nas duas rodadas, o limite é ${mib(comparacaoLimite.bytes)} MiB. ` +
+            'Compare por partes (lotes menores) ou use o censo comparar.'
+        : `Comparação grande demais: ${divergencias} divergências nas duas rodadas, o limite é ${comparacaoLimite.divergencias}. ` +
+            'Compare por partes (lotes menores) ou use o censo comparar.',
     );
   }
 }
@@ -72,25 +84,31 @@ export class ComparacoesOcupadasError extends CensoError {
 
 /** Divergences held by this process's comparisons now. */
 let emAndamento = 0;
+/** The result bytes of the comparisons this process holds now (COMPARACAO_MAX_BYTES). */
+let bytesEmAndamento = 0;
+const mib = (bytes: number): string => (bytes / (1024 * 1024)).toLocaleString('pt-BR', { maximumFractionDigits: 1 });
 
 /** How many divergences this process's comparisons hold now (tests: it returns to 0 after each answer). */
 export const comparacoesEmAndamento = (): number => emAndamento;
+export const bytesDeComparacoesEmAndamento = (): number => bytesEmAndamento;
 
 /** A round's tasks in one pass: the schools read, the failed files with their erro, and how many divergences it holds. */
 async function tarefasDaRodada(service: TarefasService, loteId: string) {
   const referencias: string[] = [];
   const falhas: FalhaRodada[] = [];
   let divergencias = 0;
+  let bytes = 0;
   for await (const record of service.listagens.loteTarefas(loteId)) {
     if (record.rota !== 'divergencias-rf') continue;
     if (record.estado === 'concluida') {
       referencias.push(record.referencia ?? '');
       divergencias += record.resultado?.count ?? 0;
+      bytes += record.resultado?.bytes ?? 0;
     } else if (record.estado === 'falhou') {
       falhas.push({ referencia: record.referencia ?? '', erro: record.erro?.erro ?? `HTTP ${record.erro?.status ?? 500}` });
     }
   }
-  return { referencias, falhas, divergencias };
+  return { referencias, falhas, divergencias, bytes };
 }
 
 function rodadaOf(
@@ -142,23 +160,28 @@ export async function sendComparacao(
   const [antes, depois] = [await tarefasDaRodada(service, ids.anterior), await tarefasDaRodada(service, ids.atual)];
   // Counted from the tasks' records before a divergence is read: refused or held off at no cost.
   const divergencias = antes.divergencias + depois.divergencias;
-  if (divergencias > comparacaoLimite.divergencias) throw new ComparacaoGrandeError(divergencias);
-  if (emAndamento + divergencias > comparacaoLimite.divergencias) throw new ComparacoesOcupadasError();
-  emAndamento += divergencias;
-  let comparacao;
-  try {
-    comparacao = await compararRodadas(rodadaOf(service, storage, ids.anterior, antes), rodadaOf(service, storage, ids.atual, depois));
-  } catch (err) {
-    emAndamento -= divergencias;
-    throw err;
+  const bytes = antes.bytes + depois.bytes;
+  if (divergencias > comparacaoLimite.divergencias || bytes > comparacaoLimite.bytes) throw new ComparacaoGrandeError(divergencias, bytes);
+  if (emAndamento + divergencias > comparacaoLimite.divergencias || bytesEmAndamento + bytes > comparacaoLimite.bytes) {
+    throw new ComparacoesOcupadasError();
   }
-  // Held until the answer is sent (or the client is gone): the judged rows live as long as that.
+  emAndamento += divergencias;
+  bytesEmAndamento += bytes;
   let released = false;
   const release = () => {
     if (released) return;
     released = true;
     emAndamento -= divergencias;
+    bytesEmAndamento -= bytes;
   };
+  let comparacao;
+  try {
+    comparacao = await compararRodadas(rodadaOf(service, storage, ids.anterior, antes), rodadaOf(service, storage, ids.atual, depois));
+  } catch (err) {
+    release();
+    throw err;
+  }
+  // Held until the answer is sent (or the client is gone): the judged rows live as long as that.
   reply.raw.once('close', release);
   return send(reply, 'comparacao', format, releasing(comparacaoChunks(comparacao, format), release));
 }

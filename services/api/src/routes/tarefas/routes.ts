@@ -34,6 +34,7 @@ import { donoOfRequest } from './dono.js';
 import { monitorOf } from './intake.js';
 import { ESTADOS_TAREFA, isId, loteMonitor, newId, type EstadoTarefa, type LoteRecord } from '../../tarefas/model.js';
 import { sendComparacao, sendResumo } from './resumo.js';
+import { cartasRoute } from './cartas.js';
 import { answerOnlyWhole, parcialOf, RETRY_AFTER_S, sendLoteDivergencias, sendLoteFalhas, sendResultado } from './results.js';
 import type { LotesCursor } from '../../tarefas/listings.js';
 import { checkWebhookDestination, newWebhookSecret, parseWebhookUrl, WebhookRefused } from '../../tarefas/webhooks.js';
@@ -312,6 +313,7 @@ async function routes(app: FastifyInstance): Promise<void> {
   loteExport('/api/lotes/:id/falhas', loteFalhasSchema, (reply, id, format) => sendLoteFalhas(reply, service, id, format));
   // A state's progress (SPEC §10): each school's standing, and what changed from an earlier round.
   loteExport('/api/lotes/:id/resumo', loteResumoSchema, (reply, id, format) => sendResumo(reply, service, storage, id, format));
+  cartasRoute(app);
 
   app.get<WithId>('/api/lotes/:id/comparacao', { schema: loteComparacaoSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, loteNaoEncontrado);
