@@ -23,6 +23,7 @@ import {
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, startTestServer, type TestServer } from '../helpers/http.js';
 import { workbookSheets } from '../helpers/tarefas.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const divergencias = (basico.expectedDivergencias as { divergencias: unknown[] }).divergencias;
@@ -66,7 +67,7 @@ beforeAll(async () => {
   escrita = { txt: path.join(dir, 'censo.txt'), retorno: path.join(dir, 'retorno.json') };
   await writeFile(escrita.txt, TXT, 'latin1');
   await writeFile(escrita.retorno, JSON.stringify(RETORNO));
-}, 120_000);
+}, onThisMachine(120_000));
 
 afterAll(async () => {
   await browser?.close();
@@ -135,7 +136,7 @@ describe('the staff page, accessible', () => {
     await page.getByRole('button', { name: 'Ver divergências' }).click();
     // The link appears with the table, once the task has run: on a machine busy with the suite's
     // other file that takes longer than the poll's default second.
-    await expect.poll(() => bar.getByRole('link', { name: 'Ir para a busca' }).isVisible(), { timeout: 15_000 }).toBe(true);
+    await expect.poll(() => bar.getByRole('link', { name: 'Ir para a busca' }).isVisible(), { timeout: onThisMachine(15_000) }).toBe(true);
     await page.keyboard.press('Alt+3');
     expect(await focusedId(page)).toBe('tabela-divergencias-filtro');
     await page.keyboard.press('Alt+1');
@@ -327,48 +328,52 @@ describe('the staff page, accessible', () => {
     await page.context().close();
   });
 
-  it('axe-core: no serious or critical violation on any view, at 1280 and 390 px', async () => {
-    const page = await openPage();
-    await expectAccessible(page, 'sem chave');
-    await enterKey(page);
-    await expectAccessible(page, 'chave registrada');
-    await page.getByRole('tab', { name: 'Retorno + txt' }).click();
-    await expectAccessible(page, 'retorno + txt, vazio');
-    await page.getByRole('tab', { name: 'Lotes' }).click();
-    await expect.poll(() => page.locator('#painel-lotes [data-mensagens="status"]').textContent()).toMatch(/lotes? na lista/);
-    await expectAccessible(page, 'lotes, lista');
+  it(
+    'axe-core: no serious or critical violation on any view, at 1280 and 390 px',
+    async () => {
+      const page = await openPage();
+      await expectAccessible(page, 'sem chave');
+      await enterKey(page);
+      await expectAccessible(page, 'chave registrada');
+      await page.getByRole('tab', { name: 'Retorno + txt' }).click();
+      await expectAccessible(page, 'retorno + txt, vazio');
+      await page.getByRole('tab', { name: 'Lotes' }).click();
+      await expect.poll(() => page.locator('#painel-lotes [data-mensagens="status"]').textContent()).toMatch(/lotes? na lista/);
+      await expectAccessible(page, 'lotes, lista');
 
-    await page.getByRole('tab', { name: 'Divergências' }).click();
-    const input = page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first();
-    await input.setInputFiles({ name: 'retorno.json', mimeType: 'application/json', buffer: Buffer.from('[1, 2]') });
-    await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toBe('Arquivo retorno ilegível: as linhas do JSON devem ser objetos.');
-    await expectAccessible(page, 'erro');
-    await input.setInputFiles(basico.retorno.xlsx);
-    await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect
-      .poll(() => page.locator('#tabela-divergencias .resumo').textContent())
-      .toBe(`${divergencias.length} de ${divergencias.length} linhas`);
-    await expectAccessible(page, 'divergências');
+      await page.getByRole('tab', { name: 'Divergências' }).click();
+      const input = page.getByLabel('Arquivo de retorno (.json ou .xlsx)').first();
+      await input.setInputFiles({ name: 'retorno.json', mimeType: 'application/json', buffer: Buffer.from('[1, 2]') });
+      await page.getByRole('button', { name: 'Ver divergências' }).click();
+      await expect.poll(() => page.getByRole('alert').textContent()).toBe('Arquivo retorno ilegível: as linhas do JSON devem ser objetos.');
+      await expectAccessible(page, 'erro');
+      await input.setInputFiles(basico.retorno.xlsx);
+      await page.getByRole('button', { name: 'Ver divergências' }).click();
+      await expect
+        .poll(() => page.locator('#tabela-divergencias .resumo').textContent())
+        .toBe(`${divergencias.length} de ${divergencias.length} linhas`);
+      await expectAccessible(page, 'divergências');
 
-    // Several files: the school of each, then the batch's states.
-    await input.setInputFiles([basico.retorno.json, basico.retorno.xlsx]);
-    await expect.poll(() => page.locator('#escolas-arquivos input').count()).toBe(2);
-    await expectAccessible(page, 'lote, escolas');
-    await page.locator('#escola-arquivo-1').fill('Escola B');
-    await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: 30_000 }).toMatch(/^Lote concluído/);
-    await expectAccessible(page, 'lote concluído');
+      // Several files: the school of each, then the batch's states.
+      await input.setInputFiles([basico.retorno.json, basico.retorno.xlsx]);
+      await expect.poll(() => page.locator('#escolas-arquivos input').count()).toBe(2);
+      await expectAccessible(page, 'lote, escolas');
+      await page.locator('#escola-arquivo-1').fill('Escola B');
+      await page.getByRole('button', { name: 'Ver divergências' }).click();
+      await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: onThisMachine(30_000) }).toMatch(/^Lote concluído/);
+      await expectAccessible(page, 'lote concluído');
 
-    await page.getByRole('tab', { name: 'Retorno + txt' }).click();
-    await page.locator('#retorno-pessoas').setInputFiles(basico.retorno.json);
-    await page.locator('#txt-pessoas').setInputFiles(basico.txt);
-    await page.getByRole('button', { name: 'Ver pessoas corrigidas' }).click();
-    await page.locator('#tabela-pessoas tbody tr').first().waitFor();
-    await downloaded(page, dir, () => page.getByRole('button', { name: 'Baixar arquivo corrigido (.txt)' }).click());
-    await expectAccessible(page, 'pessoas e arquivo corrigido');
-    await page.context().close();
-  }, 90_000);
+      await page.getByRole('tab', { name: 'Retorno + txt' }).click();
+      await page.locator('#retorno-pessoas').setInputFiles(basico.retorno.json);
+      await page.locator('#txt-pessoas').setInputFiles(basico.txt);
+      await page.getByRole('button', { name: 'Ver pessoas corrigidas' }).click();
+      await page.locator('#tabela-pessoas tbody tr').first().waitFor();
+      await downloaded(page, dir, () => page.getByRole('button', { name: 'Baixar arquivo corrigido (.txt)' }).click());
+      await expectAccessible(page, 'pessoas e arquivo corrigido');
+      await page.context().close();
+    },
+    onThisMachine(90_000),
+  );
 
   it('wrote no console errors', () => {
     // The 400 and 422 above are answers the page shows; Chromium logs a failed load for them.

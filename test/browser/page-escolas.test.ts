@@ -14,6 +14,7 @@ import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, startTestServer, type TestServer } from '../helpers/http.js';
 import { request } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 let browser: Browser;
 let server: TestServer;
@@ -35,7 +36,7 @@ beforeAll(async () => {
   browser = await launchChromium();
   server = await startTestServer();
   dir = await mkdtemp(path.join(os.tmpdir(), 'censo-page-escolas-'));
-}, 60_000);
+}, onThisMachine(60_000));
 
 afterAll(async () => {
   await browser?.close();
@@ -74,7 +75,7 @@ async function batch(nome: string, schools: Record<string, string>): Promise<str
   }
   expect((await request(server, 'POST', `/api/lotes/${id}/fechar`)).status).toBe(200);
   await waitFor(async () => (await request(server, 'GET', `/api/lotes/${id}`)).json().estado === 'concluido', {
-    timeoutMs: 20_000,
+    timeoutMs: onThisMachine(20_000),
     what: `batch ${nome} concluded`,
   });
   return id;
@@ -89,7 +90,7 @@ async function sendTwoFiles(page: Page, nome?: string): Promise<void> {
     .setInputFiles(['a', 'b'].map((s) => ({ name: `${s}.json`, mimeType: 'application/json', buffer: Buffer.from(RETORNO_A) })));
   if (nome !== undefined) await page.getByLabel('Nome do lote (opcional)').fill(nome);
   await page.getByRole('button', { name: 'Ver divergências' }).click();
-  await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: 30_000 }).toMatch(/^Lote concluído/);
+  await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: onThisMachine(30_000) }).toMatch(/^Lote concluído/);
 }
 
 async function inViewport(page: Page, name: string): Promise<void> {
@@ -102,7 +103,7 @@ async function inViewport(page: Page, name: string): Promise<void> {
 const pageFits = (page: Page) => page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth');
 
 // A browser and a batch each: ~5 s on a quiet machine, far more beside a full test run.
-describe('the schools of a batch sent by the page', { timeout: 90_000 }, () => {
+describe('the schools of a batch sent by the page', { timeout: onThisMachine(90_000) }, () => {
   it('files all named retorno.json get a school each (a number) and go without typing; each state line names its school', async () => {
     const page = await openPage();
     await enterKey(page);
@@ -119,7 +120,7 @@ describe('the schools of a batch sent by the page', { timeout: 90_000 }, () => {
     expect(await fieldValues(page)).toEqual(['retorno 1', 'retorno 2', 'retorno 3']);
     await page.getByLabel('Nome do lote (opcional)').fill(LONGO);
     await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: 30_000 }).toMatch(/^Lote concluído/);
+    await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: onThisMachine(30_000) }).toMatch(/^Lote concluído/);
     expect(await page.locator('#lote-arquivos li').allTextContents()).toEqual([
       'retorno 1 (retorno.json) — Concluída',
       'retorno 2 (retorno.json) — Concluída',
@@ -160,7 +161,7 @@ describe('the schools of a batch sent by the page', { timeout: 90_000 }, () => {
     expect([...values].sort()).toEqual(['escola-a', 'escola-b']);
     await page.getByLabel('Nome do lote (opcional)').fill('Pasta');
     await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: 30_000 }).toMatch(/^Lote concluído/);
+    await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: onThisMachine(30_000) }).toMatch(/^Lote concluído/);
     expect([...(await page.locator('#lote-arquivos li').allTextContents())].sort()).toEqual([
       'escola-a (retorno.json) — Concluída',
       'escola-b (retorno.json) — Concluída',
@@ -172,7 +173,7 @@ describe('the schools of a batch sent by the page', { timeout: 90_000 }, () => {
   });
 });
 
-describe('what one sent is one’s to delete (LGPD)', { timeout: 90_000 }, () => {
+describe('what one sent is one’s to delete (LGPD)', { timeout: onThisMachine(90_000) }, () => {
   it('the note says what the service keeps and for how long', async () => {
     const page = await openPage();
     const note = await page.locator('#lgpd').textContent();
@@ -195,7 +196,7 @@ describe('what one sent is one’s to delete (LGPD)', { timeout: 90_000 }, () =>
       .first()
       .setInputFiles({ name: 'retorno.json', mimeType: 'application/json', buffer: Buffer.from(RETORNO_B) });
     await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect.poll(() => tableRows(page, 'tabela-divergencias'), { timeout: 30_000 }).toHaveLength(2);
+    await expect.poll(() => tableRows(page, 'tabela-divergencias'), { timeout: onThisMachine(30_000) }).toHaveLength(2);
 
     page.once('dialog', (d) => void d.dismiss());
     await page.getByRole('button', { name: 'Apagar do serviço' }).click();
@@ -224,7 +225,7 @@ describe('what one sent is one’s to delete (LGPD)', { timeout: 90_000 }, () =>
     await page.locator('#retorno-pessoas').setInputFiles(basico.retorno.json);
     await page.locator('#txt-pessoas').setInputFiles(basico.txt);
     await page.getByRole('button', { name: 'Ver pessoas corrigidas' }).click();
-    await expect.poll(async () => (await tableRows(page, 'tabela-pessoas')).length, { timeout: 30_000 }).toBeGreaterThan(0);
+    await expect.poll(async () => (await tableRows(page, 'tabela-pessoas')).length, { timeout: onThisMachine(30_000) }).toBeGreaterThan(0);
     await downloaded(page, dir, () => page.getByRole('button', { name: 'Baixar arquivo corrigido (.txt)' }).click());
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Apagar do serviço' }).click();
@@ -257,7 +258,7 @@ describe('what one sent is one’s to delete (LGPD)', { timeout: 90_000 }, () =>
   });
 });
 
-describe('the Lotes tab on a laptop and on a phone', { timeout: 90_000 }, () => {
+describe('the Lotes tab on a laptop and on a phone', { timeout: onThisMachine(90_000) }, () => {
   it('at 1280 and 390 px: the list and the summary fit the screen, "Ver resumo" and "Apagar" on it; tables scroll in a labelled box', async () => {
     const id = await batch(OUTRO, {
       'escolas/regional-norte/escola-estadual-professora-maria-aparecida-dos-santos-oliveira/retorno-2a-rodada.json': RETORNO_A,

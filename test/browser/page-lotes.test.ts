@@ -22,6 +22,7 @@ import {
 import { startTestServer, type TestServer } from '../helpers/http.js';
 import { request, workbookSheets } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 let browser: Browser;
 let server: TestServer;
@@ -89,10 +90,10 @@ beforeAll(async () => {
   }
   expect((await request(server, 'POST', `/api/lotes/${rodada1}/fechar`)).status).toBe(200);
   await waitFor(async () => (await request(server, 'GET', `/api/lotes/${rodada1}`)).json().estado === 'concluido', {
-    timeoutMs: 20_000,
+    timeoutMs: onThisMachine(20_000),
     what: 'round 1 concluded',
   });
-}, 120_000);
+}, onThisMachine(120_000));
 
 afterAll(async () => {
   await browser?.close();
@@ -185,7 +186,7 @@ describe('the Lotes tab', () => {
     for (const [i, f] of RODADA_2.entries()) await page.locator(`#escola-arquivo-${i}`).fill(f.escola);
     await page.getByLabel('Nome do lote (opcional)').fill('Rodada 2');
     await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: 30_000 }).toMatch(/^Lote concluído/);
+    await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: onThisMachine(30_000) }).toMatch(/^Lote concluído/);
     expect(posts[0]).toBe('/api/lotes');
     rodada2 = posts[1]!.split('/')[3]!;
     const lote = await json(`/api/lotes/${rodada2}`);

@@ -20,6 +20,7 @@ import {
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, startTestServer, type TestServer } from '../helpers/http.js';
 import { workbookSheets } from '../helpers/tarefas.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const divergencias = (basico.expectedDivergencias as { divergencias: Record<string, unknown>[] }).divergencias;
@@ -36,7 +37,7 @@ beforeAll(async () => {
   server = await startTestServer();
   dir = await mkdtemp(path.join(os.tmpdir(), 'censo-page-person-'));
   shots = await screenshotsDir();
-}, 120_000);
+}, onThisMachine(120_000));
 
 afterAll(async () => {
   await browser?.close();
@@ -68,7 +69,7 @@ const DROP = `(element, file) => {
  */
 async function fileChooserFromKeyboard(page: Page): Promise<FileChooser> {
   for (let attempt = 0; attempt < 3; attempt++) {
-    const opened = page.waitForEvent('filechooser', { timeout: 5_000 }).catch(() => null);
+    const opened = page.waitForEvent('filechooser', { timeout: onThisMachine(5_000) }).catch(() => null);
     await page.keyboard.press('Space');
     const chooser = await opened;
     if (chooser) return chooser;
@@ -117,41 +118,45 @@ describe('the staff page for a person', () => {
     await context.close();
   });
 
-  it('keyboard only: key, file, result, download and tabs without a mouse; focus never falls to <body>', async () => {
-    const page = await openPage();
-    // The access bar comes first (eMAG 3.1), then the key.
-    await page.keyboard.press('Tab');
-    expect(await focusedId(page)).toBe('Ir para o conteúdo 1');
-    await tabTo(page, 'chave');
-    await page.keyboard.type(API_KEY);
-    await page.keyboard.press('Enter');
-    // Focus goes on to the task, not to <body> (the key's field is locked once entered).
-    expect(await focusedId(page)).toBe('retorno-divergencias');
-    await (await fileChooserFromKeyboard(page)).setFiles(basico.retorno.json);
-    await tabTo(page, 'Ver divergências');
-    await page.keyboard.press('Enter');
-    await expect
-      .poll(() => page.locator('#tabela-divergencias .resumo').textContent())
-      .toBe(`${divergencias.length} de ${divergencias.length} linhas`);
-    await tabTo(page, 'Baixar planilha (XLSX)');
-    const xlsx = await downloaded(page, dir, () => page.keyboard.press('Enter'));
-    expect(xlsx.name).toBe('divergencias.xlsx');
-    // Sorting from the keyboard: the header's button.
-    await tabTo(page, 'Campo no retorno');
-    await page.keyboard.press('Enter');
-    await expect
-      .poll(() => page.locator('#tabela-divergencias th').filter({ hasText: 'Campo no retorno' }).getAttribute('aria-sort'))
-      .toBe('ascending');
-    // Back to the tabs; the arrows move between them.
-    await tabTo(page, 'aba-divergencias', 'Shift+Tab');
-    await page.keyboard.press('ArrowRight');
-    expect(await focusedId(page)).toBe('aba-retorno');
-    expect(await page.locator('#painel-retorno').isVisible()).toBe(true);
-    // The last tab there is: without a database, Lotes (no Consultas tab to reach).
-    await page.keyboard.press('End');
-    expect(await focusedId(page)).toBe('aba-lotes');
-    await page.context().close();
-  }, 60_000);
+  it(
+    'keyboard only: key, file, result, download and tabs without a mouse; focus never falls to <body>',
+    async () => {
+      const page = await openPage();
+      // The access bar comes first (eMAG 3.1), then the key.
+      await page.keyboard.press('Tab');
+      expect(await focusedId(page)).toBe('Ir para o conteúdo 1');
+      await tabTo(page, 'chave');
+      await page.keyboard.type(API_KEY);
+      await page.keyboard.press('Enter');
+      // Focus goes on to the task, not to <body> (the key's field is locked once entered).
+      expect(await focusedId(page)).toBe('retorno-divergencias');
+      await (await fileChooserFromKeyboard(page)).setFiles(basico.retorno.json);
+      await tabTo(page, 'Ver divergências');
+      await page.keyboard.press('Enter');
+      await expect
+        .poll(() => page.locator('#tabela-divergencias .resumo').textContent())
+        .toBe(`${divergencias.length} de ${divergencias.length} linhas`);
+      await tabTo(page, 'Baixar planilha (XLSX)');
+      const xlsx = await downloaded(page, dir, () => page.keyboard.press('Enter'));
+      expect(xlsx.name).toBe('divergencias.xlsx');
+      // Sorting from the keyboard: the header's button.
+      await tabTo(page, 'Campo no retorno');
+      await page.keyboard.press('Enter');
+      await expect
+        .poll(() => page.locator('#tabela-divergencias th').filter({ hasText: 'Campo no retorno' }).getAttribute('aria-sort'))
+        .toBe('ascending');
+      // Back to the tabs; the arrows move between them.
+      await tabTo(page, 'aba-divergencias', 'Shift+Tab');
+      await page.keyboard.press('ArrowRight');
+      expect(await focusedId(page)).toBe('aba-retorno');
+      expect(await page.locator('#painel-retorno').isVisible()).toBe(true);
+      // The last tab there is: without a database, Lotes (no Consultas tab to reach).
+      await page.keyboard.press('End');
+      expect(await focusedId(page)).toBe('aba-lotes');
+      await page.context().close();
+    },
+    onThisMachine(60_000),
+  );
 
   it('landmarks a screen reader lists, labelled controls, and disabled controls that look disabled', async () => {
     const page = await openPage();
@@ -257,7 +262,7 @@ describe('the staff page for a person', () => {
         { name: 'quebrado.json', mimeType: 'application/json', buffer: Buffer.from('[1, 2]') },
       ]);
     await page.getByRole('button', { name: 'Ver divergências' }).click();
-    await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: 30_000 }).toMatch(/^Lote concluído/);
+    await expect.poll(() => page.locator('#explica-lote').textContent(), { timeout: onThisMachine(30_000) }).toMatch(/^Lote concluído/);
     expect(await page.locator('#lote-arquivos li').allTextContents()).toEqual([
       // Each line names its school first (issue 50: files of several schools often share one name).
       'retorno (retorno.xlsx) — Concluída',

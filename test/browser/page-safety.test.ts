@@ -19,6 +19,7 @@ import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
 import { startRecordingProxy, type RecordedRequest, type RecordingProxy } from '../helpers/recording-proxy.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const pessoasA = (basico.expectedPessoas as { pessoas: unknown[] }).pessoas;
@@ -60,7 +61,7 @@ beforeAll(async () => {
   escolaB = { retorno: path.join(dir, 'escola-b', 'retorno.json'), txt: path.join(dir, 'escola-b', path.basename(basico.txt)) };
   await writeFile(escolaB.retorno, JSON.stringify(RETORNO_ESCOLA_B));
   await writeFile(escolaB.txt, TXT_B, 'latin1');
-}, 120_000);
+}, onThisMachine(120_000));
 
 afterAll(async () => {
   await browser?.close();
@@ -99,7 +100,7 @@ async function pressable(page: Page, scope: string, name: string): Promise<boole
 }
 
 /** How long a poll waits for the service's answer to reach the screen (a bound, not an assertion). */
-const SERVICE = { timeout: 20_000 };
+const SERVICE = { timeout: onThisMachine(20_000) };
 
 const RETORNO_DOWNLOADS = ['Baixar arquivo corrigido (.txt)', 'Baixar CSV (para programas)', 'Baixar planilha (XLSX)'];
 

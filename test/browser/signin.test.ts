@@ -13,6 +13,7 @@ import { fixtureCases } from '../helpers/fixtures.js';
 import { startTestServer, type TestServer } from '../helpers/http.js';
 import { OP_HOST, signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
 import { freePort } from '../helpers/ports.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 let SHOTS: string;
@@ -39,7 +40,7 @@ beforeAll(async () => {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
   });
   SHOTS = await screenshotsDir();
-}, 60_000);
+}, onThisMachine(60_000));
 
 afterAll(async () => {
   await browser?.close();

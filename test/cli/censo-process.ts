@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stageCli } from '../../cli/scripts/pack.mjs';
 import { atFileEnd } from '../helpers/file-end.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 export const CLI = fileURLToPath(new URL('../../cli/bin/censo.js', import.meta.url));
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -66,7 +67,7 @@ export async function censo(args: readonly string[], options: RunOptions = {}): 
     const child = spawn(file!, [...first, ...args], {
       env: { PATH: process.env.PATH ?? '', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 60_000,
+      timeout: onThisMachine(60_000),
       ...(options.cwd ? { cwd: options.cwd } : {}),
       ...(unprivileged ? { uid: NOBODY, gid: NOBODY } : {}),
     });

@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { censo, ROOT } from './censo-process.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const runFile = promisify(execFile);
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
@@ -30,14 +31,14 @@ afterAll(async () => {
 
 it(
   '`npm install -g ./cli` puts censo on the PATH: --version and a real divergencias from another folder',
-  { timeout: 180_000 },
+  { timeout: onThisMachine(180_000) },
   async () => {
     // npm run passes its own config down as npm_config_*; only the temporary prefix may apply here.
     const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_config_/i.test(key)));
     await runFile('npm', ['install', '-g', './cli', '--offline', '--no-audit', '--no-fund'], {
       cwd: ROOT,
       env: { ...env, npm_config_prefix: prefix },
-      timeout: 170_000,
+      timeout: onThisMachine(170_000),
     });
     const onPath = { command: ['censo'], cwd: elsewhere, env: { PATH: `${path.join(prefix, 'bin')}:${process.env.PATH ?? ''}` } };
     const { version } = JSON.parse(await readFile(path.join(ROOT, 'cli', 'package.json'), 'utf8')) as { version: string };
@@ -55,12 +56,14 @@ it(
 
 it(
   '`npm run pack:cli` makes one .tgz that installs and runs with the repository out of reach: npm install -g offline into a prefix, npx --package',
-  { timeout: 400_000 },
+  { timeout: onThisMachine(400_000) },
   async () => {
     const packs = await mkdtemp(path.join(os.tmpdir(), 'censo-pack-test-'));
     try {
       // The script `npm run pack:cli` runs after building; the suite has built already.
-      const { stdout } = await runFile(process.execPath, [path.join(ROOT, 'cli', 'scripts', 'pack.mjs'), packs], { timeout: 200_000 });
+      const { stdout } = await runFile(process.execPath, [path.join(ROOT, 'cli', 'scripts', 'pack.mjs'), packs], {
+        timeout: onThisMachine(200_000),
+      });
       const tgz = stdout.trim();
       expect(path.dirname(tgz)).toBe(packs);
       expect(path.basename(tgz)).toMatch(/^censo-cli-\d+\.\d+\.\d+\.tgz$/);
@@ -102,7 +105,7 @@ it(
           npm_config_cache: path.join(packs, 'cache-npm'),
           npm_config_update_notifier: 'false',
         },
-        timeout: 380_000,
+        timeout: onThisMachine(380_000),
         maxBuffer: 16 * 1024 * 1024,
       });
       const direct = await censo(['divergencias', basico.retorno.xlsx, '--format', 'csv']);

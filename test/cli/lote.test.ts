@@ -13,6 +13,7 @@ import { parseCsv } from '../helpers/csv.js';
 import { fixtureCases, repeatedReturn } from '../helpers/fixtures.js';
 import { execFile } from 'node:child_process';
 import { censo, CLI, handOver, type Run } from './censo-process.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const utf8 = fixtureCases().find((c) => c.name === 'basico-utf8')!;
@@ -224,7 +225,7 @@ describe('on a terminal', () => {
     const tmp = await mkdtemp(path.join(dir, 'tmp-'));
     // `script` gives the command a terminal and copies what it writes there.
     const command = `TMPDIR=${tmp} ${process.execPath} ${CLI} lote ${folder} -o ${out}`;
-    const tty = await runFile('script', ['-qfec', command, '/dev/null'], { encoding: 'utf8', timeout: 60_000 }).catch(
+    const tty = await runFile('script', ['-qfec', command, '/dev/null'], { encoding: 'utf8', timeout: onThisMachine(60_000) }).catch(
       (err: { stdout: string }) => err,
     );
     const failure = tty.stdout.indexOf('censo: "a-quebrado.json": Arquivo retorno ilegível: não é um JSON válido.');

@@ -16,6 +16,7 @@ import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '.
 import { request } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { read } from './recipes.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const DASHBOARD = 'deploy/monitoring/grafana/censo-api.json';
 const METRICS_TOKEN = 'token-das-metricas';
@@ -111,8 +112,8 @@ beforeAll(async () => {
   running.push(api);
   const worker = startServiceProcess('services/worker/dist/main.js', env);
   running.push(worker);
-  apiUrl = String((await api.line('censo-api listening', 30_000)).url);
-  workerUrl = String((await worker.line('worker health server listening', 30_000)).url);
+  apiUrl = String((await api.line('censo-api listening', onThisMachine(30_000))).url);
+  workerUrl = String((await worker.line('worker health server listening', onThisMachine(30_000))).url);
 
   // One synchronous upload and one batch with one file.
   const sync = await request({ url: apiUrl }, 'POST', '/api/divergencias-rf', { body: await formWith([retorno]) });
@@ -133,9 +134,9 @@ beforeAll(async () => {
       const text = await (await fetch(`${apiUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
       return /^censo_tarefas_total\{[^}]*estado="concluida"/m.test(text);
     },
-    { timeoutMs: 30_000, intervalMs: 200, what: "the batch's task to finish" },
+    { timeoutMs: onThisMachine(30_000), intervalMs: 200, what: "the batch's task to finish" },
   );
-}, 90_000);
+}, onThisMachine(90_000));
 
 afterAll(async () => {
   for (const proc of running.reverse()) await proc.stop();

@@ -13,6 +13,7 @@ import { API_KEY, formWith } from '../helpers/http.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { parseEnvFile, read, requireTool, runTool } from './recipes.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const RECIPE = 'deploy/vm/logrotate/censo-api';
 const exampleValue = (name: string) => parseEnvFile(read('.env.example')).find((e) => e.name === name)!.value;
@@ -58,52 +59,56 @@ describe('deploy/vm/logrotate/censo-api', () => {
     expect(/^\s*postrotate$([\s\S]*?)^\s*endscript$/m.exec(text)?.[1]).toMatch(/kill -HUP "\$pid"/);
   });
 
-  it('a real rotation of the API’s ACCESS_LOG: the earlier line in the moved file, the later one in a new file', async () => {
-    const logrotate = requireTool('logrotate');
-    const dir = path.join(scratch, 'log');
-    await mkdir(dir, { mode: 0o700 });
-    const log = path.join(dir, 'acesso.log');
-    api = startServiceProcess('services/api/dist/main.js', {
-      API_KEY,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOG_LEVEL: 'info',
-      UPLOAD_DIR: path.join(scratch, 'uploads'),
-      ACCESS_LOG: log,
-    });
-    const url = String((await api.line('censo-api listening', 30_000)).url);
-    await upload(url);
-    await waitFor(async () => (await lines(log)).length === 1, { what: 'the first access line' });
+  it(
+    'a real rotation of the API’s ACCESS_LOG: the earlier line in the moved file, the later one in a new file',
+    async () => {
+      const logrotate = requireTool('logrotate');
+      const dir = path.join(scratch, 'log');
+      await mkdir(dir, { mode: 0o700 });
+      const log = path.join(dir, 'acesso.log');
+      api = startServiceProcess('services/api/dist/main.js', {
+        API_KEY,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        LOG_LEVEL: 'info',
+        UPLOAD_DIR: path.join(scratch, 'uploads'),
+        ACCESS_LOG: log,
+      });
+      const url = String((await api.line('censo-api listening', onThisMachine(30_000))).url);
+      await upload(url);
+      await waitFor(async () => (await lines(log)).length === 1, { what: 'the first access line' });
 
-    // The recipe with this test's file, its own user (the censo user does not exist here) and
-    // the test's API in place of systemd's main process.
-    const group = (await runTool('id', ['-gn'])).stdout.trim();
-    const conf = read(RECIPE)
-      .replaceAll(exampleValue('ACCESS_LOG'), log)
-      .replace(/^\s*su censo censo$/m, `\tsu ${os.userInfo().username} ${group}`)
-      .replace(FIND_PID, `\t\tpid=${api.child.pid}`);
-    await writeFile(path.join(scratch, 'logrotate.conf'), conf);
-    const run = await runTool(logrotate, [
-      '--force',
-      '--state',
-      path.join(scratch, 'logrotate.state'),
-      path.join(scratch, 'logrotate.conf'),
-    ]);
-    expect(run.stderr).toBe('');
-    expect(run.code).toBe(0);
-    expect(await api.line('log files reopened')).toMatchObject({ signal: 'SIGHUP' });
-    await upload(url);
-    await waitFor(async () => (await lines(log)).length === 1, { what: 'the second access line, in a new file' });
+      // The recipe with this test's file, its own user (the censo user does not exist here) and
+      // the test's API in place of systemd's main process.
+      const group = (await runTool('id', ['-gn'])).stdout.trim();
+      const conf = read(RECIPE)
+        .replaceAll(exampleValue('ACCESS_LOG'), log)
+        .replace(/^\s*su censo censo$/m, `\tsu ${os.userInfo().username} ${group}`)
+        .replace(FIND_PID, `\t\tpid=${api.child.pid}`);
+      await writeFile(path.join(scratch, 'logrotate.conf'), conf);
+      const run = await runTool(logrotate, [
+        '--force',
+        '--state',
+        path.join(scratch, 'logrotate.state'),
+        path.join(scratch, 'logrotate.conf'),
+      ]);
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      expect(await api.line('log files reopened')).toMatchObject({ signal: 'SIGHUP' });
+      await upload(url);
+      await waitFor(async () => (await lines(log)).length === 1, { what: 'the second access line, in a new file' });
 
-    const rotated = (await readdir(dir)).filter((name) => name !== 'acesso.log');
-    expect(rotated).toHaveLength(1);
-    expect(rotated[0]).toMatch(/^acesso\.log-\d{8}$/);
-    const before = await lines(path.join(dir, rotated[0]!));
-    const after = await lines(log);
-    expect(before).toHaveLength(1);
-    expect(after).toHaveLength(1);
-    for (const line of [...before, ...after]) expect(line).toMatchObject({ log: 'access', route: '/api/divergencias-rf', status: 200 });
-    expect(after[0]!.requestId).not.toBe(before[0]!.requestId);
-    expect(api.child.exitCode).toBeNull();
-  }, 60_000);
+      const rotated = (await readdir(dir)).filter((name) => name !== 'acesso.log');
+      expect(rotated).toHaveLength(1);
+      expect(rotated[0]).toMatch(/^acesso\.log-\d{8}$/);
+      const before = await lines(path.join(dir, rotated[0]!));
+      const after = await lines(log);
+      expect(before).toHaveLength(1);
+      expect(after).toHaveLength(1);
+      for (const line of [...before, ...after]) expect(line).toMatchObject({ log: 'access', route: '/api/divergencias-rf', status: 200 });
+      expect(after[0]!.requestId).not.toBe(before[0]!.requestId);
+      expect(api.child.exitCode).toBeNull();
+    },
+    onThisMachine(60_000),
+  );
 });

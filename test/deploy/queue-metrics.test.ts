@@ -20,6 +20,7 @@ import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '.
 import { postAsync, request, waitForTarefa, type Answer } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { read, yamlDocuments } from './recipes.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const METRICS_TOKEN = 'token-das-metricas';
 
@@ -98,7 +99,10 @@ beforeAll(async () => {
     const listName = triggers()
       .find((t) => t.type === 'redis-sentinel')!
       .metadata.listName!.replace(recipePrefix(), queuePrefix);
-    await waitFor(async () => (await client.llen(listName)) === 1, { timeoutMs: 15_000, what: 'the synchronous job in the wait list' });
+    await waitFor(async () => (await client.llen(listName)) === 1, {
+      timeoutMs: onThisMachine(15_000),
+      what: 'the synchronous job in the wait list',
+    });
     waitingLength = await client.llen(listName);
     taskWaitingLength = await client.llen(`${queuePrefix}:${TASK_QUEUE}:wait`);
   } finally {
@@ -109,7 +113,7 @@ beforeAll(async () => {
   const workerProcess = startServiceProcess('services/worker/dist/main.js', env());
   running.push(workerProcess);
   worker = { url: String((await workerProcess.line('worker health server listening')).url) };
-}, 60_000);
+}, onThisMachine(60_000));
 
 afterAll(async () => {
   for (const process of running.reverse()) await process.stop();

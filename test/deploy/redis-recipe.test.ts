@@ -24,6 +24,7 @@ import { uniqueQueuePrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { ROOT, requireTool, runTool } from './recipes.js';
 import { freePort } from '../helpers/ports.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const HOST = '127.0.0.1';
 const PASSWORD = 'senha-do-redis-0123456789abcdef';
@@ -42,7 +43,7 @@ const GROUP = 'censo';
 // A Sentinel learns a master's replicas from the INFO it sends every 10 s, and the other Sentinels
 // from hello messages every 2 s. start() links the replicas first, so the first INFO lists them
 // (about 2 s here); this allows for that INFO missing them anyway on a loaded machine.
-const SENTINEL_DISCOVERY_MS = 45_000;
+const SENTINEL_DISCOVERY_MS = onThisMachine(45_000);
 
 interface Server {
   readonly port: number;
@@ -76,12 +77,12 @@ class RedisGroup {
     const answers = (server: Server, password: string) =>
       this.ask(server.port, password, async (r) => (await r.ping()) === 'PONG').catch(() => false);
     for (const server of [this.master, ...this.replicas]) {
-      await waitFor(() => answers(server, PASSWORD), { timeoutMs: 15_000, what: `redis on ${server.port}` });
+      await waitFor(() => answers(server, PASSWORD), { timeoutMs: onThisMachine(15_000), what: `redis on ${server.port}` });
     }
     // The Sentinels start once the replicas are linked, so that the master's answer to their first
     // INFO already lists them: otherwise they learn of them only at the next INFO, 10 s later.
     for (const replica of this.replicas) {
-      await waitFor(() => this.linked(replica), { timeoutMs: 15_000, what: `replica ${replica.port} linked` });
+      await waitFor(() => this.linked(replica), { timeoutMs: onThisMachine(15_000), what: `replica ${replica.port} linked` });
     }
     for (let i = 0; i < 3; i++) {
       this.sentinels.push(
@@ -99,7 +100,7 @@ class RedisGroup {
       );
     }
     for (const server of this.sentinels) {
-      await waitFor(() => answers(server, SENTINEL_PASSWORD), { timeoutMs: 15_000, what: `sentinel on ${server.port}` });
+      await waitFor(() => answers(server, SENTINEL_PASSWORD), { timeoutMs: onThisMachine(15_000), what: `sentinel on ${server.port}` });
     }
   }
 
@@ -212,7 +213,7 @@ describe('deploy/vm/redis scripts, with passwords', () => {
   beforeAll(async () => {
     group = new RedisGroup(path.join(dir, 'senhas'), null);
     await group.start(2);
-  }, 60_000);
+  }, onThisMachine(60_000));
   afterAll(async () => {
     await group?.stop();
   });
@@ -239,16 +240,20 @@ describe('deploy/vm/redis scripts, with passwords', () => {
     }
   });
 
-  it('the replicas follow the master with masterauth, and the Sentinels see them and each other', async () => {
-    for (const replica of group.replicas) expect(await group.linked(replica), `replica ${replica.port}`).toBe(true);
-    await waitFor(() => group.sentinelsKnow(2), {
-      timeoutMs: SENTINEL_DISCOVERY_MS,
-      what: 'the sentinels to know both replicas and each other',
-      seen: () => group.lastSeen,
-    });
-    expect((await group.masterFields(group.sentinels[0]!)).flags).toBe('master');
-    expect(await group.masterPort(group.sentinels[0]!)).toBe(group.master.port);
-  }, 90_000);
+  it(
+    'the replicas follow the master with masterauth, and the Sentinels see them and each other',
+    async () => {
+      for (const replica of group.replicas) expect(await group.linked(replica), `replica ${replica.port}`).toBe(true);
+      await waitFor(() => group.sentinelsKnow(2), {
+        timeoutMs: SENTINEL_DISCOVERY_MS,
+        what: 'the sentinels to know both replicas and each other',
+        seen: () => group.lastSeen,
+      });
+      expect((await group.masterFields(group.sentinels[0]!)).flags).toBe('master');
+      expect(await group.masterPort(group.sentinels[0]!)).toBe(group.master.port);
+    },
+    onThisMachine(90_000),
+  );
 
   // Before the failover below, which kills this master.
   it('gives the service a user that runs a BullMQ job round trip and none of the commands that empty or reconfigure the server', async () => {
@@ -311,45 +316,49 @@ describe('deploy/vm/redis scripts, with passwords', () => {
     expect(sentinelConf).not.toContain(PASSWORD);
   });
 
-  it('the service, set up as .env.example says, writes through the Sentinels, and again after the master is lost', async () => {
-    const config = loadConfig({
-      REDIS_SENTINELS: group.sentinels.map((s) => `${HOST}:${s.port}`).join(','),
-      REDIS_SENTINEL_NAME: GROUP,
-      REDIS_PASSWORD: PASSWORD,
-      REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
-    });
-    const client: RedisClient = createRedisClient(config.redis!, 'fail-fast');
-    client.on('error', () => undefined);
-    const writes = async (value: string) => {
-      try {
-        return (await client.set('{censo}:teste-da-receita', value)) === 'OK';
-      } catch {
-        return false;
-      }
-    };
-    try {
-      await waitFor(() => writes('antes'), { timeoutMs: 15_000, what: 'a first write' });
-      // The master goes away: the Sentinels (with the servers' password) promote a replica, which
-      // takes writes once the other replica follows it (min-replicas-to-write 1).
-      const { master } = group;
-      const exited = once(master.child, 'exit');
-      master.child.kill('SIGKILL');
-      await exited;
-      // Seconds normally; on a loaded machine an election can fail, and the Sentinels try again
-      // after twice the failover-timeout (6 s here).
-      await waitFor(async () => (await group.masterPort(group.sentinels[1]!).catch(() => master.port)) !== master.port, {
-        timeoutMs: 60_000,
-        intervalMs: 200,
-        what: 'a replica promoted',
+  it(
+    'the service, set up as .env.example says, writes through the Sentinels, and again after the master is lost',
+    async () => {
+      const config = loadConfig({
+        REDIS_SENTINELS: group.sentinels.map((s) => `${HOST}:${s.port}`).join(','),
+        REDIS_SENTINEL_NAME: GROUP,
+        REDIS_PASSWORD: PASSWORD,
+        REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
       });
-      const promoted = await group.masterPort(group.sentinels[1]!);
-      expect(group.replicas.map((r) => r.port)).toContain(promoted);
-      await waitFor(() => writes('depois'), { timeoutMs: 30_000, intervalMs: 200, what: 'a write after the failover' });
-      expect(await group.ask(promoted, PASSWORD, (r) => r.get('{censo}:teste-da-receita'))).toBe('depois');
-    } finally {
-      await closeRedisClient(client);
-    }
-  }, 120_000);
+      const client: RedisClient = createRedisClient(config.redis!, 'fail-fast');
+      client.on('error', () => undefined);
+      const writes = async (value: string) => {
+        try {
+          return (await client.set('{censo}:teste-da-receita', value)) === 'OK';
+        } catch {
+          return false;
+        }
+      };
+      try {
+        await waitFor(() => writes('antes'), { timeoutMs: onThisMachine(15_000), what: 'a first write' });
+        // The master goes away: the Sentinels (with the servers' password) promote a replica, which
+        // takes writes once the other replica follows it (min-replicas-to-write 1).
+        const { master } = group;
+        const exited = once(master.child, 'exit');
+        master.child.kill('SIGKILL');
+        await exited;
+        // Seconds normally; on a loaded machine an election can fail, and the Sentinels try again
+        // after twice the failover-timeout (6 s here).
+        await waitFor(async () => (await group.masterPort(group.sentinels[1]!).catch(() => master.port)) !== master.port, {
+          timeoutMs: onThisMachine(60_000),
+          intervalMs: 200,
+          what: 'a replica promoted',
+        });
+        const promoted = await group.masterPort(group.sentinels[1]!);
+        expect(group.replicas.map((r) => r.port)).toContain(promoted);
+        await waitFor(() => writes('depois'), { timeoutMs: onThisMachine(30_000), intervalMs: 200, what: 'a write after the failover' });
+        expect(await group.ask(promoted, PASSWORD, (r) => r.get('{censo}:teste-da-receita'))).toBe('depois');
+      } finally {
+        await closeRedisClient(client);
+      }
+    },
+    onThisMachine(120_000),
+  );
 
   it('refuses to start without a password, without the role users in a group, or with one the file could not hold', async () => {
     const run = async (env: Record<string, string>, script = 'start-redis.sh') => {
@@ -435,62 +444,70 @@ describe('deploy/vm/redis scripts, with TLS from an internal CA', () => {
 
     group = new RedisGroup(path.join(dir, 'tls'), tls);
     await group.start(1);
-  }, 60_000);
+  }, onThisMachine(60_000));
   // The group's servers, and the keys the worker wrote in them, go with it.
   afterAll(async () => {
     await group?.stop();
   });
 
-  it('speaks TLS alone: a plain client gets no answer, the replica follows over TLS, the Sentinels see the group', async () => {
-    await expect(group.ask(group.master.port, PASSWORD, (r) => r.ping(), { tls: undefined })).rejects.toThrow();
-    expect(await group.linked(group.replicas[0]!)).toBe(true);
-    await waitFor(() => group.sentinelsKnow(1), {
-      timeoutMs: SENTINEL_DISCOVERY_MS,
-      what: 'the sentinels to know the replica and each other over TLS',
-      seen: () => group.lastSeen,
-    });
-  }, 90_000);
+  it(
+    'speaks TLS alone: a plain client gets no answer, the replica follows over TLS, the Sentinels see the group',
+    async () => {
+      await expect(group.ask(group.master.port, PASSWORD, (r) => r.ping(), { tls: undefined })).rejects.toThrow();
+      expect(await group.linked(group.replicas[0]!)).toBe(true);
+      await waitFor(() => group.sentinelsKnow(1), {
+        timeoutMs: SENTINEL_DISCOVERY_MS,
+        what: 'the sentinels to know the replica and each other over TLS',
+        seen: () => group.lastSeen,
+      });
+    },
+    onThisMachine(90_000),
+  );
 
-  it('a worker with rediss:// Sentinels is ready with NODE_EXTRA_CA_CERTS naming the CA, and not without it', async () => {
-    const uploads = path.join(dir, 'uploads-tls');
-    const env = {
-      REDIS_SENTINELS: group.sentinels.map((s) => `rediss://${HOST}:${s.port}`).join(','),
-      REDIS_SENTINEL_NAME: GROUP,
-      REDIS_PASSWORD: PASSWORD,
-      REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
-      QUEUE_PREFIX: queuePrefix,
-      UPLOAD_DIR: uploads,
-      HOST,
-      PORT: '0',
-      WORKER_CONCURRENCY: '1',
-      LOG_LEVEL: 'info',
-    };
-    const readiness = async (extra: Record<string, string>) => {
-      const worker = startServiceProcess('services/worker/dist/main.js', { ...env, ...extra });
-      try {
-        const url = String((await worker.line('worker health server listening', 30_000)).url);
-        let last = { status: 0, body: '' };
-        // Ready, or still not ready after the client's first connection attempts have all had time.
-        await waitFor(
-          async () => {
-            const response = await fetch(`${url}/readyz`);
-            last = { status: response.status, body: await response.text() };
-            return last.status === 200;
-          },
-          { timeoutMs: 8_000, intervalMs: 250, what: 'readiness' },
-        ).catch(() => undefined);
-        return last;
-      } finally {
-        const timer = setTimeout(() => worker.child.kill('SIGKILL'), 10_000);
-        await worker.stop();
-        clearTimeout(timer);
-      }
-    };
-    const trusted = await readiness({ NODE_EXTRA_CA_CERTS: tls.ca });
-    expect(trusted.status).toBe(200);
-    expect(JSON.parse(trusted.body)).toMatchObject({ checks: { redis: 'ok' } });
-    const untrusted = await readiness({});
-    expect(untrusted.status).toBe(503);
-    expect(JSON.parse(untrusted.body)).toMatchObject({ checks: { redis: 'falha' } });
-  }, 90_000);
+  it(
+    'a worker with rediss:// Sentinels is ready with NODE_EXTRA_CA_CERTS naming the CA, and not without it',
+    async () => {
+      const uploads = path.join(dir, 'uploads-tls');
+      const env = {
+        REDIS_SENTINELS: group.sentinels.map((s) => `rediss://${HOST}:${s.port}`).join(','),
+        REDIS_SENTINEL_NAME: GROUP,
+        REDIS_PASSWORD: PASSWORD,
+        REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
+        QUEUE_PREFIX: queuePrefix,
+        UPLOAD_DIR: uploads,
+        HOST,
+        PORT: '0',
+        WORKER_CONCURRENCY: '1',
+        LOG_LEVEL: 'info',
+      };
+      const readiness = async (extra: Record<string, string>) => {
+        const worker = startServiceProcess('services/worker/dist/main.js', { ...env, ...extra });
+        try {
+          const url = String((await worker.line('worker health server listening', onThisMachine(30_000))).url);
+          let last = { status: 0, body: '' };
+          // Ready, or still not ready after the client's first connection attempts have all had time.
+          await waitFor(
+            async () => {
+              const response = await fetch(`${url}/readyz`);
+              last = { status: response.status, body: await response.text() };
+              return last.status === 200;
+            },
+            { timeoutMs: onThisMachine(8_000), intervalMs: 250, what: 'readiness' },
+          ).catch(() => undefined);
+          return last;
+        } finally {
+          const timer = setTimeout(() => worker.child.kill('SIGKILL'), 10_000);
+          await worker.stop();
+          clearTimeout(timer);
+        }
+      };
+      const trusted = await readiness({ NODE_EXTRA_CA_CERTS: tls.ca });
+      expect(trusted.status).toBe(200);
+      expect(JSON.parse(trusted.body)).toMatchObject({ checks: { redis: 'ok' } });
+      const untrusted = await readiness({});
+      expect(untrusted.status).toBe(503);
+      expect(JSON.parse(untrusted.body)).toMatchObject({ checks: { redis: 'falha' } });
+    },
+    onThisMachine(90_000),
+  );
 });

@@ -9,6 +9,7 @@ import { expect } from 'vitest';
 import { fixtureCases } from './fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, startTestServer, type UploadFile } from './http.js';
 import { startServiceProcess, type ServiceProcess } from './processes.js';
+import { onThisMachine } from './deadline.js';
 
 /** One upload the load sends: a route with the files of one fixture. */
 export interface Upload {
@@ -40,7 +41,7 @@ export function uploads(): Upload[] {
 }
 
 /** Sends one upload as a client would (Node fetch), with a deadline so a hang is an answer too. */
-export async function send(baseUrl: string, upload: Upload, timeoutMs = 60_000): Promise<Answer> {
+export async function send(baseUrl: string, upload: Upload, timeoutMs = onThisMachine(60_000)): Promise<Answer> {
   const response = await fetch(`${baseUrl}${upload.route}`, {
     method: 'POST',
     headers: { 'x-api-key': API_KEY },
@@ -121,8 +122,8 @@ export async function startQueueServices(env: Record<string, string>): Promise<Q
   };
   try {
     const [listening, health] = await Promise.all([
-      api.line('censo-api listening', 30_000),
-      worker.line('worker health server listening', 30_000),
+      api.line('censo-api listening', onThisMachine(30_000)),
+      worker.line('worker health server listening', onThisMachine(30_000)),
     ]);
     return { api, worker, apiUrl: String(listening.url), workerUrl: String(health.url), stop };
   } catch (err) {
@@ -234,7 +235,17 @@ export async function failoverUnderLoad(options: {
   /** Whose warnings and errors a failure's message carries (CI keeps only the test's output). */
   readonly services?: QueueServices;
 }): Promise<FailoverReport> {
-  const { apiUrl, expected, kill, promoted, services, clients = 6, afterMs = 5_000, limitMs = 60_000, recoveryLimitMs = 30_000 } = options;
+  const {
+    apiUrl,
+    expected,
+    kill,
+    promoted,
+    services,
+    clients = 6,
+    afterMs = 5_000,
+    limitMs = onThisMachine(60_000),
+    recoveryLimitMs = onThisMachine(30_000),
+  } = options;
   const list = uploads();
   const records: Record_[] = [];
   const hardStop = Date.now() + limitMs;
@@ -364,7 +375,7 @@ function withTimeline(
 }
 
 /** /readyz of the API and of the worker, until both say ok (bounded). */
-export async function waitUntilReady(urls: readonly string[], timeoutMs = 20_000): Promise<void> {
+export async function waitUntilReady(urls: readonly string[], timeoutMs = onThisMachine(20_000)): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (const url of urls) {
     for (;;) {

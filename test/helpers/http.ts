@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Writable } from 'node:stream';
 import { createLogger, loadConfig, type Config } from '@censo/shared';
 import { startServer, type RunningServer } from '@censo/api';
+import { onThisMachine } from './deadline.js';
 
 export const API_KEY = 'test-key';
 
@@ -80,7 +81,7 @@ export async function post(
 }
 
 /** Upload folders are removed just after the response closes: poll briefly for that. */
-export async function expectEmptyDir(dir: string, timeoutMs = 3000): Promise<void> {
+export async function expectEmptyDir(dir: string, timeoutMs = onThisMachine(3000)): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let left = await readdir(dir);
   while (left.length > 0 && Date.now() < deadline) {

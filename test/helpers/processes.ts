@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { onThisMachine } from './deadline.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -42,7 +43,7 @@ export function startServiceProcess(script: string, env: Record<string, string>,
     child,
     lines,
     raw,
-    async line(msg, timeoutMs = 15_000) {
+    async line(msg, timeoutMs = onThisMachine(15_000)) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const found = lines.find((l) => l.msg === msg);

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis, type RedisOptions } from 'ioredis';
 import { waitFor } from './wait-for.js';
+import { onThisMachine } from './deadline.js';
 
 const HOST = '127.0.0.1';
 /** The master group name the sentinels monitor. */
@@ -195,7 +196,7 @@ export function startSentinelTopology(): Promise<SentinelTopology> {
     const count = (port: number, what: 'REPLICAS' | 'SENTINELS') =>
       ask(port, async (redis) => ((await redis.call('SENTINEL', what, SENTINEL_MASTER_NAME)) as unknown[]).length).catch(() => 0);
     await waitFor(async () => (await Promise.all([master!, replica1!, replica2!].map(answers))).every(Boolean), {
-      timeoutMs: 10_000,
+      timeoutMs: onThisMachine(10_000),
       what: 'the Redis servers',
     });
     await waitFor(
@@ -203,7 +204,7 @@ export function startSentinelTopology(): Promise<SentinelTopology> {
         (await Promise.all([replica1!, replica2!].map((port) => ask(port, (redis) => redis.info('replication')).catch(() => '')))).every(
           (info) => info.includes('master_link_status:up'),
         ),
-      { timeoutMs: 10_000, what: 'the replicas to be in sync' },
+      { timeoutMs: onThisMachine(10_000), what: 'the replicas to be in sync' },
     );
     // Every sentinel must know both replicas and the two other sentinels before a failover can
     // be agreed on (they find each other through hello messages every 2 s).
@@ -214,7 +215,7 @@ export function startSentinelTopology(): Promise<SentinelTopology> {
         }
         return true;
       },
-      { timeoutMs: 20_000, intervalMs: 200, what: 'the sentinels to discover each other' },
+      { timeoutMs: onThisMachine(20_000), intervalMs: 200, what: 'the sentinels to discover each other' },
     );
 
     const masterPort = async (): Promise<number> => {
@@ -260,11 +261,14 @@ export function startClusterTopology(): Promise<ClusterTopology> {
         '2000',
       ]);
     }
-    await waitFor(async () => (await Promise.all(ports.map(answers))).every(Boolean), { timeoutMs: 10_000, what: 'the cluster nodes' });
+    await waitFor(async () => (await Promise.all(ports.map(answers))).every(Boolean), {
+      timeoutMs: onThisMachine(10_000),
+      what: 'the cluster nodes',
+    });
     await promisify(execFile)(
       'redis-cli',
       ['--cluster', 'create', ...ports.map((port) => `${HOST}:${port}`), '--cluster-replicas', '1', '--cluster-yes'],
-      { timeout: 30_000 },
+      { timeout: onThisMachine(30_000) },
     );
     const clusterOk = (port: number) =>
       ask(port, (redis) => redis.call('CLUSTER', 'INFO')).then((info) => String(info).includes('cluster_state:ok'));
@@ -278,7 +282,7 @@ export function startClusterTopology(): Promise<ClusterTopology> {
     await waitFor(
       async () => (await Promise.all(ports.map((port) => clusterOk(port).catch(() => false)))).every(Boolean) && (await replicasInSync()),
       {
-        timeoutMs: 20_000,
+        timeoutMs: onThisMachine(20_000),
         intervalMs: 200,
         what: 'the cluster to be ok with its replicas in sync',
       },

@@ -35,6 +35,7 @@ import type { FastifyInstance } from 'fastify';
 import { API_KEY, formWith, type UploadFile } from './http.js';
 import { deleteKeys, uniqueQueuePrefix } from './redis.js';
 import type { Safra } from '../../services/api/dist/safra/index.js';
+import { onThisMachine } from './deadline.js';
 
 export type Mode = 'embedded' | 'queue';
 export const MODES: readonly Mode[] = ['embedded', 'queue'];
@@ -274,7 +275,7 @@ export async function waitForTarefa(
   server: { url: string },
   id: string,
   done: (m: Monitor) => boolean = (m) => ['concluida', 'falhou', 'cancelada'].includes(m.estado),
-  timeoutMs = 20_000,
+  timeoutMs = onThisMachine(20_000),
 ): Promise<Monitor> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -1,9 +1,10 @@
+import { onThisMachine } from './deadline.js';
 // Waiting on what a test can observe, with a deadline, instead of sleeping a fixed time.
 
 export async function waitFor(
   condition: () => boolean | Promise<boolean>,
   {
-    timeoutMs = 5_000,
+    timeoutMs = onThisMachine(5_000),
     intervalMs = 20,
     what = 'condition',
     // What was last seen, for the failure message: a timeout alone says nothing about why.

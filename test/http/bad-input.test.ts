@@ -11,6 +11,7 @@ import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, post, startTestServer, type TestServer } from '../helpers/http.js';
 import { BOUNDARY, closing, openUpload, partHead } from '../helpers/raw-http.js';
 import { HEADER, is, row, textRow, workbookParts, zipParts } from '../helpers/xlsx-builders.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const [basico] = fixtureCases();
 if (!basico) throw new Error('no fixtures');
@@ -101,21 +102,25 @@ describe('return .xlsx', () => {
     expect(JSON.stringify(res.body)).not.toMatch(/root:/);
   });
 
-  it('a zip bomb: refused at the 400 MB decompressed cap while streaming', async () => {
-    const header = `<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>${textRow(1, [...HEADER])}`;
-    const line = '<row><c><v>30</v></c><c><v>1</v></c><c t="inlineStr"><is><t>AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA</t></is></c></row>';
-    const block = Buffer.from(line.repeat(Math.floor(MB / line.length)));
-    function* bomb(): Generator<Buffer> {
-      yield Buffer.from(header);
-      for (let i = 0; i < 420; i++) yield block;
-      yield Buffer.from('</sheetData></worksheet>');
-    }
-    const parts = workbookParts(GOOD_SHEET);
-    parts['xl/worksheets/sheet1.xml'] = () => Readable.from(bomb());
-    const file = await zipParts(parts);
-    expect((await stat(file)).size).toBeLessThan(2 * MB);
-    await expectUnreadable(await readFile(file), 'retorno.xlsx', `${UNREADABLE}conteúdo descompactado excede 400 MB.`);
-  }, 60_000);
+  it(
+    'a zip bomb: refused at the 400 MB decompressed cap while streaming',
+    async () => {
+      const header = `<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>${textRow(1, [...HEADER])}`;
+      const line = '<row><c><v>30</v></c><c><v>1</v></c><c t="inlineStr"><is><t>AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA</t></is></c></row>';
+      const block = Buffer.from(line.repeat(Math.floor(MB / line.length)));
+      function* bomb(): Generator<Buffer> {
+        yield Buffer.from(header);
+        for (let i = 0; i < 420; i++) yield block;
+        yield Buffer.from('</sheetData></worksheet>');
+      }
+      const parts = workbookParts(GOOD_SHEET);
+      parts['xl/worksheets/sheet1.xml'] = () => Readable.from(bomb());
+      const file = await zipParts(parts);
+      expect((await stat(file)).size).toBeLessThan(2 * MB);
+      await expectUnreadable(await readFile(file), 'retorno.xlsx', `${UNREADABLE}conteúdo descompactado excede 400 MB.`);
+    },
+    onThisMachine(60_000),
+  );
 
   it("a huge single cell: up to 32,767 characters (Excel's limit) is read, beyond that a clear 400", async () => {
     const cell = (text: string) =>

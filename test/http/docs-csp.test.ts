@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/http.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 
@@ -24,7 +25,7 @@ beforeAll(async () => {
       '--disable-component-update',
     ],
   });
-}, 60_000);
+}, onThisMachine(60_000));
 afterAll(async () => {
   await browser?.close();
   await server?.dispose();
@@ -67,24 +68,31 @@ describe('GET /docs', () => {
     },
   );
 
-  it('still renders every operation in Chromium under that policy, with no CSP violation', async () => {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on('console', (message) => {
-      if (message.type() === 'error' || /Content Security Policy/i.test(message.text())) problems.push(message.text());
-    });
-    page.on('pageerror', (err) => problems.push(err.message));
-    await page.goto(`${server.url}/docs`);
-    await page.locator('.opblock-summary-path').first().waitFor({ timeout: 20_000 });
-    const paths = await page.locator('.opblock-summary-path').allTextContents();
-    expect(paths.map((p) => p.replace(/\u200b/g, ''))).toEqual(
-      expect.arrayContaining(['/api/divergencias-rf', '/api/retorno-rf', '/api/censo-corrigido', '/api/query', '/healthz']),
-    );
-    // Swagger UI's own styles applied (its stylesheet is served by the service itself).
-    const display = await page.evaluate("getComputedStyle(document.querySelector('.opblock-summary')).display");
-    expect(display).toBe('flex');
-    expect(problems).toEqual([]);
-    await context.close();
-  }, 60_000);
+  it(
+    'still renders every operation in Chromium under that policy, with no CSP violation',
+    async () => {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      const problems: string[] = [];
+      page.on('console', (message) => {
+        if (message.type() === 'error' || /Content Security Policy/i.test(message.text())) problems.push(message.text());
+      });
+      page.on('pageerror', (err) => problems.push(err.message));
+      await page.goto(`${server.url}/docs`);
+      await page
+        .locator('.opblock-summary-path')
+        .first()
+        .waitFor({ timeout: onThisMachine(20_000) });
+      const paths = await page.locator('.opblock-summary-path').allTextContents();
+      expect(paths.map((p) => p.replace(/\u200b/g, ''))).toEqual(
+        expect.arrayContaining(['/api/divergencias-rf', '/api/retorno-rf', '/api/censo-corrigido', '/api/query', '/healthz']),
+      );
+      // Swagger UI's own styles applied (its stylesheet is served by the service itself).
+      const display = await page.evaluate("getComputedStyle(document.querySelector('.opblock-summary')).display");
+      expect(display).toBe('flex');
+      expect(problems).toEqual([]);
+      await context.close();
+    },
+    onThisMachine(60_000),
+  );
 });

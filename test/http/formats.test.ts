@@ -13,6 +13,7 @@ import { orientacao, type Divergencia } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const run = promisify(execFile);
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
@@ -293,7 +294,7 @@ describe('LibreOffice opens the workbook with CPFs intact', () => {
       await run(
         soffice!,
         ['--headless', `-env:UserInstallation=file://${path.join(work, 'lo-profile')}`, '--convert-to', to, '--outdir', work, xlsx],
-        { timeout: 120_000 },
+        { timeout: onThisMachine(120_000) },
       );
       const csv = (await readFile(path.join(work, 'divergencias.csv'), 'utf8')).trim().split(/\r?\n/);
       expect(csv[0]).toBe(DIVERGENCIA_SHEET.columns.join(','));

@@ -10,6 +10,7 @@ import { SCRIPTS_AO_MESMO_TEMPO, scriptsEmAndamento, scriptsLimite } from '../..
 import { formWith, startTestServer, type TestServer } from '../helpers/http.js';
 import { request } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const row = (codigo: string, campo: string, conteudo: string, mensagem = 'O campo não está de acordo com a base da Receita Federal.') => ({
   Registro: '30',
@@ -60,7 +61,7 @@ async function send(lote: string, content: string, filename: string, referencia:
 async function concluded(lote: string) {
   await request({ url }, 'POST', `/api/lotes/${lote}/fechar`);
   await waitFor(async () => (await request({ url }, 'GET', `/api/lotes/${lote}`)).json().estado === 'concluido', {
-    timeoutMs: 20_000,
+    timeoutMs: onThisMachine(20_000),
     what: 'batch concluido',
   });
 }
@@ -117,7 +118,7 @@ describe('GET /api/lotes/{id}/correcoes', () => {
       // Answered whole, read or not, then the slot is free for the next.
       for (let i = 0; i < 3; i++) {
         expect((await request({ url }, 'GET', path)).status).toBe(200);
-        await waitFor(async () => scriptsEmAndamento() === 0, { timeoutMs: 10_000, what: 'the slot freed' });
+        await waitFor(async () => scriptsEmAndamento() === 0, { timeoutMs: onThisMachine(10_000), what: 'the slot freed' });
       }
     } finally {
       scriptsLimite.aoMesmoTempo = SCRIPTS_AO_MESMO_TEMPO;

@@ -7,6 +7,7 @@ import { parseCsv } from '../helpers/csv.js';
 import { formWith, type UploadFile } from '../helpers/http.js';
 import { request, startHarness, type Harness } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const HOSTILE_REFERENCIA = 'x;=1+1;';
 const HOSTILE_FILE = 'escola;=2+2;.json';
@@ -71,7 +72,7 @@ async function batchOf(files: ReadonlyArray<{ file: UploadFile; referencia: stri
   }
   expect((await request(server, 'POST', `/api/lotes/${id}/fechar`)).status).toBe(200);
   await waitFor(async () => (await request(server, 'GET', `/api/lotes/${id}`)).json().estado === 'concluido', {
-    timeoutMs: 20_000,
+    timeoutMs: onThisMachine(20_000),
     what: 'batch concluido',
   });
   return id;

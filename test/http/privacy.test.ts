@@ -24,6 +24,7 @@ import {
   type HostileCorpus,
 } from '../helpers/hostile-corpus.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const KEY = 'chave-do-teste-de-privacidade';
 const PLAIN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -180,7 +181,7 @@ describe.each(['info', 'debug'] as const)('hostile corpus at LOG_LEVEL=%s', (lev
     for (const query of HOSTILE_QUERIES) {
       await send(query.label, `/api/query?${new URLSearchParams(query.params)}`, { method: 'GET' }, query);
     }
-  }, 120_000);
+  }, onThisMachine(120_000));
 
   afterAll(async () => {
     await server?.close();

@@ -12,6 +12,7 @@ import { API_KEY, startTestServer, type TestServer } from '../helpers/http.js';
 import { signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc.js';
 import { freePort } from '../helpers/ports.js';
 import { TestBrowser, signInUntilCallback } from '../helpers/oidc-browser.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const ACCOUNTS = { ana: { name: 'Ana Lima', email: 'ana@seduc.example', groups: ['censo-retorno', 'censo-consulta'] } };
 /** What the shipped TLS proxy sends for a browser at 203.0.113.7 (TEST-NET-3). */
@@ -44,7 +45,7 @@ beforeAll(async () => {
     });
     servers[name] = { server, publicUrl: urls[name], accessLog };
   }
-}, 60_000);
+}, onThisMachine(60_000));
 
 afterAll(async () => {
   for (const { server } of Object.values(servers)) await server?.dispose();

@@ -12,6 +12,7 @@ import { signInEnv, startTestProvider, type TestProvider } from '../helpers/oidc
 import { freePort } from '../helpers/ports.js';
 import { TestBrowser, signIn, signInUntilCallback } from '../helpers/oidc-browser.js';
 import { deleteKeys, keysMatching, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const ACCOUNTS = {
   ana: { name: 'Ana Lima', email: 'ana@seduc.example', groups: ['censo-retorno', 'censo-consulta'] },
@@ -62,7 +63,7 @@ beforeAll(async () => {
   unreachable = await startTestServer(
     signInEnv({ issuer: `http://127.0.0.1:${await freePort()}`, close: async () => undefined }, 'http://127.0.0.1:9'),
   );
-}, 90_000);
+}, onThisMachine(90_000));
 
 afterAll(async () => {
   await short?.close();

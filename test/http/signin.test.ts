@@ -16,6 +16,7 @@ import { CLIENT_ID, signInEnv, startTestProvider, type TestProvider } from '../h
 import { freePort } from '../helpers/ports.js';
 import { TestBrowser, signIn, signInUntilCallback, type Visit } from '../helpers/oidc-browser.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const KEYS = ['chave-zero-do-teste-de-entrada', 'chave-um-do-teste-de-entrada'];
 const CREDENTIAL_401 = { erro: 'Credencial inválida (header x-api-key).' };
@@ -58,7 +59,7 @@ beforeAll(async () => {
     ...signInEnv(provider, publicUrl),
   });
   keyOnly = await startTestServer({ API_KEY: KEYS[0]! });
-}, 60_000);
+}, onThisMachine(60_000));
 
 afterAll(async () => {
   await server?.dispose();

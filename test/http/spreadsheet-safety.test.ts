@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCsv } from '../helpers/csv.js';
 import { API_KEY, formWith, startTestServer, type TestServer, type UploadFile } from '../helpers/http.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const run = promisify(execFile);
 
@@ -60,7 +61,7 @@ async function shownByLibreOffice(work: string, files: readonly string[], infilt
   const args = ['--headless', `-env:UserInstallation=file://${path.join(work, 'lo-profile')}`];
   if (infilter) args.push(`--infilter=${infilter}`);
   args.push('--convert-to', 'csv:Text - txt - csv (StarCalc):44,34,76', '--outdir', outdir, ...files);
-  await run(soffice(), args, { timeout: 150_000 });
+  await run(soffice(), args, { timeout: onThisMachine(150_000) });
   return Promise.all(files.map((file) => readFile(path.join(outdir, `${path.parse(file).name}.csv`), 'utf8')));
 }
 
@@ -97,7 +98,7 @@ const retorno = (content: string): UploadFile => ({ field: 'retorno', content, f
 describe('CSV answers', () => {
   it(
     'prefix every cell that starts with = + - @ tab or CR with a quote, and LibreOffice evaluates none',
-    { timeout: 180_000 },
+    { timeout: onThisMachine(180_000) },
     async () => {
       const divergencias = (await post('/api/divergencias-rf?format=csv', [retorno(retornoOf(HOSTILE_ROWS))])).toString('utf8');
       const pessoas = (
@@ -150,7 +151,7 @@ describe('CSV answers', () => {
 });
 
 describe('XLSX answers', () => {
-  it('show a literal _xHHHH_ as written, and formulas as text', { timeout: 180_000 }, async () => {
+  it('show a literal _xHHHH_ as written, and formulas as text', { timeout: onThisMachine(180_000) }, async () => {
     const file = path.join(work, 'divergencias.xlsx');
     await writeFile(file, await post('/api/divergencias-rf?format=xlsx', [retorno(retornoOf(HOSTILE_ROWS))]));
     const [shownFile] = await shownByLibreOffice(work, [file]);

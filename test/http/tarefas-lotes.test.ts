@@ -19,6 +19,7 @@ import {
   type Mode,
 } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const utf8 = fixtureCases().find((c) => c.name === 'basico-utf8')!;
@@ -61,7 +62,7 @@ async function send(
 const loteOf = async (server: Harness, id: string) => (await request(server, 'GET', `/api/lotes/${id}`)).json();
 
 async function waitForLote(server: Harness, id: string, estado = 'concluido') {
-  await waitFor(async () => (await loteOf(server, id)).estado === estado, { timeoutMs: 20_000, what: `batch ${estado}` });
+  await waitFor(async () => (await loteOf(server, id)).estado === estado, { timeoutMs: onThisMachine(20_000), what: `batch ${estado}` });
   return loteOf(server, id);
 }
 

@@ -26,6 +26,7 @@ import {
   type Mode,
 } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const retornoJson: UploadFile = { field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' };
@@ -412,7 +413,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       expect([1_000, 2_000]).toContain(Date.parse(done.expira_em as string) - Date.parse(done.concluida_em as string));
       expect((await request(short, 'GET', `/api/tarefas/${id}/resultado`)).status).toBe(200);
       await waitFor(async () => (await request(short, 'GET', `/api/tarefas/${id}`)).status === 404, {
-        timeoutMs: 15_000,
+        timeoutMs: onThisMachine(15_000),
         what: 'the task to expire',
       });
       expect((await request(short, 'GET', `/api/tarefas/${id}/resultado`)).json()).toEqual({ erro: 'Tarefa não encontrada.' });

@@ -11,6 +11,7 @@ import { FIXTURES_DIR } from '../helpers/fixtures.js';
 import { API_KEY } from '../helpers/http.js';
 import { request, startHarness, waitForTarefa, type Harness } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 // The basico case by its paths: the fixture list as a whole is not what this file is about.
 const basico = {
@@ -64,7 +65,7 @@ describe('client file names lose their control and bidi characters where they ar
     await waitForTarefa(server, tarefa.id);
     await request(server, 'POST', `/api/lotes/${lote}/fechar`);
     await waitFor(async () => (await request(server, 'GET', `/api/lotes/${lote}`)).json().estado === 'concluido', {
-      timeoutMs: 20_000,
+      timeoutMs: onThisMachine(20_000),
       what: 'batch concluido',
     });
 

@@ -28,8 +28,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { TASK_ENDED_EVENT, TASK_QUEUE } from '@censo/shared';
 import { autoscale, type Autoscaler } from '../helpers/autoscale.js';
 import { API_KEY } from '../helpers/http.js';
-import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
+import { type ServiceProcess } from '../helpers/processes.js';
+import { processEnv, startApiProcess, startWorkerProcess } from '../helpers/queue-processes.js';
 import { deleteKeys, keysMatching, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = path.join(ROOT, 'cli', 'bin', 'censo.js');
@@ -40,9 +42,9 @@ const MAX_WORKERS = 4;
 /** 1/100 of every time of the recipe: a 150 ms poll, a 3 s window, one pod per 600 ms. */
 const TIME_SCALE = 1 / 100;
 /** A wave held goes at the latest this long after the first request held, released or not (the test then fails). */
-const GATE_MAX_MS = 25_000;
+const GATE_MAX_MS = onThisMachine(25_000);
 /** The whole `censo lote --servidor` run. */
-const CLI_MAX_MS = 60_000;
+const CLI_MAX_MS = onThisMachine(60_000);
 
 interface Host {
   readonly process: ServiceProcess;
@@ -89,20 +91,11 @@ function censo(args: readonly string[], env: Record<string, string> = {}, maxMs 
   });
 }
 
-const env = () => ({
-  REDIS_URL: redis.url,
-  QUEUE_PREFIX: queuePrefix,
-  UPLOAD_DIR: uploadDir,
-  API_KEY,
-  LOG_LEVEL: 'info',
-  // One job thread per "host": another host is another thread.
-  WORKER_CONCURRENCY: '1',
-});
+// One job thread per "host" (processEnv): another host is another thread.
+const env = () => processEnv({ redisUrl: redis.url, queuePrefix, uploadDir }, { API_KEY });
 
 async function addWorker(): Promise<void> {
-  const host: Host = { process: startServiceProcess('services/worker/dist/main.js', env()), terminatedAt: null };
-  hosts.push(host);
-  await host.process.line('worker started', 30_000);
+  hosts.push({ process: await startWorkerProcess(env(), { startMs: 30_000 }), terminatedAt: null });
 }
 
 /** SIGTERM to the newest worker still running (a ReplicaSet removes its newest pod first); resolves once it has exited. */
@@ -115,7 +108,7 @@ async function removeWorker(onTerminated: () => void): Promise<void> {
 }
 
 /** SIGTERM, then SIGKILL if it is still there after `graceMs`. */
-async function stopWithin(process: ServiceProcess, graceMs = 25_000): Promise<void> {
+async function stopWithin(process: ServiceProcess, graceMs = onThisMachine(25_000)): Promise<void> {
   const timer = setTimeout(() => process.child.kill('SIGKILL'), graceMs);
   try {
     await process.stop();
@@ -194,8 +187,7 @@ beforeAll(async () => {
   expect(local, local.stderr).toMatchObject({ code: 0 });
   localCsv = await readFile(path.join(work, 'local.csv'));
 
-  api = startServiceProcess('services/api/dist/main.js', { ...env(), HOST: '127.0.0.1', PORT: '0' }, ['--role=api']);
-  apiUrl = (await api.line('censo-api listening', 30_000)).url as string;
+  ({ process: api, url: apiUrl } = await startApiProcess(env(), { startMs: 30_000 }));
   await addWorker();
 });
 
@@ -212,145 +204,155 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-it('workers added as the lag grows and removed (drained) as it shrinks, during a batch: no task lost or run twice, the same CSV', async () => {
-  const recipe = await autoscale.loadRecipe({ timeScale: TIME_SCALE, minReplicaCount: 1, maxReplicaCount: MAX_WORKERS });
-  const shrinking = signal(); // the lag has shrunk below what the workers running ask for
-  const oneRemoved = signal(); // the controller has removed a worker
-  const proxy = await startGate(apiUrl, [
-    { after: FIRST_WAVE_REQUESTS, released: shrinking.promise },
-    { after: FIRST_WAVE_REQUESTS + 1, released: oneRemoved.promise },
-  ]);
-  let scaledUp = false;
-  scaler = autoscale.startAutoscaler({
-    recipe,
-    readMetrics: autoscale.metricsFrom({ redis: client, queuePrefix, apiUrls: [apiUrl], apiKey: API_KEY, timeoutMs: 2_000 }),
-    addWorker,
-    removeWorker: () => removeWorker(oneRemoved.fire),
-    onDecision: (entry) => {
-      scaledUp ||= entry.desired > entry.actual;
-      if (scaledUp && entry.proposal !== null && entry.proposal < entry.actual) shrinking.fire();
-    },
-    replicas: 1,
-    // Bounded whatever happens: CLI_MAX_MS of polls.
-    maxTicks: Math.ceil(CLI_MAX_MS / recipe.pollingMs),
-  });
-
-  const started = Date.now();
-  const servidorCsv = path.join(work, 'servidor.csv');
-  const run = await censo(['--quiet', 'lote', folder, '--servidor', proxy.url, '-o', servidorCsv], { CENSO_API_KEY: API_KEY });
-  const cliMs = Date.now() - started;
-  await scaler.stop();
-  const history = scaler.history;
-  const events = autoscale.scalingEvents(history);
-  const seen = () => JSON.stringify({ events, errors: scaler?.errors, held: proxy.held(), cliMs });
-  expect(run, run.stderr).toMatchObject({ code: 0 });
-  expect(scaler.errors, seen()).toEqual([]);
-
-  // Every task of the batch ended concluida.
-  const lotes = (await apiJson('/api/lotes')).lotes as Array<{ id: string }>;
-  expect(lotes).toHaveLength(1);
-  const lote = await apiJson(`/api/lotes/${lotes[0]!.id}`);
-  expect(lote).toMatchObject({ estado: 'concluido', tarefas: { total: FILES, concluida: FILES, falhou: 0, cancelada: 0 } });
-  const tarefas = (await apiJson(`/api/lotes/${lotes[0]!.id}/tarefas?limit=1000`)).tarefas as Array<{ id: string; estado: string }>;
-  expect(tarefas).toHaveLength(FILES);
-  expect(tarefas.filter((t) => t.estado !== 'concluida')).toEqual([]);
-
-  // None ran twice to its end. The worker logs `job done` once a task's work has returned, before
-  // BullMQ or the group's hash is told: a task run to its end by two workers (one lost its lock, or
-  // a group handed back after a task had ended but before its end was recorded) logs it twice,
-  // even where Redis keeps one end. The line names the task (`tarefa`) when a group job carries
-  // it (TAREFAS_POR_JOB, 50 by default: one job for each request of 50 files), else the task is the
-  // job (`jobId`). Every worker that ever ran is counted, the removed ones too.
-  const done = hosts.flatMap((host) => host.process.lines.filter((line) => line.msg === 'job done'));
-  const perTask = new Map<string, number>();
-  for (const line of done) {
-    const id = String(line.tarefa ?? line.jobId);
-    perTask.set(id, (perTask.get(id) ?? 0) + 1);
-  }
-  expect([...perTask].filter(([, n]) => n !== 1)).toEqual([]);
-  expect(new Set(perTask.keys())).toEqual(new Set(tarefas.map((t) => t.id)));
-  // Redis agrees. The API removes a job once it has recorded its tasks' ends, so the jobs are not
-  // kept to be read; the queue's events stream is. Nothing is left in the queue; each job (a group
-  // or a task of its own) completed once and never failed; and each grouped task's end was told
-  // to the APIs once (the worker tells a task's end once, after running it, and a group job taken
-  // again skips the tasks whose ends are recorded: told twice would be run twice).
-  const queueKey = `${queuePrefix}:${TASK_QUEUE}`;
-  const left = await Promise.all([
-    client.llen(`${queueKey}:wait`),
-    client.llen(`${queueKey}:active`),
-    client.zcard(`${queueKey}:prioritized`),
-    client.zcard(`${queueKey}:delayed`),
-    client.zcard(`${queueKey}:failed`),
-  ]);
-  expect(left).toEqual([0, 0, 0, 0, 0]);
-  const entries = (read: [string, string[]][]) =>
-    read.map(([, flat]) => {
-      const fields: Record<string, string> = {};
-      for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
-      return fields;
+it(
+  'workers added as the lag grows and removed (drained) as it shrinks, during a batch: no task lost or run twice, the same CSV',
+  async () => {
+    const recipe = await autoscale.loadRecipe({ timeScale: TIME_SCALE, minReplicaCount: 1, maxReplicaCount: MAX_WORKERS });
+    const shrinking = signal(); // the lag has shrunk below what the workers running ask for
+    const oneRemoved = signal(); // the controller has removed a worker
+    const proxy = await startGate(apiUrl, [
+      { after: FIRST_WAVE_REQUESTS, released: shrinking.promise },
+      { after: FIRST_WAVE_REQUESTS + 1, released: oneRemoved.promise },
+    ]);
+    let scaledUp = false;
+    scaler = autoscale.startAutoscaler({
+      recipe,
+      readMetrics: autoscale.metricsFrom({
+        redis: client,
+        queuePrefix,
+        apiUrls: [apiUrl],
+        apiKey: API_KEY,
+        timeoutMs: onThisMachine(2_000),
+      }),
+      addWorker,
+      removeWorker: () => removeWorker(oneRemoved.fire),
+      onDecision: (entry) => {
+        scaledUp ||= entry.desired > entry.actual;
+        if (scaledUp && entry.proposal !== null && entry.proposal < entry.actual) shrinking.fire();
+      },
+      replicas: 1,
+      // Bounded whatever happens: CLI_MAX_MS of polls.
+      maxTicks: Math.ceil(CLI_MAX_MS / recipe.pollingMs),
     });
-  // BullMQ's own events on the queue's stream; the grouped tasks' ends on the streams of the APIs
-  // that queued them (issue 55: each API reads only the ends of its own tasks).
-  const queueEvents = entries(await client.xrange(`${queueKey}:events`, '-', '+'));
-  const endsStreams = await keysMatching(client, `${queuePrefix}:fim:*`);
-  const told = entries((await Promise.all(endsStreams.map((key) => client.xrange(key, '-', '+')))).flat());
-  const count = (event: string, key: (fields: Record<string, string>) => string[], stream = queueEvents) => {
-    const out = new Map<string, number>();
-    for (const fields of stream.filter((f) => f.event === event)) for (const id of key(fields)) out.set(id, (out.get(id) ?? 0) + 1);
-    return out;
-  };
-  const completions = count('completed', (f) => [f.jobId!]);
-  const starts = count('active', (f) => [f.jobId!]);
-  expect(completions.size).toBeGreaterThan(0);
-  expect([...completions].filter(([, n]) => n !== 1)).toEqual([]);
-  expect(count('failed', (f) => [f.jobId!])).toEqual(new Map());
-  const grouped = done.filter((line) => line.tarefa !== undefined).map((line) => String(line.tarefa));
-  const tasksTold = count(TASK_ENDED_EVENT, (f) => f.tarefas!.split(','), told);
-  expect([...tasksTold].filter(([, n]) => n !== 1)).toEqual([]);
-  expect(new Set(tasksTold.keys())).toEqual(new Set(grouped));
-  expect(count(TASK_ENDED_EVENT, (f) => f.tarefas!.split(','))).toEqual(new Map());
 
-  // The controller scaled up and down while the batch ran: after the CLI started and before its last task ended.
-  const timeOf = (line: Record<string, unknown>) => Date.parse(String(line.time)); // pino's isoTime
-  const lastDone = Math.max(...done.map(timeOf));
-  const ups = events.filter((e) => e.to > e.from && e.at > started && e.at < lastDone);
-  const downs = events.filter((e) => e.to < e.from && e.at > started && e.at < lastDone);
-  expect(ups.length, seen()).toBeGreaterThanOrEqual(1);
-  expect(downs.length, seen()).toBeGreaterThanOrEqual(1);
-  expect(Math.max(...history.map((e) => e.desired))).toBe(MAX_WORKERS);
-  // Up because the lag grew past what the workers running could take: the tasks waiting, read as KEDA reads them.
-  expect(history.find((e) => e.at === ups[0]!.at)!.metrics.assincronas, seen()).toBeGreaterThan(20 * ups[0]!.from);
+    const started = Date.now();
+    const servidorCsv = path.join(work, 'servidor.csv');
+    const run = await censo(['--quiet', 'lote', folder, '--servidor', proxy.url, '-o', servidorCsv], { CENSO_API_KEY: API_KEY });
+    const cliMs = Date.now() - started;
+    await scaler.stop();
+    const history = scaler.history;
+    const events = autoscale.scalingEvents(history);
+    const seen = () => JSON.stringify({ events, errors: scaler?.errors, held: proxy.held(), cliMs });
+    expect(run, run.stderr).toMatchObject({ code: 0 });
+    expect(scaler.errors, seen()).toEqual([]);
 
-  // Each worker removed drained and exited on its own (no SIGKILL), having logged its close.
-  const removed = hosts.filter((host) => host.terminatedAt !== null);
-  expect(removed.length).toBe(events.filter((e) => e.to < e.from).reduce((sum, e) => sum + e.from - e.to, 0));
-  for (const host of removed) {
-    expect(host.exitCode).toBe(0);
-    expect(host.process.lines.some((line) => line.msg === 'worker closed')).toBe(true);
-    expect(host.process.lines.filter((line) => line.msg === 'drain time over: handing active jobs back to the queue')).toEqual([]);
-  }
+    // Every task of the batch ended concluida.
+    const lotes = (await apiJson('/api/lotes')).lotes as Array<{ id: string }>;
+    expect(lotes).toHaveLength(1);
+    const lote = await apiJson(`/api/lotes/${lotes[0]!.id}`);
+    expect(lote).toMatchObject({ estado: 'concluido', tarefas: { total: FILES, concluida: FILES, falhou: 0, cancelada: 0 } });
+    const tarefas = (await apiJson(`/api/lotes/${lotes[0]!.id}/tarefas?limit=1000`)).tarefas as Array<{ id: string; estado: string }>;
+    expect(tarefas).toHaveLength(FILES);
+    expect(tarefas.filter((t) => t.estado !== 'concluida')).toEqual([]);
 
-  // The batch's answer is the local one, byte for byte.
-  const answer = await readFile(servidorCsv);
-  expect(answer.length).toBe(localCsv.length);
-  expect(answer.equals(localCsv)).toBe(true);
+    // None ran twice to its end. The worker logs `job done` once a task's work has returned, before
+    // BullMQ or the group's hash is told: a task run to its end by two workers (one lost its lock, or
+    // a group handed back after a task had ended but before its end was recorded) logs it twice,
+    // even where Redis keeps one end. The line names the task (`tarefa`) when a group job carries
+    // it (TAREFAS_POR_JOB, 50 by default: one job for each request of 50 files), else the task is the
+    // job (`jobId`). Every worker that ever ran is counted, the removed ones too.
+    const done = hosts.flatMap((host) => host.process.lines.filter((line) => line.msg === 'job done'));
+    const perTask = new Map<string, number>();
+    for (const line of done) {
+      const id = String(line.tarefa ?? line.jobId);
+      perTask.set(id, (perTask.get(id) ?? 0) + 1);
+    }
+    expect([...perTask].filter(([, n]) => n !== 1)).toEqual([]);
+    expect(new Set(perTask.keys())).toEqual(new Set(tarefas.map((t) => t.id)));
+    // Redis agrees. The API removes a job once it has recorded its tasks' ends, so the jobs are not
+    // kept to be read; the queue's events stream is. Nothing is left in the queue; each job (a group
+    // or a task of its own) completed once and never failed; and each grouped task's end was told
+    // to the APIs once (the worker tells a task's end once, after running it, and a group job taken
+    // again skips the tasks whose ends are recorded: told twice would be run twice).
+    const queueKey = `${queuePrefix}:${TASK_QUEUE}`;
+    const left = await Promise.all([
+      client.llen(`${queueKey}:wait`),
+      client.llen(`${queueKey}:active`),
+      client.zcard(`${queueKey}:prioritized`),
+      client.zcard(`${queueKey}:delayed`),
+      client.zcard(`${queueKey}:failed`),
+    ]);
+    expect(left).toEqual([0, 0, 0, 0, 0]);
+    const entries = (read: [string, string[]][]) =>
+      read.map(([, flat]) => {
+        const fields: Record<string, string> = {};
+        for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
+        return fields;
+      });
+    // BullMQ's own events on the queue's stream; the grouped tasks' ends on the streams of the APIs
+    // that queued them (issue 55: each API reads only the ends of its own tasks).
+    const queueEvents = entries(await client.xrange(`${queueKey}:events`, '-', '+'));
+    const endsStreams = await keysMatching(client, `${queuePrefix}:fim:*`);
+    const told = entries((await Promise.all(endsStreams.map((key) => client.xrange(key, '-', '+')))).flat());
+    const count = (event: string, key: (fields: Record<string, string>) => string[], stream = queueEvents) => {
+      const out = new Map<string, number>();
+      for (const fields of stream.filter((f) => f.event === event)) for (const id of key(fields)) out.set(id, (out.get(id) ?? 0) + 1);
+      return out;
+    };
+    const completions = count('completed', (f) => [f.jobId!]);
+    const starts = count('active', (f) => [f.jobId!]);
+    expect(completions.size).toBeGreaterThan(0);
+    expect([...completions].filter(([, n]) => n !== 1)).toEqual([]);
+    expect(count('failed', (f) => [f.jobId!])).toEqual(new Map());
+    const grouped = done.filter((line) => line.tarefa !== undefined).map((line) => String(line.tarefa));
+    const tasksTold = count(TASK_ENDED_EVENT, (f) => f.tarefas!.split(','), told);
+    expect([...tasksTold].filter(([, n]) => n !== 1)).toEqual([]);
+    expect(new Set(tasksTold.keys())).toEqual(new Set(grouped));
+    expect(count(TASK_ENDED_EVENT, (f) => f.tarefas!.split(','))).toEqual(new Map());
 
-  // What happened, for whoever reads the run.
-  const drainedJobs = removed.map(
-    (host) => host.process.lines.filter((line) => line.msg === 'job done' && timeOf(line) > host.terminatedAt!).length,
-  );
-  console.log(
-    JSON.stringify({
-      cliMs,
-      workersStarted: hosts.length,
-      events: events.map((e) => `${(e.elapsedMs / 1000).toFixed(2)}s ${e.from}→${e.to}`),
-      lastTaskEndedAtS: ((lastDone - started) / 1000).toFixed(2),
-      jobs: completions.size,
-      tasksEndedByRemovedWorkersAfterTheirSigterm: drainedJobs,
-      jobsStartedMoreThanOnce: [...starts.values()].filter((n) => n > 1).length,
-      stalled: queueEvents.filter((f) => f.event === 'stalled').length,
-      peakLag: Math.max(...history.map((e) => e.metrics.assincronas ?? 0)),
-      polls: history.length,
-    }),
-  );
-}, 120_000);
+    // The controller scaled up and down while the batch ran: after the CLI started and before its last task ended.
+    const timeOf = (line: Record<string, unknown>) => Date.parse(String(line.time)); // pino's isoTime
+    const lastDone = Math.max(...done.map(timeOf));
+    const ups = events.filter((e) => e.to > e.from && e.at > started && e.at < lastDone);
+    const downs = events.filter((e) => e.to < e.from && e.at > started && e.at < lastDone);
+    expect(ups.length, seen()).toBeGreaterThanOrEqual(1);
+    expect(downs.length, seen()).toBeGreaterThanOrEqual(1);
+    expect(Math.max(...history.map((e) => e.desired))).toBe(MAX_WORKERS);
+    // Up because the lag grew past what the workers running could take: the tasks waiting, read as KEDA reads them.
+    expect(history.find((e) => e.at === ups[0]!.at)!.metrics.assincronas, seen()).toBeGreaterThan(20 * ups[0]!.from);
+
+    // Each worker removed drained and exited on its own (no SIGKILL), having logged its close.
+    const removed = hosts.filter((host) => host.terminatedAt !== null);
+    expect(removed.length).toBe(events.filter((e) => e.to < e.from).reduce((sum, e) => sum + e.from - e.to, 0));
+    for (const host of removed) {
+      expect(host.exitCode).toBe(0);
+      expect(host.process.lines.some((line) => line.msg === 'worker closed')).toBe(true);
+      expect(host.process.lines.filter((line) => line.msg === 'drain time over: handing active jobs back to the queue')).toEqual([]);
+    }
+
+    // The batch's answer is the local one, byte for byte.
+    const answer = await readFile(servidorCsv);
+    expect(answer.length).toBe(localCsv.length);
+    expect(answer.equals(localCsv)).toBe(true);
+
+    // What happened, for whoever reads the run.
+    const drainedJobs = removed.map(
+      (host) => host.process.lines.filter((line) => line.msg === 'job done' && timeOf(line) > host.terminatedAt!).length,
+    );
+    console.log(
+      JSON.stringify({
+        cliMs,
+        workersStarted: hosts.length,
+        events: events.map((e) => `${(e.elapsedMs / 1000).toFixed(2)}s ${e.from}→${e.to}`),
+        lastTaskEndedAtS: ((lastDone - started) / 1000).toFixed(2),
+        jobs: completions.size,
+        tasksEndedByRemovedWorkersAfterTheirSigterm: drainedJobs,
+        jobsStartedMoreThanOnce: [...starts.values()].filter((n) => n > 1).length,
+        stalled: queueEvents.filter((f) => f.event === 'stalled').length,
+        peakLag: Math.max(...history.map((e) => e.metrics.assincronas ?? 0)),
+        polls: history.length,
+      }),
+    );
+  },
+  onThisMachine(120_000),
+);

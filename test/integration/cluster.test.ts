@@ -16,14 +16,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { ROOT, runClusterScript } from '../helpers/cluster-script.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const RUN_SCRIPT = 'cluster/run.mjs';
 const RUN = path.join(ROOT, RUN_SCRIPT);
-const LIMIT_MS = 280_000;
+const LIMIT_MS = onThisMachine(280_000);
 let out: string | undefined;
 
 afterAll(async () => {
-  spawnSync(process.execPath, [RUN, '--cleanup'], { cwd: ROOT, timeout: 60_000, stdio: 'ignore' });
+  spawnSync(process.execPath, [RUN, '--cleanup'], { cwd: ROOT, timeout: onThisMachine(60_000), stdio: 'ignore' });
   if (out) await rm(out, { recursive: true, force: true });
 });
 

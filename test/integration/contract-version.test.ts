@@ -30,6 +30,7 @@ import { fixtureCases } from '../helpers/fixtures.js';
 import { logLines } from '../helpers/log-lines.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const N = JOB_CONTRACT_VERSION;
@@ -104,7 +105,10 @@ describe('contract versions on one queue (rolling upgrade)', () => {
 
     // Taken and given back at least three times (the N worker comes back every second): still not
     // failed, no attempt spent.
-    await waitFor(async () => ((await queue.getJob(id))?.attemptsStarted ?? 0) >= 3, { timeoutMs: 15_000, what: 'three hand-backs' });
+    await waitFor(async () => ((await queue.getJob(id))?.attemptsStarted ?? 0) >= 3, {
+      timeoutMs: onThisMachine(15_000),
+      what: 'three hand-backs',
+    });
     const waiting = await queue.getJob(id);
     expect(['delayed', 'waiting', 'prioritized', 'active']).toContain(await stateOf(id));
     expect(waiting?.attemptsMade).toBe(0);
@@ -115,7 +119,10 @@ describe('contract versions on one queue (rolling upgrade)', () => {
     ]);
 
     const newer = await startVersioned(N + 1);
-    await waitFor(async () => (await stateOf(id)) === 'completed', { timeoutMs: 15_000, what: 'the N+1 worker to finish the job' });
+    await waitFor(async () => (await stateOf(id)) === 'completed', {
+      timeoutMs: onThisMachine(15_000),
+      what: 'the N+1 worker to finish the job',
+    });
     const done = await queue.getJob(id);
     expect(done?.returnvalue).toMatchObject({ ok: true, count: expectedCount });
     expect(done?.attemptsMade).toBe(1);
@@ -130,7 +137,7 @@ describe('contract versions on one queue (rolling upgrade)', () => {
     await enqueue(withContract(current.data, N), current.id);
     await enqueue(unversioned.data, unversioned.id);
     for (const { id } of [current, unversioned]) {
-      await waitFor(async () => (await stateOf(id)) === 'completed', { timeoutMs: 15_000, what: `job ${id}` });
+      await waitFor(async () => (await stateOf(id)) === 'completed', { timeoutMs: onThisMachine(15_000), what: `job ${id}` });
       expect((await queue.getJob(id))?.returnvalue).toMatchObject({ ok: true, count: expectedCount });
     }
     expect(newer.lines.filter((line) => line.msg === 'job done').map((line) => line.contract)).toEqual([N, 1]);
@@ -140,7 +147,7 @@ describe('contract versions on one queue (rolling upgrade)', () => {
     await startVersioned(N);
     const { id, data } = await jobData();
     await enqueue({ ...data, contract: 'dois' } as unknown as QueuedJobData, id);
-    await waitFor(async () => (await stateOf(id)) === 'failed', { timeoutMs: 15_000, what: 'the job to fail' });
+    await waitFor(async () => (await stateOf(id)) === 'failed', { timeoutMs: onThisMachine(15_000), what: 'the job to fail' });
     const failed = await queue.getJob(id);
     expect(failed?.failedReason).toBe('invalid job data: its contract version is not a whole number from 1');
     expect(failed?.attemptsMade).toBe(1);

@@ -2,10 +2,8 @@
 // (readers.ts) and the API queues group jobs only while every connected worker reads them; a job
 // left by a rollback for workers no longer there is relabelled for the live ones, once, whichever
 // API gets to it. Worker processes of this build playing each version, the real API, the local Redis.
-import { readFile } from 'node:fs/promises';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   CORE_JOB_CONTRACT_VERSION,
   GROUP_JOB,
@@ -14,23 +12,15 @@ import {
   TASK_QUEUE,
   readerKeys,
 } from '@censo/shared';
-import { fixtureCases } from '../helpers/fixtures.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
-import { useTestRedis } from '../helpers/redis.js';
+import { useQueuePrelude } from '../helpers/queue-prelude.js';
 import { request, startHarness, waitForTarefa, type Answer, type Harness } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
-const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const N = JOB_CONTRACT_VERSION;
 
-const redisServer = useTestRedis();
-let json: Buffer;
-let redis: Redis;
-beforeAll(async () => {
-  json = await readFile(basico.retorno.json!);
-  redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
-});
-afterAll(() => redis?.disconnect());
+const prelude = useQueuePrelude();
 
 const harnesses: Harness[] = [];
 const processes: ServiceProcess[] = [];
@@ -44,7 +34,7 @@ afterEach(async () => {
 
 async function api(lines: Array<Record<string, unknown>>, sameAs?: Harness): Promise<Harness> {
   const server = await startHarness('queue', {
-    redisUrl: redisServer.url,
+    redisUrl: prelude.url,
     noWorker: true,
     logLines: lines,
     // The default TAREFAS_POR_JOB (50), whatever the run's TEST_TAREFAS_POR_JOB.
@@ -58,7 +48,7 @@ async function api(lines: Array<Record<string, unknown>>, sameAs?: Harness): Pro
 /** A worker process of this build on `server`'s queue, playing `version` (announced unless `announce` is false). */
 async function worker(server: Harness, options: { version?: number; announce?: boolean; ttlMs?: number } = {}): Promise<ServiceProcess> {
   const child = startServiceProcess('test/helpers/versioned-worker.mjs', {
-    REDIS_URL: redisServer.url,
+    REDIS_URL: prelude.url,
     QUEUE_PREFIX: server.config.queuePrefix,
     UPLOAD_DIR: server.uploadDir,
     LOG_LEVEL: 'info',
@@ -69,12 +59,12 @@ async function worker(server: Harness, options: { version?: number; announce?: b
     ...(options.ttlMs === undefined ? {} : { WORKER_ANNOUNCE_TTL_MS: String(options.ttlMs) }),
   });
   processes.push(child);
-  await child.line('worker ready', 30_000);
+  await child.line('worker ready', onThisMachine(30_000));
   return child;
 }
 
 const announced = async (server: Harness) =>
-  redis.zrangebyscore(readerKeys(server.config.queuePrefix, TASK_QUEUE).readers, Date.now(), '+inf');
+  prelude.redis.zrangebyscore(readerKeys(server.config.queuePrefix, TASK_QUEUE).readers, Date.now(), '+inf');
 
 const createLote = async (server: Harness) =>
   (await request(server, 'POST', '/api/lotes', { body: '{}', headers: { 'content-type': 'application/json' } })).json().id as string;
@@ -83,7 +73,7 @@ async function send(server: Harness, lote: string, count: number): Promise<strin
   const form = new FormData();
   for (let i = 0; i < count; i++) {
     form.append('referencia', `1100000${i}`);
-    form.append('retorno', new Blob([json]), `escola-${i}.json`);
+    form.append('retorno', new Blob([prelude.json]), `escola-${i}.json`);
   }
   const answer: Answer = await request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: form });
   expect(answer.status).toBe(202);
@@ -95,7 +85,7 @@ const jobsDone = (child: ServiceProcess) =>
   child.lines.filter((line) => line.msg === 'job done') as Array<{ jobId: string; tarefa?: string; contract: number }>;
 
 function tasksQueue(server: Harness) {
-  return new Queue(TASK_QUEUE, { connection: redis, prefix: server.config.queuePrefix });
+  return new Queue(TASK_QUEUE, { connection: prelude.redis, prefix: server.config.queuePrefix });
 }
 
 describe('contract handshake: group jobs only for workers that read them', () => {
@@ -165,7 +155,7 @@ describe('contract handshake: group jobs only for workers that read them', () =>
     const done = jobsDone(current);
     expect(done.map((line) => line.tarefa).sort()).toEqual([...ids].sort());
     expect(done.every((line) => line.jobId === group!.id && line.contract <= N)).toBe(true);
-    expect(await redis.zcard(readerKeys(server.config.queuePrefix, TASK_QUEUE).handedBack)).toBe(0);
+    expect(await prelude.redis.zcard(readerKeys(server.config.queuePrefix, TASK_QUEUE).handedBack)).toBe(0);
   });
 
   it("a worker killed (SIGKILL) stops counting once its announcement's TTL passes; one that closes withdraws at once", async () => {
@@ -180,7 +170,10 @@ describe('contract handshake: group jobs only for workers that read them', () =>
     killed.child.kill('SIGKILL');
     // Still there just after (no goodbye), gone within its TTL.
     expect(await announced(server)).toHaveLength(1);
-    await waitFor(async () => (await announced(server)).length === 0, { timeoutMs: 5_000, what: 'the announcement to lapse' });
+    await waitFor(async () => (await announced(server)).length === 0, {
+      timeoutMs: onThisMachine(5_000),
+      what: 'the announcement to lapse',
+    });
     expect(await tasksQueue(server).getWorkersCount()).toBe(0);
   });
 });

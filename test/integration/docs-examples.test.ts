@@ -21,6 +21,7 @@ import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, startTestServer, type TestServer } from '../helpers/http.js';
 import { request, waitForTarefa, workbookSheets } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
@@ -79,7 +80,7 @@ interface Run {
 }
 
 /** Runs a program to its end (killed after `timeoutMs`), with only the environment an example uses. */
-function run(program: string, args: readonly string[], cwd: string, timeoutMs = 45_000): Promise<Run> {
+function run(program: string, args: readonly string[], cwd: string, timeoutMs = onThisMachine(45_000)): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(program, args, {
       cwd,
@@ -293,7 +294,7 @@ describe('docs/integracao.md', () => {
 
     it(
       'sends every return below the folder, named by its path, and saves <pasta>-divergencias-<data>.csv beside it',
-      { timeout: 60_000 },
+      { timeout: onThisMachine(60_000) },
       async () => {
         const dir = await folder('lote-sh');
         const result = await runExample('lote-sh', dir, 'lote.sh', ['retornos']);
@@ -306,7 +307,7 @@ describe('docs/integracao.md', () => {
       },
     );
 
-    it('lists the file the service could not read and the one it refused, and exits 1', { timeout: 60_000 }, async () => {
+    it('lists the file the service could not read and the one it refused, and exits 1', { timeout: onThisMachine(60_000) }, async () => {
       const dir = await folder('lote-sh-falhas');
       await withFailures(dir);
       const result = await runExample('lote-sh', dir, 'lote.sh', ['retornos']);
@@ -320,20 +321,24 @@ describe('docs/integracao.md', () => {
   });
 
   describe('lote-python: python3 lote.py retornos', () => {
-    it('sends every return below the folder, named by its path, and saves divergencias.xlsx', { timeout: 60_000 }, async () => {
-      const dir = await folder('lote-python');
-      const result = await runExample('lote-python', dir, 'lote.py', ['retornos']);
-      expect(result.code, result.stderr).toBe(0);
-      expect(result.stdout).toContain(REFERENCIAS.map((r) => `enviado: ${r}`).join('\n'));
-      const [sheet, falhas] = await workbookSheets(await readFile(path.join(dir, 'divergencias.xlsx')));
-      const rows = sheet!.rows.slice(1);
-      expect(rows).toHaveLength(REFERENCIAS.length * divergencias.length);
-      expect(new Set(rows.map((row) => row[0]))).toEqual(new Set(REFERENCIAS));
-      expect(falhas!.name).toBe('Falhas');
-      expect(falhas!.rows).toHaveLength(1);
-    });
+    it(
+      'sends every return below the folder, named by its path, and saves divergencias.xlsx',
+      { timeout: onThisMachine(60_000) },
+      async () => {
+        const dir = await folder('lote-python');
+        const result = await runExample('lote-python', dir, 'lote.py', ['retornos']);
+        expect(result.code, result.stderr).toBe(0);
+        expect(result.stdout).toContain(REFERENCIAS.map((r) => `enviado: ${r}`).join('\n'));
+        const [sheet, falhas] = await workbookSheets(await readFile(path.join(dir, 'divergencias.xlsx')));
+        const rows = sheet!.rows.slice(1);
+        expect(rows).toHaveLength(REFERENCIAS.length * divergencias.length);
+        expect(new Set(rows.map((row) => row[0]))).toEqual(new Set(REFERENCIAS));
+        expect(falhas!.name).toBe('Falhas');
+        expect(falhas!.rows).toHaveLength(1);
+      },
+    );
 
-    it('lists the file the service could not read and the one it refused, and exits 1', { timeout: 60_000 }, async () => {
+    it('lists the file the service could not read and the one it refused, and exits 1', { timeout: onThisMachine(60_000) }, async () => {
       const dir = await folder('lote-python-falhas');
       await withFailures(dir);
       const result = await runExample('lote-python', dir, 'lote.py', ['retornos']);
@@ -379,7 +384,7 @@ describe('docs/integracao.md', () => {
       await request(server, 'POST', `/api/lotes/${concluido}/fechar`);
       const cancelado = await createLote(webhook);
       expect((await request(server, 'DELETE', `/api/lotes/${cancelado}`)).status).toBe(204);
-      await waitFor(() => received.length === 2, { timeoutMs: 20_000, what: 'both webhook messages' });
+      await waitFor(() => received.length === 2, { timeoutMs: onThisMachine(20_000), what: 'both webhook messages' });
       return Object.fromEntries(
         received.map((message) => {
           const { type, data } = JSON.parse(message.body) as { type: string; data: { id: string } };

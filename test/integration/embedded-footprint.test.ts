@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const url = (file: string) => pathToFileURL(path.join(ROOT, file)).href;
@@ -37,7 +38,7 @@ console.log(JSON.stringify({ status: answer.status, loaded }));
 describe('the embedded default', () => {
   it('serves without loading ioredis, BullMQ or bull-board', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', SCRIPT, path.join(dir, 'up')], {
-      timeout: 30_000,
+      timeout: onThisMachine(30_000),
     });
     const { status, loaded } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { status: number; loaded: string[] };
     expect(status).toBe(200);

@@ -12,10 +12,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { ROOT, runClusterScript } from '../helpers/cluster-script.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const ESCALA_SCRIPT = 'cluster/escala.mjs';
 const ESCALA = path.join(ROOT, ESCALA_SCRIPT);
-const LIMIT_MS = 150_000;
+const LIMIT_MS = onThisMachine(150_000);
 let out: string | undefined;
 
 interface Run {
@@ -42,7 +43,7 @@ interface Results {
 }
 
 afterAll(async () => {
-  spawnSync(process.execPath, [ESCALA, '--cleanup'], { cwd: ROOT, timeout: 60_000, stdio: 'ignore' });
+  spawnSync(process.execPath, [ESCALA, '--cleanup'], { cwd: ROOT, timeout: onThisMachine(60_000), stdio: 'ignore' });
   if (out) await rm(out, { recursive: true, force: true });
 });
 

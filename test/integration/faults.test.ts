@@ -24,6 +24,7 @@ import { startRedisProxy } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { freePort } from '../helpers/ports.js';
 import { startRedisServer, stopRedisServer } from '../helpers/redis-server.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const [basico] = fixtureCases();
 if (!basico) throw new Error('no fixtures');
@@ -36,95 +37,99 @@ afterAll(async () => {
 const retorno = () => formWith([{ field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' }]);
 
 describe('Redis restarted while requests wait for their jobs', () => {
-  it('those requests get 503/504; later ones succeed without restarting the API or the worker', async () => {
-    const port = await freePort();
-    let redis = await startRedisServer(port);
-    cleanups.push(() => stopRedisServer(redis));
-    const uploadDir = await mkdtemp(path.join(os.tmpdir(), 'censo-faults-redis-'));
-    cleanups.push(() => rm(uploadDir, { recursive: true, force: true }));
-    const env = {
-      REDIS_URL: `redis://127.0.0.1:${port}`,
-      QUEUE_PREFIX: `{faults-${randomUUID()}}`,
-      UPLOAD_DIR: uploadDir,
-      API_KEY,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOG_LEVEL: 'silent',
-      WORKER_CONCURRENCY: '1',
-      JOB_TIMEOUT_MS: '5000',
-    };
-    const config = loadConfig(env);
-    const api: RunningServer = await startServer(config, 'api', silent);
-    cleanups.push(() => api.close());
-    const worker = await startWorker(config, silent);
-    cleanups.push(() => worker.close());
-    await worker.waitUntilReady();
+  it(
+    'those requests get 503/504; later ones succeed without restarting the API or the worker',
+    async () => {
+      const port = await freePort();
+      let redis = await startRedisServer(port);
+      cleanups.push(() => stopRedisServer(redis));
+      const uploadDir = await mkdtemp(path.join(os.tmpdir(), 'censo-faults-redis-'));
+      cleanups.push(() => rm(uploadDir, { recursive: true, force: true }));
+      const env = {
+        REDIS_URL: `redis://127.0.0.1:${port}`,
+        QUEUE_PREFIX: `{faults-${randomUUID()}}`,
+        UPLOAD_DIR: uploadDir,
+        API_KEY,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        LOG_LEVEL: 'silent',
+        WORKER_CONCURRENCY: '1',
+        JOB_TIMEOUT_MS: '5000',
+      };
+      const config = loadConfig(env);
+      const api: RunningServer = await startServer(config, 'api', silent);
+      cleanups.push(() => api.close());
+      const worker = await startWorker(config, silent);
+      cleanups.push(() => worker.close());
+      await worker.waitUntilReady();
 
-    // Baseline.
-    expect((await post(api, '/api/divergencias-rf', await retorno())).status).toBe(200);
+      // Baseline.
+      expect((await post(api, '/api/divergencias-rf', await retorno())).status).toBe(200);
 
-    // Keep the only worker slot busy with a job that reads from a FIFO nobody writes yet, so the
-    // HTTP requests below stay waiting in the queue.
-    const blockedDir = path.join(uploadDir, randomUUID());
-    await mkdir(blockedDir);
-    const fifo = path.join(blockedDir, 'retorno.json');
-    execFileSync('mkfifo', [fifo]);
-    const runner = createBullmqRunner(config, silent);
-    cleanups.push(() => runner.close());
-    const blockedClient = new AbortController();
-    const blocked = runner
-      .run(
-        { kind: 'divergencias', retorno: { path: fifo, format: 'json' }, resultPath: path.join(blockedDir, 'r.json') },
-        { id: path.basename(blockedDir), deadline: Date.now() + 60_000, signal: blockedClient.signal },
-      )
-      .catch((err: unknown) => err);
+      // Keep the only worker slot busy with a job that reads from a FIFO nobody writes yet, so the
+      // HTTP requests below stay waiting in the queue.
+      const blockedDir = path.join(uploadDir, randomUUID());
+      await mkdir(blockedDir);
+      const fifo = path.join(blockedDir, 'retorno.json');
+      execFileSync('mkfifo', [fifo]);
+      const runner = createBullmqRunner(config, silent);
+      cleanups.push(() => runner.close());
+      const blockedClient = new AbortController();
+      const blocked = runner
+        .run(
+          { kind: 'divergencias', retorno: { path: fifo, format: 'json' }, resultPath: path.join(blockedDir, 'r.json') },
+          { id: path.basename(blockedDir), deadline: Date.now() + 60_000, signal: blockedClient.signal },
+        )
+        .catch((err: unknown) => err);
 
-    const waiting = [1, 2, 3].map(async () => post(api, '/api/divergencias-rf', await retorno()));
-    // Their folders exist (uploads stored, jobs queued) before Redis goes.
-    for (let i = 0; i < 200 && (await readdir(uploadDir)).length < 4; i++) await sleep(20);
-    expect((await readdir(uploadDir)).length).toBe(4);
-    // ...and their jobs are in Redis, waiting behind the blocked one.
-    const connection = createRedisClient(config.redis!, 'worker');
-    cleanups.push(() => closeRedisClient(connection));
-    const queue = new Queue(JOB_QUEUE, { connection, prefix: config.queuePrefix });
-    cleanups.push(() => queue.close());
-    await waitFor(async () => (await queue.getJobCounts('waiting')).waiting === 3, { what: 'three waiting jobs' });
+      const waiting = [1, 2, 3].map(async () => post(api, '/api/divergencias-rf', await retorno()));
+      // Their folders exist (uploads stored, jobs queued) before Redis goes.
+      for (let i = 0; i < 200 && (await readdir(uploadDir)).length < 4; i++) await sleep(20);
+      expect((await readdir(uploadDir)).length).toBe(4);
+      // ...and their jobs are in Redis, waiting behind the blocked one.
+      const connection = createRedisClient(config.redis!, 'worker');
+      cleanups.push(() => closeRedisClient(connection));
+      const queue = new Queue(JOB_QUEUE, { connection, prefix: config.queuePrefix });
+      cleanups.push(() => queue.close());
+      await waitFor(async () => (await queue.getJobCounts('waiting')).waiting === 3, { what: 'three waiting jobs' });
 
-    await stopRedisServer(redis);
-    const answers = await Promise.all(waiting);
-    for (const res of answers) {
-      expect([503, 504]).toContain(res.status);
-      expect(res.body).toEqual({
-        erro: res.status === 503 ? 'Fila de processamento indisponível.' : 'Tempo esgotado ao processar o arquivo.',
+      await stopRedisServer(redis);
+      const answers = await Promise.all(waiting);
+      for (const res of answers) {
+        expect([503, 504]).toContain(res.status);
+        expect(res.body).toEqual({
+          erro: res.status === 503 ? 'Fila de processamento indisponível.' : 'Tempo esgotado ao processar o arquivo.',
+        });
+      }
+
+      // Redis comes back (empty: no persistence). Free the worker from its stale job.
+      redis = await startRedisServer(port);
+      closeSync(openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK));
+      const out = createWriteStream(fifo);
+      // The stale job may be dropped (and its reader gone) while this is written: EPIPE is fine.
+      out.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EPIPE') throw err;
       });
-    }
+      out.end(await readFile(basico.retorno.json));
+      blockedClient.abort(new Error('test done with it'));
+      await blocked;
+      await rm(blockedDir, { recursive: true, force: true });
 
-    // Redis comes back (empty: no persistence). Free the worker from its stale job.
-    redis = await startRedisServer(port);
-    closeSync(openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK));
-    const out = createWriteStream(fifo);
-    // The stale job may be dropped (and its reader gone) while this is written: EPIPE is fine.
-    out.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EPIPE') throw err;
-    });
-    out.end(await readFile(basico.retorno.json));
-    blockedClient.abort(new Error('test done with it'));
-    await blocked;
-    await rm(blockedDir, { recursive: true, force: true });
-
-    // Later requests succeed on the same API and worker (reconnection takes a moment).
-    let status = 0;
-    for (let i = 0; i < 60 && status !== 200; i++) {
-      const res = await post(api, '/api/divergencias-rf', await retorno());
-      status = res.status;
-      if (status === 200) expect(res.body).toEqual(basico.expectedDivergencias);
-      else await sleep(500);
-    }
-    expect(status).toBe(200);
-    for (let i = 0; i < 3; i++) expect((await post(api, '/api/divergencias-rf', await retorno())).status).toBe(200);
-    expect((await fetch(`${api.url}/readyz`)).status).toBe(200);
-    await expectEmptyDir(uploadDir, 10_000);
-  }, 90_000);
+      // Later requests succeed on the same API and worker (reconnection takes a moment).
+      let status = 0;
+      for (let i = 0; i < 60 && status !== 200; i++) {
+        const res = await post(api, '/api/divergencias-rf', await retorno());
+        status = res.status;
+        if (status === 200) expect(res.body).toEqual(basico.expectedDivergencias);
+        else await sleep(500);
+      }
+      expect(status).toBe(200);
+      for (let i = 0; i < 3; i++) expect((await post(api, '/api/divergencias-rf', await retorno())).status).toBe(200);
+      expect((await fetch(`${api.url}/readyz`)).status).toBe(200);
+      await expectEmptyDir(uploadDir, 10_000);
+    },
+    onThisMachine(90_000),
+  );
 });
 
 describe('PostgreSQL down and back', () => {
@@ -132,51 +137,55 @@ describe('PostgreSQL down and back', () => {
   // PostgreSQL that drops every open connection and refuses new ones, then listens again. For
   // the service this is what a restart looks like: its pooled connections die and it must
   // reconnect. (Stopping the shared 5432 server would break other test files.)
-  it('the query route answers 503 { erro } while it is down and serves again when it is back', async () => {
-    const pgServer = await startTestPostgres();
-    cleanups.push(() => pgServer.stop());
-    const schema = await createTestSchema(pgServer.url);
-    cleanups.push(() => schema.drop());
-    await createAuditsTable(schema.admin);
-    await schema.admin.query(
-      `INSERT INTO audits (auditable_id, user_id, action, created_at) VALUES (1, 7, 'create', '2025-01-02 10:00:00')`,
-    );
+  it(
+    'the query route answers 503 { erro } while it is down and serves again when it is back',
+    async () => {
+      const pgServer = await startTestPostgres();
+      cleanups.push(() => pgServer.stop());
+      const schema = await createTestSchema(pgServer.url);
+      cleanups.push(() => schema.drop());
+      await createAuditsTable(schema.admin);
+      await schema.admin.query(
+        `INSERT INTO audits (auditable_id, user_id, action, created_at) VALUES (1, 7, 'create', '2025-01-02 10:00:00')`,
+      );
 
-    const target = new URL(schema.url);
-    const proxy = await startRedisProxy(`redis://${target.hostname}:${target.port || 5432}`);
-    cleanups.push(() => proxy.close());
-    const viaProxy = new URL(schema.url);
-    viaProxy.host = new URL(proxy.url).host;
+      const target = new URL(schema.url);
+      const proxy = await startRedisProxy(`redis://${target.hostname}:${target.port || 5432}`);
+      cleanups.push(() => proxy.close());
+      const viaProxy = new URL(schema.url);
+      viaProxy.host = new URL(proxy.url).host;
 
-    const server = await startTestServer({ DATABASE_URL: viaProxy.href });
-    cleanups.push(() => server.dispose());
-    const query = () => fetch(`${server.url}/api/query?query=audits`, { headers: { 'x-api-key': API_KEY } });
+      const server = await startTestServer({ DATABASE_URL: viaProxy.href });
+      cleanups.push(() => server.dispose());
+      const query = () => fetch(`${server.url}/api/query?query=audits`, { headers: { 'x-api-key': API_KEY } });
 
-    let res = await query();
-    expect(res.status).toBe(200);
-    expect(((await res.json()) as { count: number }).count).toBe(1);
+      let res = await query();
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { count: number }).count).toBe(1);
 
-    await proxy.cut();
-    for (let i = 0; i < 3; i++) {
-      res = await query();
-      expect(res.status).toBe(503);
-      expect(await res.json()).toEqual({ erro: 'Banco de dados indisponível.' });
-    }
-    expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
-    // Uploads do not depend on the database.
-    expect((await post(server, '/api/divergencias-rf', await retorno())).status).toBe(200);
+      await proxy.cut();
+      for (let i = 0; i < 3; i++) {
+        res = await query();
+        expect(res.status).toBe(503);
+        expect(await res.json()).toEqual({ erro: 'Banco de dados indisponível.' });
+      }
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+      // Uploads do not depend on the database.
+      expect((await post(server, '/api/divergencias-rf', await retorno())).status).toBe(200);
 
-    await proxy.restore();
-    let status = 0;
-    for (let i = 0; i < 40 && status !== 200; i++) {
-      res = await query();
-      status = res.status;
-      if (status !== 200) await sleep(250);
-    }
-    expect(status).toBe(200);
-    expect(((await res.json()) as { rows: unknown[] }).rows).toHaveLength(1);
-    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
-  }, 60_000);
+      await proxy.restore();
+      let status = 0;
+      for (let i = 0; i < 40 && status !== 200; i++) {
+        res = await query();
+        status = res.status;
+        if (status !== 200) await sleep(250);
+      }
+      expect(status).toBe(200);
+      expect(((await res.json()) as { rows: unknown[] }).rows).toHaveLength(1);
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    },
+    onThisMachine(60_000),
+  );
 });
 
 describe('UPLOAD_DIR unusable', () => {

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TUNING = pathToFileURL(path.join(ROOT, 'services/api/dist/heap-tuning.js')).href;
@@ -52,7 +53,7 @@ async function churn(tuned: boolean): Promise<Churned> {
   // The tuned process imports the module before its first line runs, as main.ts does; the
   // untuned one imports it only after the churn, to read its answers.
   const args = [...(tuned ? ['--import', TUNING] : []), '--input-type=module', '-e', CHURN, TUNING];
-  const { stdout, stderr } = await promisify(execFile)(process.execPath, args, { timeout: 60_000 });
+  const { stdout, stderr } = await promisify(execFile)(process.execPath, args, { timeout: onThisMachine(60_000) });
   return { ...(JSON.parse(stdout.trim()) as Omit<Churned, 'stderr'>), stderr };
 }
 

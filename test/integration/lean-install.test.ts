@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onThisMachine } from '../helpers/deadline.js';
 import { findCompiler } from '../../scripts/build-if-needed.mjs';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith } from '../helpers/http.js';
@@ -18,10 +19,10 @@ import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '.
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const WORKSPACES = ['shared', 'services/worker', 'services/api', 'cli'];
-const INSTALL_TIMEOUT_MS = 180_000;
-const START_TIMEOUT_MS = 30_000;
+const INSTALL_TIMEOUT_MS = onThisMachine(180_000);
+const START_TIMEOUT_MS = onThisMachine(30_000);
 /** A start, a request or two and a stop, each bounded by START_TIMEOUT_MS. */
-const TEST_TIMEOUT_MS = 120_000;
+const TEST_TIMEOUT_MS = onThisMachine(120_000);
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 let redis: TestRedis;

@@ -31,6 +31,7 @@ import { logLines } from '../helpers/log-lines.js';
 import { freePort } from '../helpers/ports.js';
 import { startRedisServer, stopRedisServer } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const silent = createLogger({ logLevel: 'silent' }, {});
 
@@ -142,7 +143,10 @@ describe('messages addressed to the process that needs them (issue 55)', () => {
         const grupo = `g-${randomUUID()}`;
         await api.tasks.submit(tasks.map(({ id, data }, k) => ({ id, data, grupo: k < 2 ? null : grupo })));
         byApi[i]!.push(...tasks.map(({ id }) => id));
-        await waitFor(async () => tasks.every(({ id }) => settled[i]!.includes(id)), { timeoutMs: 20_000, what: "the tasks' ends" });
+        await waitFor(async () => tasks.every(({ id }) => settled[i]!.includes(id)), {
+          timeoutMs: onThisMachine(20_000),
+          what: "the tasks' ends",
+        });
       }),
     );
 
@@ -191,12 +195,15 @@ describe('messages addressed to the process that needs them (issue 55)', () => {
     const request = new AbortController();
     const before = commands.length;
     const answer = apis[0]!.run(data, { id, deadline: Date.now() + 30_000, signal: request.signal }).catch((err: unknown) => err);
-    await waitFor(async () => workers.some(({ jobs }) => jobs.ran.includes(id)), { timeoutMs: 20_000, what: 'the job to start' });
+    await waitFor(async () => workers.some(({ jobs }) => jobs.ran.includes(id)), {
+      timeoutMs: onThisMachine(20_000),
+      what: 'the job to start',
+    });
     const holder = workers.find(({ jobs }) => jobs.ran.includes(id))!;
     const other = workers.find((one) => one !== holder)!;
     request.abort(new Error('client gone'));
     await answer;
-    await waitFor(async () => holder.jobs.aborted.includes(id), { timeoutMs: 20_000, what: 'the holder to stop the job' });
+    await waitFor(async () => holder.jobs.aborted.includes(id), { timeoutMs: onThisMachine(20_000), what: 'the holder to stop the job' });
 
     // Each worker subscribed to its own two channels, on one connection, and to nothing else.
     const subscriptions = commands.filter(({ args }) => ['subscribe', 'psubscribe', 'ssubscribe'].includes(args[0]!.toLowerCase()));
@@ -237,7 +244,7 @@ describe('a worker from before addressed messages (a rolling upgrade, contract 3
     const api = createBullmqRunner(older, pino({ level: 'info' }, sink), { coreContract: 3 });
     cleanups.push(() => api.close());
     await waitFor(() => lines.some((line) => line.msg === 'reading the events streams: a connected worker tells no job end to its API'), {
-      timeoutMs: 20_000,
+      timeoutMs: onThisMachine(20_000),
       what: 'the API to read the events streams',
     });
     const before = commands.length;
@@ -254,11 +261,11 @@ describe('a worker from before addressed messages (a rolling upgrade, contract 3
     held.add(id);
     const request = new AbortController();
     const cancelled = api.run(data, { id, deadline: Date.now() + 30_000, signal: request.signal }).catch((err: unknown) => err);
-    await waitFor(() => jobs.ran.includes(id), { timeoutMs: 20_000, what: 'the job to start' });
+    await waitFor(() => jobs.ran.includes(id), { timeoutMs: onThisMachine(20_000), what: 'the job to start' });
     const sent = commands.length;
     request.abort(new Error('client gone'));
     await cancelled;
-    await waitFor(() => jobs.aborted.includes(id), { timeoutMs: 20_000, what: 'the older worker to stop the job' });
+    await waitFor(() => jobs.aborted.includes(id), { timeoutMs: onThisMachine(20_000), what: 'the older worker to stop the job' });
     // Nobody took it on the worker's channel, so it went on the events stream, where that worker reads.
     const after = commands.slice(sent);
     expect(after.filter(({ args }) => args[0]?.toLowerCase() === 'publish').map(({ args }) => args[1])).toEqual([

@@ -16,6 +16,7 @@ import { API_KEY, formWith } from '../helpers/http.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basicoRetorno = path.join(FIXTURES_DIR, 'basico', 'retorno.json');
 
@@ -59,7 +60,7 @@ function start(script: string, env: Record<string, string>, args: readonly strin
 /** Waits for the `n`-th log line with this message. */
 async function nthLine(proc: ServiceProcess, msg: string, n: number): Promise<Record<string, unknown>> {
   await waitFor(() => proc.lines.filter((line) => line.msg === msg).length >= n || proc.child.exitCode !== null, {
-    timeoutMs: 60_000,
+    timeoutMs: onThisMachine(60_000),
     intervalMs: 50,
     what: `"${msg}" logged ${n} time(s)`,
   });
@@ -116,54 +117,70 @@ describe('npm start (the API with its jobs, embedded)', () => {
       ACCESS_LOG: accessLog(),
       NODE_OPTIONS: diagnosticOptions(folder),
     });
-    url = String((await proc.line('censo-api listening', 30_000)).url);
-  }, 60_000);
+    url = String((await proc.line('censo-api listening', onThisMachine(30_000))).url);
+  }, onThisMachine(60_000));
 
-  it('SIGUSR2 writes a heap snapshot and the process goes on serving', async () => {
-    await expectSnapshotAndServing(proc, url, folder);
-  }, 90_000);
+  it(
+    'SIGUSR2 writes a heap snapshot and the process goes on serving',
+    async () => {
+      await expectSnapshotAndServing(proc, url, folder);
+    },
+    onThisMachine(90_000),
+  );
 
-  it('SIGTTOU writes a diagnostic report and the process goes on serving', async () => {
-    proc.child.kill('SIGTTOU');
-    expect(await nthLine(proc, 'diagnostic report written', 1)).toMatchObject({ signal: 'SIGTTOU' });
-    const reports = (await readdir(folder)).filter((name) => /^report\..*\.json$/.test(name));
-    expect(reports).toHaveLength(1);
-    // It holds the environment (API keys, passwords): its user's to read only (issue 59).
-    expect((await stat(path.join(folder, reports[0]!))).mode & 0o777).toBe(0o600);
-    const report = JSON.parse(await readFile(path.join(folder, reports[0]!), 'utf8')) as { header: Record<string, unknown> };
-    expect(report.header).toMatchObject({ event: 'SIGTTOU', trigger: 'Signal', processId: proc.child.pid });
-    expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    expect(proc.child.exitCode).toBeNull();
-  }, 60_000);
+  it(
+    'SIGTTOU writes a diagnostic report and the process goes on serving',
+    async () => {
+      proc.child.kill('SIGTTOU');
+      expect(await nthLine(proc, 'diagnostic report written', 1)).toMatchObject({ signal: 'SIGTTOU' });
+      const reports = (await readdir(folder)).filter((name) => /^report\..*\.json$/.test(name));
+      expect(reports).toHaveLength(1);
+      // It holds the environment (API keys, passwords): its user's to read only (issue 59).
+      expect((await stat(path.join(folder, reports[0]!))).mode & 0o777).toBe(0o600);
+      const report = JSON.parse(await readFile(path.join(folder, reports[0]!), 'utf8')) as { header: Record<string, unknown> };
+      expect(report.header).toMatchObject({ event: 'SIGTTOU', trigger: 'Signal', processId: proc.child.pid });
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      expect(proc.child.exitCode).toBeNull();
+    },
+    onThisMachine(60_000),
+  );
 
-  it('SIGHUP reopens ACCESS_LOG: after logrotate moves the file, the next lines go to a new file at the same path', async () => {
-    await upload(url);
-    await waitFor(async () => (await accessLines(accessLog())).length === 1, { what: 'the first access line' });
-    const moved = `${accessLog()}-1`;
-    await rename(accessLog(), moved);
+  it(
+    'SIGHUP reopens ACCESS_LOG: after logrotate moves the file, the next lines go to a new file at the same path',
+    async () => {
+      await upload(url);
+      await waitFor(async () => (await accessLines(accessLog())).length === 1, { what: 'the first access line' });
+      const moved = `${accessLog()}-1`;
+      await rename(accessLog(), moved);
 
-    proc.child.kill('SIGHUP');
-    expect(await nthLine(proc, 'log files reopened', 1)).toMatchObject({ signal: 'SIGHUP' });
-    await upload(url);
-    await waitFor(async () => (await accessLines(accessLog())).length === 1, { what: 'the second access line, in a new file' });
+      proc.child.kill('SIGHUP');
+      expect(await nthLine(proc, 'log files reopened', 1)).toMatchObject({ signal: 'SIGHUP' });
+      await upload(url);
+      await waitFor(async () => (await accessLines(accessLog())).length === 1, { what: 'the second access line, in a new file' });
 
-    const before = await accessLines(moved);
-    const after = await accessLines(accessLog());
-    expect(before).toHaveLength(1);
-    expect(after).toHaveLength(1);
-    for (const line of [...before, ...after]) expect(line).toMatchObject({ log: 'access', route: '/api/divergencias-rf', status: 200 });
-    expect(after[0]!.requestId).not.toBe(before[0]!.requestId);
-    // The new file is made as the first was: not readable by others.
-    expect((await stat(accessLog())).mode & 0o777).toBe(0o640 & ~process.umask());
-    expect(proc.child.exitCode).toBeNull();
-  }, 30_000);
+      const before = await accessLines(moved);
+      const after = await accessLines(accessLog());
+      expect(before).toHaveLength(1);
+      expect(after).toHaveLength(1);
+      for (const line of [...before, ...after]) expect(line).toMatchObject({ log: 'access', route: '/api/divergencias-rf', status: 200 });
+      expect(after[0]!.requestId).not.toBe(before[0]!.requestId);
+      // The new file is made as the first was: not readable by others.
+      expect((await stat(accessLog())).mode & 0o777).toBe(0o640 & ~process.umask());
+      expect(proc.child.exitCode).toBeNull();
+    },
+    onThisMachine(30_000),
+  );
 
-  it('SIGTERM still closes it gracefully', async () => {
-    const exited = once(proc.child, 'exit');
-    proc.child.kill('SIGTERM');
-    expect((await exited)[0]).toBe(0);
-    expect(proc.lines.find((line) => line.msg === 'closing')).toMatchObject({ signal: 'SIGTERM' });
-  }, 45_000);
+  it(
+    'SIGTERM still closes it gracefully',
+    async () => {
+      const exited = once(proc.child, 'exit');
+      proc.child.kill('SIGTERM');
+      expect((await exited)[0]).toBe(0);
+      expect(proc.lines.find((line) => line.msg === 'closing')).toMatchObject({ signal: 'SIGTERM' });
+    },
+    onThisMachine(45_000),
+  );
 });
 
 describe('queue mode: start:api and start:worker', () => {
@@ -173,7 +190,7 @@ describe('queue mode: start:api and start:worker', () => {
 
   beforeAll(async () => {
     redis = await startTestRedis();
-  }, 60_000);
+  }, onThisMachine(60_000));
 
   afterAll(async () => {
     if (!redis) return;
@@ -181,21 +198,29 @@ describe('queue mode: start:api and start:worker', () => {
     await redis.stop();
   });
 
-  it('SIGUSR2 writes a heap snapshot of start:api and it goes on serving', async () => {
-    const folder = await diagnosticDir('api');
-    const proc = start('services/api/dist/main.js', { ...env(), NODE_OPTIONS: diagnosticOptions(folder) }, ['--role=api']);
-    const url = String((await proc.line('censo-api listening', 30_000)).url);
-    await expectSnapshotAndServing(proc, url, folder);
-  }, 90_000);
+  it(
+    'SIGUSR2 writes a heap snapshot of start:api and it goes on serving',
+    async () => {
+      const folder = await diagnosticDir('api');
+      const proc = start('services/api/dist/main.js', { ...env(), NODE_OPTIONS: diagnosticOptions(folder) }, ['--role=api']);
+      const url = String((await proc.line('censo-api listening', onThisMachine(30_000))).url);
+      await expectSnapshotAndServing(proc, url, folder);
+    },
+    onThisMachine(90_000),
+  );
 
-  it('SIGUSR2 writes a heap snapshot of start:worker and it goes on serving its health and metrics', async () => {
-    const folder = await diagnosticDir('worker');
-    const proc = start('services/worker/dist/main.js', { ...env(), NODE_OPTIONS: diagnosticOptions(folder) });
-    const url = String((await proc.line('worker health server listening', 30_000)).url);
-    await expectSnapshotAndServing(proc, url, folder);
-    // SIGHUP: the worker has no log file of its own; it says so and goes on.
-    proc.child.kill('SIGHUP');
-    expect(await nthLine(proc, 'no log file to reopen', 1)).toMatchObject({ signal: 'SIGHUP' });
-    expect((await fetch(`${url}/healthz`)).status).toBe(200);
-  }, 90_000);
+  it(
+    'SIGUSR2 writes a heap snapshot of start:worker and it goes on serving its health and metrics',
+    async () => {
+      const folder = await diagnosticDir('worker');
+      const proc = start('services/worker/dist/main.js', { ...env(), NODE_OPTIONS: diagnosticOptions(folder) });
+      const url = String((await proc.line('worker health server listening', onThisMachine(30_000))).url);
+      await expectSnapshotAndServing(proc, url, folder);
+      // SIGHUP: the worker has no log file of its own; it says so and goes on.
+      proc.child.kill('SIGHUP');
+      expect(await nthLine(proc, 'no log file to reopen', 1)).toMatchObject({ signal: 'SIGHUP' });
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    },
+    onThisMachine(90_000),
+  );
 });

@@ -12,6 +12,7 @@ import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgr
 import { startApiExpectingExit, startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
 import { startRedisProxy, type RedisProxy } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const MAIN = fileURLToPath(new URL('../../services/api/dist/main.js', import.meta.url));
 const KEY = 'k';
@@ -46,7 +47,7 @@ beforeAll(async () => {
   goodFile = path.join(dir, 'good.json');
   await writeFile(badFile, JSON.stringify([GOOD, ...BAD]));
   await writeFile(goodFile, JSON.stringify([GOOD]));
-}, 60_000);
+}, onThisMachine(60_000));
 afterAll(async () => {
   await schema?.drop();
   await pg?.stop();
@@ -62,11 +63,15 @@ const PROBLEMS = [
 const start = (env: Record<string, string>) => startApiExpectingExit(env, { uploadDir: path.join(dir, 'up'), killAfterMs: 20_000 });
 
 describe('PostgreSQL reachable at start', () => {
-  it('a declaration that does not match the database stops the start with one line naming each problem', async () => {
-    const { code, stderr } = await start({ DATABASE_URL: schema.url, QUERIES_FILE: badFile });
-    expect(code).toBe(1);
-    expect(stderr.trim()).toBe(`censo-api: could not start: ${PROBLEMS.map((p) => p.replace('<file>', badFile)).join('; ')}`);
-  }, 30_000);
+  it(
+    'a declaration that does not match the database stops the start with one line naming each problem',
+    async () => {
+      const { code, stderr } = await start({ DATABASE_URL: schema.url, QUERIES_FILE: badFile });
+      expect(code).toBe(1);
+      expect(stderr.trim()).toBe(`censo-api: could not start: ${PROBLEMS.map((p) => p.replace('<file>', badFile)).join('; ')}`);
+    },
+    onThisMachine(30_000),
+  );
 });
 
 describe('PostgreSQL unreachable at start', () => {
@@ -94,77 +99,85 @@ describe('PostgreSQL unreachable at start', () => {
       DATABASE_URL: viaProxy.href,
       QUERIES_FILE: badFile,
     });
-    url = String((await service.line('censo-api listening', 20_000)).url);
-  }, 30_000);
+    url = String((await service.line('censo-api listening', onThisMachine(20_000))).url);
+  }, onThisMachine(30_000));
   afterAll(async () => {
     await service?.stop();
     await proxy?.close();
   });
 
-  it('starts, answers 503 while PostgreSQL is away, then refuses each wrong query clearly and serves the others', async () => {
-    expect(await service.line('PostgreSQL did not answer at start: the query declarations are checked once it does')).toMatchObject({
-      level: 40,
-    });
-    expect(await query('?query=alunos')).toEqual({ status: 503, body: { erro: 'Banco de dados indisponível.' } });
+  it(
+    'starts, answers 503 while PostgreSQL is away, then refuses each wrong query clearly and serves the others',
+    async () => {
+      expect(await service.line('PostgreSQL did not answer at start: the query declarations are checked once it does')).toMatchObject({
+        level: 40,
+      });
+      expect(await query('?query=alunos')).toEqual({ status: 503, body: { erro: 'Banco de dados indisponível.' } });
 
-    await proxy.restore();
-    let answer = await query('?query=alunos');
-    await waitFor(
-      async () => {
-        answer = await query('?query=alunos');
-        return answer.status === 200;
-      },
-      { timeoutMs: 15_000, intervalMs: 200, what: 'the query route to serve again' },
-    );
-    expect(answer.body).toMatchObject({
-      query: 'alunos',
-      count: 2,
-      rows: [
-        { id: '1', nome: 'ANA' },
-        { id: '2', nome: 'JOAO' },
-      ],
-    });
+      await proxy.restore();
+      let answer = await query('?query=alunos');
+      await waitFor(
+        async () => {
+          answer = await query('?query=alunos');
+          return answer.status === 200;
+        },
+        { timeoutMs: onThisMachine(15_000), intervalMs: 200, what: 'the query route to serve again' },
+      );
+      expect(answer.body).toMatchObject({
+        query: 'alunos',
+        count: 2,
+        rows: [
+          { id: '1', nome: 'ANA' },
+          { id: '2', nome: 'JOAO' },
+        ],
+      });
 
-    for (const { name } of BAD) {
-      for (const params of [`?query=${name}`, `?query=${name}&format=csv`]) {
-        expect(await query(params), params).toEqual({
-          status: 503,
-          body: { erro: `Consulta mal declarada: ${name} (veja o log do serviço).` },
-        });
+      for (const { name } of BAD) {
+        for (const params of [`?query=${name}`, `?query=${name}&format=csv`]) {
+          expect(await query(params), params).toEqual({
+            status: 503,
+            body: { erro: `Consulta mal declarada: ${name} (veja o log do serviço).` },
+          });
+        }
       }
-    }
-    expect(await service.line('query declaration does not match the database; the query is refused')).toMatchObject({ level: 50 });
-    const logged = service.lines.filter((l) => l.msg === 'query declaration does not match the database; the query is refused');
-    expect(logged.map((l) => [l.query, l.source, l.problem])).toEqual(
-      BAD.map((q, i) => [q.name, `QUERIES_FILE ${badFile}`, PROBLEMS[i]!.replace(`QUERIES_FILE <file>: query "${q.name}": `, '')]),
-    );
-    const listing = await query('');
-    expect(listing.status).toBe(200);
-    expect((listing.body.queries as { name: string }[]).map((q) => q.name).sort()).toEqual(['alunos', 'audits']);
-    // Never a 500 for them.
-    expect(service.lines.filter((l) => l.status === 500)).toEqual([]);
-  }, 60_000);
+      expect(await service.line('query declaration does not match the database; the query is refused')).toMatchObject({ level: 50 });
+      const logged = service.lines.filter((l) => l.msg === 'query declaration does not match the database; the query is refused');
+      expect(logged.map((l) => [l.query, l.source, l.problem])).toEqual(
+        BAD.map((q, i) => [q.name, `QUERIES_FILE ${badFile}`, PROBLEMS[i]!.replace(`QUERIES_FILE <file>: query "${q.name}": `, '')]),
+      );
+      const listing = await query('');
+      expect(listing.status).toBe(200);
+      expect((listing.body.queries as { name: string }[]).map((q) => q.name).sort()).toEqual(['alunos', 'audits']);
+      // Never a 500 for them.
+      expect(service.lines.filter((l) => l.status === 500)).toEqual([]);
+    },
+    onThisMachine(60_000),
+  );
 });
 
 describe('a declaration that matches', () => {
-  it('starts as before', async () => {
-    const service = startServiceProcess(MAIN, {
-      API_KEY: KEY,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      UPLOAD_DIR: path.join(dir, 'up3'),
-      LOG_LEVEL: 'info',
-      DATABASE_URL: schema.url,
-      QUERIES_FILE: goodFile,
-    });
-    try {
-      const base = String((await service.line('censo-api listening', 20_000)).url);
-      const response = await fetch(`${base}/api/query?query=alunos&format=csv`, { headers: { 'x-api-key': KEY } });
-      expect(response.status).toBe(200);
-      expect(await response.text()).toBe('id,nome\r\n1,ANA\r\n2,JOAO\r\n');
-      expect(service.lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('PostgreSQL did not answer'))).toBe(false);
-    } finally {
-      await service.stop();
-    }
-  }, 30_000);
+  it(
+    'starts as before',
+    async () => {
+      const service = startServiceProcess(MAIN, {
+        API_KEY: KEY,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        UPLOAD_DIR: path.join(dir, 'up3'),
+        LOG_LEVEL: 'info',
+        DATABASE_URL: schema.url,
+        QUERIES_FILE: goodFile,
+      });
+      try {
+        const base = String((await service.line('censo-api listening', onThisMachine(20_000))).url);
+        const response = await fetch(`${base}/api/query?query=alunos&format=csv`, { headers: { 'x-api-key': KEY } });
+        expect(response.status).toBe(200);
+        expect(await response.text()).toBe('id,nome\r\n1,ANA\r\n2,JOAO\r\n');
+        expect(service.lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('PostgreSQL did not answer'))).toBe(false);
+      } finally {
+        await service.stop();
+      }
+    },
+    onThisMachine(30_000),
+  );
 });

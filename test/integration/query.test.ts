@@ -13,6 +13,7 @@ import { buildApp, createQueryService, embeddedTaskBackend, type JobRunner, type
 import { encodeCursor } from '../../services/api/dist/query/cursor.js';
 import { parseCsv } from '../helpers/csv.js';
 import { createAuditsTable, createTestSchema, startTestPostgres, type TestPostgres, type TestSchema } from '../helpers/postgres.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const KEY = 'query-key';
 const HEADERS = { 'x-api-key': KEY };
@@ -453,7 +454,7 @@ describe('CSV', () => {
       });
       request.on('error', (err) => (err.message.includes('socket hang up') ? undefined : reject(err)));
     });
-    await vi.waitFor(() => expect(logLines.some((line) => line.msg === 'csv export ended')).toBe(true), { timeout: 20_000 });
+    await vi.waitFor(() => expect(logLines.some((line) => line.msg === 'csv export ended')).toBe(true), { timeout: onThisMachine(20_000) });
     const ended = logLines.find((line) => line.msg === 'csv export ended')!;
     expect(ended.complete).toBe(false);
     expect(ended.rows).toBeLessThan(BIG_ROWS);

@@ -31,6 +31,7 @@ import { createBullmqRunner, type BullmqRunner } from '@censo/api';
 import { fixtureCases, type FixtureCase } from '../helpers/fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, post } from '../helpers/http.js';
 import { deleteKeys, startRedisProxy, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const silent = createLogger({ logLevel: 'silent' }, {});
@@ -162,7 +163,7 @@ function options(id: string, ms = 60_000, signal = new AbortController().signal)
   return { id, deadline: Date.now() + ms, signal };
 }
 
-async function waitForState(queue: Queue, id: string, states: readonly string[], timeoutMs = 20_000): Promise<string> {
+async function waitForState(queue: Queue, id: string, states: readonly string[], timeoutMs = onThisMachine(20_000)): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const job = await queue.getJob(id);
@@ -223,7 +224,7 @@ function spawnRole(script: 'api' | 'worker', env: Record<string, string>): Child
   const handle: Child = {
     process: child,
     lines,
-    waitForLine(match, timeoutMs = 20_000) {
+    waitForLine(match, timeoutMs = onThisMachine(20_000)) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const found = lines.find(match);
@@ -316,22 +317,26 @@ describe('through the queue, the same results as inline', () => {
     expect(job?.attemptsStarted).toBe(1);
   });
 
-  it('200 concurrent waits: one subscription, no listener warning, nothing left pending', async () => {
-    const warnings: Error[] = [];
-    const onWarning = (warning: Error) => warnings.push(warning);
-    process.on('warning', onWarning);
-    try {
-      const jobs = await Promise.all(Array.from({ length: 200 }, () => jobFolder('divergencias')));
-      const results = await Promise.all(jobs.map(({ id, data }) => runner.run(data, options(id))));
-      expect(results.every((r) => r.ok)).toBe(true);
-      expect(runner.pendingCount()).toBe(0);
-      // Listener warnings are emitted asynchronously: let them surface before checking.
-      await sleep(50);
-      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
-    } finally {
-      process.off('warning', onWarning);
-    }
-  }, 120_000);
+  it(
+    '200 concurrent waits: one subscription, no listener warning, nothing left pending',
+    async () => {
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => warnings.push(warning);
+      process.on('warning', onWarning);
+      try {
+        const jobs = await Promise.all(Array.from({ length: 200 }, () => jobFolder('divergencias')));
+        const results = await Promise.all(jobs.map(({ id, data }) => runner.run(data, options(id))));
+        expect(results.every((r) => r.ok)).toBe(true);
+        expect(runner.pendingCount()).toBe(0);
+        // Listener warnings are emitted asynchronously: let them surface before checking.
+        await sleep(50);
+        expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+      } finally {
+        process.off('warning', onWarning);
+      }
+    },
+    onThisMachine(120_000),
+  );
 });
 
 describe('deadlines and cancellation', () => {
@@ -348,25 +353,29 @@ describe('deadlines and cancellation', () => {
     expect(runner.pendingCount()).toBe(0);
   });
 
-  it('the client goes away while a worker runs the job: the worker aborts it, not retried', async () => {
-    const config = testConfig({ WORKER_CONCURRENCY: '1' });
-    await startInProcessWorker(config);
-    const runner = startRunner(config);
-    const queue = inspect(config);
-    const { id, data, release } = await blockedJobFolder();
-    const client = new AbortController();
+  it(
+    'the client goes away while a worker runs the job: the worker aborts it, not retried',
+    async () => {
+      const config = testConfig({ WORKER_CONCURRENCY: '1' });
+      await startInProcessWorker(config);
+      const runner = startRunner(config);
+      const queue = inspect(config);
+      const { id, data, release } = await blockedJobFolder();
+      const client = new AbortController();
 
-    const running = runner.run(data, options(id, 60_000, client.signal));
-    await waitForState(queue, id, ['active']);
-    client.abort(new Error('client closed the connection'));
+      const running = runner.run(data, options(id, 60_000, client.signal));
+      await waitForState(queue, id, ['active']);
+      client.abort(new Error('client closed the connection'));
 
-    await expect(running).rejects.toThrow('client closed the connection');
-    await waitForState(queue, id, ['failed']);
-    const job = await queue.getJob(id);
-    expect(job?.failedReason).toBe(ABORT_CANCELLED);
-    expect(job?.attemptsStarted).toBe(1);
-    release();
-  }, 60_000);
+      await expect(running).rejects.toThrow('client closed the connection');
+      await waitForState(queue, id, ['failed']);
+      const job = await queue.getJob(id);
+      expect(job?.failedReason).toBe(ABORT_CANCELLED);
+      expect(job?.attemptsStarted).toBe(1);
+      release();
+    },
+    onThisMachine(60_000),
+  );
 
   it('a job whose upload folder is gone fails quietly, without retries', async () => {
     const config = testConfig();
@@ -383,25 +392,29 @@ describe('deadlines and cancellation', () => {
 });
 
 describe('Redis unreachable', () => {
-  it('QueueUnavailableError at once, and the runner recovers by itself when Redis returns', async () => {
-    const proxy = await startRedisProxy(redis.url);
-    cleanups.push(() => proxy.close());
-    const direct = testConfig();
-    const config = loadConfig({ REDIS_URL: proxy.url, QUEUE_PREFIX: direct.queuePrefix, UPLOAD_DIR: uploadDir });
-    await startInProcessWorker(direct);
-    const runner = startRunner(config);
-    await expect.poll(() => runner.isReady(), { timeout: 10_000 }).toBe(true);
+  it(
+    'QueueUnavailableError at once, and the runner recovers by itself when Redis returns',
+    async () => {
+      const proxy = await startRedisProxy(redis.url);
+      cleanups.push(() => proxy.close());
+      const direct = testConfig();
+      const config = loadConfig({ REDIS_URL: proxy.url, QUEUE_PREFIX: direct.queuePrefix, UPLOAD_DIR: uploadDir });
+      await startInProcessWorker(direct);
+      const runner = startRunner(config);
+      await expect.poll(() => runner.isReady(), { timeout: onThisMachine(10_000) }).toBe(true);
 
-    await proxy.cut();
-    await expect.poll(() => runner.isReady()).toBe(false);
-    const down = await jobFolder('divergencias');
-    await expect(runner.run(down.data, options(down.id))).rejects.toBeInstanceOf(QueueUnavailableError);
+      await proxy.cut();
+      await expect.poll(() => runner.isReady()).toBe(false);
+      const down = await jobFolder('divergencias');
+      await expect(runner.run(down.data, options(down.id))).rejects.toBeInstanceOf(QueueUnavailableError);
 
-    await proxy.restore();
-    await expect.poll(() => runner.isReady(), { timeout: 15_000, interval: 100 }).toBe(true);
-    const up = await jobFolder('divergencias');
-    expect(await runner.run(up.data, options(up.id))).toMatchObject({ ok: true });
-  }, 40_000);
+      await proxy.restore();
+      await expect.poll(() => runner.isReady(), { timeout: onThisMachine(15_000), interval: 100 }).toBe(true);
+      const up = await jobFolder('divergencias');
+      expect(await runner.run(up.data, options(up.id))).toMatchObject({ ok: true });
+    },
+    onThisMachine(40_000),
+  );
 
   it('HTTP: 503 with the exact message when Redis cannot be reached', async () => {
     const config = testConfig({ REDIS_URL: 'redis://127.0.0.1:1', UPLOAD_DIR: await freshUploadDir() });
@@ -448,75 +461,91 @@ describe('HTTP through the queue', () => {
 });
 
 describe('several processes on one queue', () => {
-  it('two API processes and two workers share the queue and the upload volume', async () => {
-    const config = testConfig({ UPLOAD_DIR: await freshUploadDir() });
-    const workers = [spawnRole('worker', roleEnv(config)), spawnRole('worker', roleEnv(config))];
-    const apis = [spawnRole('api', roleEnv(config)), spawnRole('api', roleEnv(config))];
-    const urls = await Promise.all(apis.map(async (api) => String((await api.waitForLine((l) => l.msg === 'censo-api listening')).url)));
+  it(
+    'two API processes and two workers share the queue and the upload volume',
+    async () => {
+      const config = testConfig({ UPLOAD_DIR: await freshUploadDir() });
+      const workers = [spawnRole('worker', roleEnv(config)), spawnRole('worker', roleEnv(config))];
+      const apis = [spawnRole('api', roleEnv(config)), spawnRole('api', roleEnv(config))];
+      const urls = await Promise.all(apis.map(async (api) => String((await api.waitForLine((l) => l.msg === 'censo-api listening')).url)));
 
-    const requests = Array.from({ length: 16 }, async (_, i) => {
-      const c = cases[i % cases.length]!;
-      const format = i % 4 < 2 ? 'json' : 'xlsx';
-      const server = { url: urls[i % 2]! };
-      const retorno = { field: 'retorno', path: c.retorno[format], filename: `retorno.${format}` };
-      if (i % 2 === 0) {
-        const res = await post(server, '/api/divergencias-rf', await formWith([retorno]));
-        expect(res.status).toBe(200);
-        expect(res.body).toEqual(c.expectedDivergencias);
-      } else {
-        const res = await post(server, '/api/retorno-rf', await formWith([retorno, { field: 'txt', path: c.txt, filename: 'censo.txt' }]));
-        expect(res.status).toBe(200);
-        expect(res.body).toEqual(c.expectedPessoas);
-      }
-    });
-    await Promise.all(requests);
-    await expectEmptyDir(config.uploadDir);
+      const requests = Array.from({ length: 16 }, async (_, i) => {
+        const c = cases[i % cases.length]!;
+        const format = i % 4 < 2 ? 'json' : 'xlsx';
+        const server = { url: urls[i % 2]! };
+        const retorno = { field: 'retorno', path: c.retorno[format], filename: `retorno.${format}` };
+        if (i % 2 === 0) {
+          const res = await post(server, '/api/divergencias-rf', await formWith([retorno]));
+          expect(res.status).toBe(200);
+          expect(res.body).toEqual(c.expectedDivergencias);
+        } else {
+          const res = await post(
+            server,
+            '/api/retorno-rf',
+            await formWith([retorno, { field: 'txt', path: c.txt, filename: 'censo.txt' }]),
+          );
+          expect(res.status).toBe(200);
+          expect(res.body).toEqual(c.expectedPessoas);
+        }
+      });
+      await Promise.all(requests);
+      await expectEmptyDir(config.uploadDir);
 
-    // Both workers took jobs (16 concurrent jobs, one at a time each).
-    for (const worker of workers) expect(worker.lines.some((l) => l.msg === 'job done')).toBe(true);
+      // Both workers took jobs (16 concurrent jobs, one at a time each).
+      for (const worker of workers) expect(worker.lines.some((l) => l.msg === 'job done')).toBe(true);
 
-    // SIGTERM: every process closes gracefully, exit code 0.
-    expect(await Promise.all([...apis, ...workers].map((p) => p.stop('SIGTERM')))).toEqual([0, 0, 0, 0]);
-  }, 60_000);
+      // SIGTERM: every process closes gracefully, exit code 0.
+      expect(await Promise.all([...apis, ...workers].map((p) => p.stop('SIGTERM')))).toEqual([0, 0, 0, 0]);
+    },
+    onThisMachine(60_000),
+  );
 
-  it('a worker killed mid-job: the job completes on another worker', async () => {
-    const fast = { WORKER_LOCK_DURATION_MS: '2000', WORKER_STALLED_INTERVAL_MS: '1000' };
-    const config = testConfig({ ...fast, WORKER_CONCURRENCY: '1' });
-    const queue = inspect(config);
-    const doomed = spawnRole('worker', roleEnv(config, fast));
-    const runner = startRunner(config);
-    const { id, data, feed, expectedCount } = await blockedJobFolder();
+  it(
+    'a worker killed mid-job: the job completes on another worker',
+    async () => {
+      const fast = { WORKER_LOCK_DURATION_MS: '2000', WORKER_STALLED_INTERVAL_MS: '1000' };
+      const config = testConfig({ ...fast, WORKER_CONCURRENCY: '1' });
+      const queue = inspect(config);
+      const doomed = spawnRole('worker', roleEnv(config, fast));
+      const runner = startRunner(config);
+      const { id, data, feed, expectedCount } = await blockedJobFolder();
 
-    const running = runner.run(data, options(id, 90_000));
-    await waitForState(queue, id, ['active']);
-    await doomed.stop('SIGKILL');
+      const running = runner.run(data, options(id, 90_000));
+      await waitForState(queue, id, ['active']);
+      await doomed.stop('SIGKILL');
 
-    await startInProcessWorker(config);
-    await feed();
-    expect(await running).toEqual(expect.objectContaining({ ok: true, count: expectedCount }));
-    expect((await queue.getJob(id))?.attemptsStarted).toBeGreaterThanOrEqual(2);
-  }, 90_000);
+      await startInProcessWorker(config);
+      await feed();
+      expect(await running).toEqual(expect.objectContaining({ ok: true, count: expectedCount }));
+      expect((await queue.getJob(id))?.attemptsStarted).toBeGreaterThanOrEqual(2);
+    },
+    onThisMachine(90_000),
+  );
 
-  it('SIGTERM on a busy worker past its drain time: the job goes back to the queue and completes elsewhere', async () => {
-    const config = testConfig({ WORKER_CONCURRENCY: '1' });
-    const queue = inspect(config);
-    // JOB_TIMEOUT_MS bounds the worker's drain time, so this worker hands its job back at once.
-    const leaving = spawnRole('worker', roleEnv(config, { JOB_TIMEOUT_MS: '200' }));
-    const runner = startRunner(config);
-    const { id, data, feed, release, expectedCount } = await blockedJobFolder();
+  it(
+    'SIGTERM on a busy worker past its drain time: the job goes back to the queue and completes elsewhere',
+    async () => {
+      const config = testConfig({ WORKER_CONCURRENCY: '1' });
+      const queue = inspect(config);
+      // JOB_TIMEOUT_MS bounds the worker's drain time, so this worker hands its job back at once.
+      const leaving = spawnRole('worker', roleEnv(config, { JOB_TIMEOUT_MS: '200' }));
+      const runner = startRunner(config);
+      const { id, data, feed, release, expectedCount } = await blockedJobFolder();
 
-    const running = runner.run(data, options(id, 90_000));
-    await waitForState(queue, id, ['active']);
-    const exited = leaving.stop('SIGTERM');
-    expect(await waitForState(queue, id, ['waiting'])).toBe('waiting');
-    // Its aborted thread may still sit in its read of the pipe (a real file never blocks so).
-    while (!(await Promise.race([exited.then(() => true), sleep(200).then(() => false)]))) release();
-    expect(await exited).toBe(0);
+      const running = runner.run(data, options(id, 90_000));
+      await waitForState(queue, id, ['active']);
+      const exited = leaving.stop('SIGTERM');
+      expect(await waitForState(queue, id, ['waiting'])).toBe('waiting');
+      // Its aborted thread may still sit in its read of the pipe (a real file never blocks so).
+      while (!(await Promise.race([exited.then(() => true), sleep(200).then(() => false)]))) release();
+      expect(await exited).toBe(0);
 
-    await startInProcessWorker(config);
-    await feed();
-    expect(await running).toEqual(expect.objectContaining({ ok: true, count: expectedCount }));
-    // Handed back, not failed: the shutdown did not spend an attempt.
-    expect((await queue.getJob(id))?.attemptsMade).toBe(1);
-  }, 90_000);
+      await startInProcessWorker(config);
+      await feed();
+      expect(await running).toEqual(expect.objectContaining({ ok: true, count: expectedCount }));
+      // Handed back, not failed: the shutdown did not spend an attempt.
+      expect((await queue.getJob(id))?.attemptsMade).toBe(1);
+    },
+    onThisMachine(90_000),
+  );
 });

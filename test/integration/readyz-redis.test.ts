@@ -8,11 +8,12 @@ import { startTestServer, type TestServer } from '../helpers/http.js';
 import { sampleValue, scrapeMetrics } from '../helpers/metrics.js';
 import { freePort } from '../helpers/ports.js';
 import { startRedisServer, stopRedisServer } from '../helpers/redis-server.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const METRICS_TOKEN = 'readyz-metrics-token';
 
 /** Bounded polling: the service notices a lost or returning Redis within a few seconds. */
-async function readyzUntil(server: { url: string }, status: number, timeoutMs = 20_000) {
+async function readyzUntil(server: { url: string }, status: number, timeoutMs = onThisMachine(20_000)) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const response = await fetch(`${server.url}/readyz`);

@@ -13,6 +13,7 @@ import { API_KEY, expectEmptyDir } from '../helpers/http.js';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { startClusterTopology, type ClusterTopology } from '../helpers/redis-topology.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 
@@ -21,7 +22,7 @@ let ha: HaDeployment<ClusterTopology> | undefined;
 
 beforeAll(async () => {
   ha = await startHaDeployment(startClusterTopology, PREFIX);
-}, 80_000);
+}, onThisMachine(80_000));
 
 afterAll(async () => {
   await ha?.stop();
@@ -47,7 +48,7 @@ describe('Redis Cluster', () => {
         UPLOAD_DIR: ha!.uploadDir,
       },
       encoding: 'utf8',
-      timeout: 15_000,
+      timeout: onThisMachine(15_000),
     });
     expect(run.status).toBe(1);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
@@ -76,7 +77,7 @@ describe('Redis Cluster', () => {
     expect(ids).toHaveLength(4);
     for (const id of ids) {
       await waitFor(async () => ((await (await api(`/api/tarefas/${id}`)).json()) as { estado: string }).estado === 'concluida', {
-        timeoutMs: 20_000,
+        timeoutMs: onThisMachine(20_000),
         what: `task ${id}`,
       });
       expect(await (await api(`/api/tarefas/${id}/resultado`)).json()).toEqual(basico.expectedDivergencias);
@@ -86,17 +87,21 @@ describe('Redis Cluster', () => {
     await expectEmptyDir(ha!.uploadDir, 10_000);
   });
 
-  it("the queue's master SIGKILLed under load: only documented 503/504 meanwhile, then every upload succeeds", async () => {
-    const killed = await ha!.topology.masterPortOf(PREFIX);
-    const report = await failoverUnderLoad({
-      apiUrl: ha!.services.apiUrl,
-      services: ha!.services,
-      expected: ha!.expected,
-      kill: () => ha!.topology.kill(killed),
-      promoted: async () => (await ha!.topology.masterPortOf(PREFIX).catch(() => killed)) !== killed,
-    });
-    console.info(`cluster failover: ${JSON.stringify(report)}`);
-    await waitUntilReady([ha!.services.apiUrl, ha!.services.workerUrl]);
-    await expectEmptyDir(ha!.uploadDir, 10_000);
-  }, 80_000);
+  it(
+    "the queue's master SIGKILLed under load: only documented 503/504 meanwhile, then every upload succeeds",
+    async () => {
+      const killed = await ha!.topology.masterPortOf(PREFIX);
+      const report = await failoverUnderLoad({
+        apiUrl: ha!.services.apiUrl,
+        services: ha!.services,
+        expected: ha!.expected,
+        kill: () => ha!.topology.kill(killed),
+        promoted: async () => (await ha!.topology.masterPortOf(PREFIX).catch(() => killed)) !== killed,
+      });
+      console.info(`cluster failover: ${JSON.stringify(report)}`);
+      await waitUntilReady([ha!.services.apiUrl, ha!.services.workerUrl]);
+      await expectEmptyDir(ha!.uploadDir, 10_000);
+    },
+    onThisMachine(80_000),
+  );
 });

@@ -18,6 +18,7 @@ import { startServiceProcess, type ServiceProcess } from '../helpers/processes.j
 import { uniqueQueuePrefix } from '../helpers/redis.js';
 import { SENTINEL_MASTER_NAME, startSentinelTopology, type SentinelTopology } from '../helpers/redis-topology.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const METRICS_TOKEN = 'token-das-metricas';
 const METRIC = 'censo_redis_failovers_total';
@@ -72,17 +73,20 @@ beforeAll(async () => {
   running.push(combined);
   const api = startServiceProcess('services/api/dist/main.js', env, ['--role=api']);
   running.push(api);
-  workerUrl = String((await worker.line('worker health server listening', 30_000)).url);
-  combinedUrl = String((await combined.line('censo-api listening', 30_000)).url);
-  apiUrl = String((await api.line('censo-api listening', 30_000)).url);
+  workerUrl = String((await worker.line('worker health server listening', onThisMachine(30_000))).url);
+  combinedUrl = String((await combined.line('censo-api listening', onThisMachine(30_000))).url);
+  apiUrl = String((await api.line('censo-api listening', onThisMachine(30_000))).url);
   await waitUntilReady([workerUrl, combinedUrl, apiUrl]);
   // Every sentinel must already have the processes' subscriptions when the master dies: one
   // from the worker, two from `npm start` (its worker's, and its API's queue events connection),
   // one from `start:api`.
   for (const port of sentinelPorts()) {
-    await waitFor(async () => (await subscribedClients(port)) >= 4, { timeoutMs: 10_000, what: `the subscriptions on sentinel ${port}` });
+    await waitFor(async () => (await subscribedClients(port)) >= 4, {
+      timeoutMs: onThisMachine(10_000),
+      what: `the subscriptions on sentinel ${port}`,
+    });
   }
-}, 90_000);
+}, onThisMachine(90_000));
 
 afterAll(async () => {
   for (const redis of listeners) redis.disconnect();
@@ -102,28 +106,36 @@ describe('censo_redis_failovers_total', () => {
     expect(await failovers(apiUrl)).toBe(0);
   });
 
-  it('a real failover, announced by all three sentinels, counts once in each process', async () => {
-    // The test hears the announcements too, from each sentinel: the count must be 1 even though
-    // each process heard the failover three times.
-    const heard = new Map<number, string>();
-    for (const port of sentinelPorts()) {
-      const listener = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: null });
-      listener.on('error', () => undefined);
-      listeners.push(listener);
-      listener.on('message', (_channel: string, message: string) => heard.set(port, message));
-      await listener.subscribe('+switch-master');
-    }
-    const killed = await topology!.killMaster();
-    await waitFor(() => heard.size === 3, { timeoutMs: 30_000, intervalMs: 100, what: 'the three sentinels to announce the switch' });
-    const promoted = await topology!.masterPort();
-    expect(promoted).not.toBe(killed);
-    for (const message of heard.values())
-      expect(message).toMatch(new RegExp(`^${SENTINEL_MASTER_NAME} \\S+ \\d+ 127\\.0\\.0\\.1 ${promoted}$`));
+  it(
+    'a real failover, announced by all three sentinels, counts once in each process',
+    async () => {
+      // The test hears the announcements too, from each sentinel: the count must be 1 even though
+      // each process heard the failover three times.
+      const heard = new Map<number, string>();
+      for (const port of sentinelPorts()) {
+        const listener = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: null });
+        listener.on('error', () => undefined);
+        listeners.push(listener);
+        listener.on('message', (_channel: string, message: string) => heard.set(port, message));
+        await listener.subscribe('+switch-master');
+      }
+      const killed = await topology!.killMaster();
+      await waitFor(() => heard.size === 3, {
+        timeoutMs: onThisMachine(30_000),
+        intervalMs: 100,
+        what: 'the three sentinels to announce the switch',
+      });
+      const promoted = await topology!.masterPort();
+      expect(promoted).not.toBe(killed);
+      for (const message of heard.values())
+        expect(message).toMatch(new RegExp(`^${SENTINEL_MASTER_NAME} \\S+ \\d+ 127\\.0\\.0\\.1 ${promoted}$`));
 
-    // A sentinel writes an announcement to all its subscribers at once: by the time the test has
-    // heard all three, they are in the processes' sockets too, read before the scrape below.
-    expect(await failovers(workerUrl)).toBe(1);
-    expect(await failovers(combinedUrl)).toBe(1);
-    expect(await failovers(apiUrl)).toBe(1);
-  }, 60_000);
+      // A sentinel writes an announcement to all its subscribers at once: by the time the test has
+      // heard all three, they are in the processes' sockets too, read before the scrape below.
+      expect(await failovers(workerUrl)).toBe(1);
+      expect(await failovers(combinedUrl)).toBe(1);
+      expect(await failovers(apiUrl)).toBe(1);
+    },
+    onThisMachine(60_000),
+  );
 });

@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MasterSwitchWatcher, parseSwitch, type RedisEvents } from '@censo/shared';
 import { useTestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const testRedis = useTestRedis();
 const CHANNEL = '+switch-master';
@@ -63,7 +64,7 @@ async function watcher(options: { sentinels?: number; onSwitch?: RedisEvents['on
     name,
     subscribers,
     async announce(host, port) {
-      await waitFor(async () => (await subscribers()) > before, { timeoutMs: 5_000, what: "the watcher's subscription" });
+      await waitFor(async () => (await subscribers()) > before, { timeoutMs: onThisMachine(5_000), what: "the watcher's subscription" });
       await publisher.publish(CHANNEL, `${name} 10.0.0.1 6379 ${host} ${port}`);
     },
   };
@@ -158,14 +159,14 @@ describe('following +switch-master', () => {
     await Promise.all([once(a, 'ready'), once(b, 'ready')]);
     w.track(a);
     w.track(b);
-    await waitFor(async () => (await subscribers()) === before + 1, { timeoutMs: 5_000, what: 'the subscription' });
+    await waitFor(async () => (await subscribers()) === before + 1, { timeoutMs: onThisMachine(5_000), what: 'the subscription' });
     await a.quit();
     expect(await subscribers()).toBe(before + 1);
     await b.quit();
-    await waitFor(async () => (await subscribers()) === before, { timeoutMs: 5_000, what: 'the subscription to close' });
+    await waitFor(async () => (await subscribers()) === before, { timeoutMs: onThisMachine(5_000), what: 'the subscription to close' });
     // Connected again after it ended (as BullMQ does with its blocking connection): followed again.
     await b.connect();
-    await waitFor(async () => (await subscribers()) === before + 1, { timeoutMs: 5_000, what: 'the subscription again' });
+    await waitFor(async () => (await subscribers()) === before + 1, { timeoutMs: onThisMachine(5_000), what: 'the subscription again' });
     const closed = once(b, 'close');
     const { host, port } = address(b);
     w.switched(`${name} 10.0.0.1 6379 ${host} ${port + 1}`);
@@ -178,9 +179,9 @@ describe('following +switch-master', () => {
     const before = await subscribers();
     const switched = vi.spyOn(w, 'switched');
     w.track(client({ lazyConnect: true }));
-    await waitFor(async () => (await subscribers()) === before + 3, { timeoutMs: 5_000, what: 'the three subscriptions' });
+    await waitFor(async () => (await subscribers()) === before + 3, { timeoutMs: onThisMachine(5_000), what: 'the three subscriptions' });
     await client().publish(CHANNEL, `${name} 10.0.0.1 6379 10.0.0.2 6380`);
-    await waitFor(() => switched.mock.calls.length === 3, { timeoutMs: 5_000, what: 'the three announcements' });
+    await waitFor(() => switched.mock.calls.length === 3, { timeoutMs: onThisMachine(5_000), what: 'the three announcements' });
     expect(reported).toEqual([{ name, host: '10.0.0.2', port: 6380 }]);
   });
 

@@ -15,6 +15,7 @@ import { startWorker, type RunningWorker } from '@censo/worker';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, expectEmptyDir, formWith, post } from '../helpers/http.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const silent = createLogger({ logLevel: 'silent' }, {});
 const [basico] = fixtureCases();
@@ -103,76 +104,85 @@ const upload = async () =>
   post(api, '/api/divergencias-rf', await formWith([{ field: 'retorno', path: basico!.retorno.json, filename: 'retorno.json' }]));
 
 describe('Redis silently partitioned from the API', () => {
-  it('503 while it lasts; after it heals uploads succeed again within seconds, on new connections', async () => {
-    expect((await upload()).status).toBe(200);
+  it(
+    '503 while it lasts; after it heals uploads succeed again within seconds, on new connections',
+    async () => {
+      expect((await upload()).status).toBe(200);
 
-    proxy.partition();
-    const during = await upload();
-    expect(during.status).toBe(503);
-    expect(during.body).toEqual({ erro: 'Fila de processamento indisponível.' });
+      proxy.partition();
+      const during = await upload();
+      expect(during.status).toBe(503);
+      expect(during.body).toEqual({ erro: 'Fila de processamento indisponível.' });
 
-    proxy.heal();
-    // Bounded: 8 attempts (each 503 takes the 3 s enqueue timeout). The old sockets never answer again.
-    let recovered = false;
-    for (let i = 0; i < 8 && !recovered; i++) {
-      const res = await upload();
-      recovered = res.status === 200;
-      if (!recovered) {
-        expect(res.body).toEqual({ erro: 'Fila de processamento indisponível.' });
-        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      proxy.heal();
+      // Bounded: 8 attempts (each 503 takes the 3 s enqueue timeout). The old sockets never answer again.
+      let recovered = false;
+      for (let i = 0; i < 8 && !recovered; i++) {
+        const res = await upload();
+        recovered = res.status === 200;
+        if (!recovered) {
+          expect(res.body).toEqual({ erro: 'Fila de processamento indisponível.' });
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+        }
       }
-    }
-    expect(recovered).toBe(true);
-    expect((await upload()).status).toBe(200);
-    await expectEmptyDir(uploadDir);
-  }, 60_000);
+      expect(recovered).toBe(true);
+      expect((await upload()).status).toBe(200);
+      await expectEmptyDir(uploadDir);
+    },
+    onThisMachine(60_000),
+  );
 });
 
 describe('a connection lost with a command in flight', () => {
-  it("the lost socket's timeout does not cut the connection that replaced it (ioredis#2147)", async () => {
-    // A proxy that swallows the next command of the current connection and then drops it, as
-    // a master killed mid-command does; the client reconnects through it at once.
-    const target = new URL(redis.url);
-    let swallowNext = false;
-    const server = net.createServer((client) => {
-      const upstream = net.connect(Number(target.port || 6379), target.hostname);
-      for (const sock of [client, upstream]) sock.on('error', () => undefined);
-      client.on('data', (chunk) => {
-        if (!swallowNext) return void upstream.write(chunk);
-        swallowNext = false;
-        setTimeout(() => client.destroy(), 20);
+  it(
+    "the lost socket's timeout does not cut the connection that replaced it (ioredis#2147)",
+    async () => {
+      // A proxy that swallows the next command of the current connection and then drops it, as
+      // a master killed mid-command does; the client reconnects through it at once.
+      const target = new URL(redis.url);
+      let swallowNext = false;
+      const server = net.createServer((client) => {
+        const upstream = net.connect(Number(target.port || 6379), target.hostname);
+        for (const sock of [client, upstream]) sock.on('error', () => undefined);
+        client.on('data', (chunk) => {
+          if (!swallowNext) return void upstream.write(chunk);
+          swallowNext = false;
+          setTimeout(() => client.destroy(), 20);
+        });
+        upstream.on('data', (chunk) => client.write(chunk));
+        client.on('close', () => upstream.destroy());
+        upstream.on('close', () => client.destroy());
       });
-      upstream.on('data', (chunk) => client.write(chunk));
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as net.AddressInfo;
-    // A 1 s command timeout: the socket timeout is its floor, 5 s.
-    const client = createRedisClient({ kind: 'url', url: `redis://127.0.0.1:${port}`, password: null }, 'fail-fast', {
-      commandTimeout: 1_000,
-    });
-    const errors: string[] = [];
-    let closes = 0;
-    client.on('error', (err: Error) => errors.push(err.message));
-    client.on('close', () => closes++);
-    try {
-      await new Promise((resolve) => client.once('ready', resolve));
-      swallowNext = true;
-      await client.ping().catch(() => undefined); // lost with its connection
-      for (let i = 0; i < 50 && (closes === 0 || client.status !== 'ready'); i++) await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(client.status).toBe('ready');
-      const closesAfterReconnect = closes;
-      // Past the lost command's socket deadline (5 s), the new connection keeps answering.
-      for (let i = 0; i < 14; i++) {
-        expect(await client.ping()).toBe('PONG');
-        await new Promise((resolve) => setTimeout(resolve, 500));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as net.AddressInfo;
+      // A 1 s command timeout: the socket timeout is its floor, 5 s.
+      const client = createRedisClient({ kind: 'url', url: `redis://127.0.0.1:${port}`, password: null }, 'fail-fast', {
+        commandTimeout: 1_000,
+      });
+      const errors: string[] = [];
+      let closes = 0;
+      client.on('error', (err: Error) => errors.push(err.message));
+      client.on('close', () => closes++);
+      try {
+        await new Promise((resolve) => client.once('ready', resolve));
+        swallowNext = true;
+        await client.ping().catch(() => undefined); // lost with its connection
+        for (let i = 0; i < 50 && (closes === 0 || client.status !== 'ready'); i++)
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(client.status).toBe('ready');
+        const closesAfterReconnect = closes;
+        // Past the lost command's socket deadline (5 s), the new connection keeps answering.
+        for (let i = 0; i < 14; i++) {
+          expect(await client.ping()).toBe('PONG');
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+        expect(errors.filter((message) => message.startsWith('Socket timeout'))).toEqual([]);
+        expect(closes).toBe(closesAfterReconnect);
+      } finally {
+        await closeRedisClient(client);
+        await new Promise((resolve) => server.close(resolve));
       }
-      expect(errors.filter((message) => message.startsWith('Socket timeout'))).toEqual([]);
-      expect(closes).toBe(closesAfterReconnect);
-    } finally {
-      await closeRedisClient(client);
-      await new Promise((resolve) => server.close(resolve));
-    }
-  }, 30_000);
+    },
+    onThisMachine(30_000),
+  );
 });

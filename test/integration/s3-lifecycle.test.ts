@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, createStorage, loadConfig, type Storage } from '@censo/shared';
 import { S3_CREDENTIALS, startTestS3, type TestS3 } from '../helpers/s3.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const BUCKET = 'censo-lifecycle';
 const WARNING = /^the bucket's lifecycle rule expires objects after \d+ days, sooner than the \d+ h \(LOTE_MAX_HOURS \+ RESULT_TTL_HOURS\)/;
@@ -99,7 +100,7 @@ async function startAndCheck(env: Record<string, string> = {}, at = endpoint): P
     // Every outcome ends with exactly one of these: a warning per short rule comes before WHOLE
     // is skipped, so the check has ended once a warning, NOT_READABLE or WHOLE is there.
     await waitFor(() => lines.some((l) => l.msg === NOT_READABLE || l.msg === WHOLE || WARNING.test(String(l.msg))), {
-      timeoutMs: 15_000,
+      timeoutMs: onThisMachine(15_000),
       what: 'the lifecycle check',
     });
     return lines.filter((l) => l.msg === NOT_READABLE || l.msg === WHOLE || WARNING.test(String(l.msg)));

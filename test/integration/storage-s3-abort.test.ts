@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, createStorage, loadConfig, type Storage } from '@censo/shared';
 import { S3_CREDENTIALS, startTestS3, type TestS3 } from '../helpers/s3.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const MiB = 1024 * 1024;
 
@@ -86,29 +87,33 @@ async function abandonedUpload(storage: Storage): Promise<string> {
   await waitFor(() => counter.bytes >= 6 * MiB, { what: 'the first part to be read' });
   const before = aborts.length;
   await waitFor(() => s3.requests.some((r) => r.method === 'PUT' && /[?&]partNumber=1/.test(r.url)), {
-    timeoutMs: 10_000,
+    timeoutMs: onThisMachine(10_000),
     what: 'the first part to reach the bucket',
   });
   controller.abort(new Error('client gone'));
   await expect(written).rejects.toThrow('client gone');
-  await waitFor(() => aborts.length > before, { timeoutMs: 10_000, what: 'the AbortMultipartUpload request' });
+  await waitFor(() => aborts.length > before, { timeoutMs: onThisMachine(10_000), what: 'the AbortMultipartUpload request' });
   return area.ref('retorno.xlsx');
 }
 
 describe('a multipart upload whose abort fails', () => {
-  it('is logged at warn with its key and upload id', async () => {
-    const { storage, lines } = await storageWithLog();
-    try {
-      const key = await abandonedUpload(storage);
-      await waitFor(() => lines.some((l) => l.msg === 'could not abort a multipart upload'), {
-        timeoutMs: 10_000,
-        what: 'the warning',
-      });
-      const line = lines.find((l) => l.msg === 'could not abort a multipart upload')!;
-      expect(line).toMatchObject({ level: 40, key, uploadId: expect.any(String) });
-      expect(JSON.stringify(line.err)).toMatch(/storage failing|InternalError/);
-    } finally {
-      storage.close();
-    }
-  }, 30_000);
+  it(
+    'is logged at warn with its key and upload id',
+    async () => {
+      const { storage, lines } = await storageWithLog();
+      try {
+        const key = await abandonedUpload(storage);
+        await waitFor(() => lines.some((l) => l.msg === 'could not abort a multipart upload'), {
+          timeoutMs: onThisMachine(10_000),
+          what: 'the warning',
+        });
+        const line = lines.find((l) => l.msg === 'could not abort a multipart upload')!;
+        expect(line).toMatchObject({ level: 40, key, uploadId: expect.any(String) });
+        expect(JSON.stringify(line.err)).toMatch(/storage failing|InternalError/);
+      } finally {
+        storage.close();
+      }
+    },
+    onThisMachine(30_000),
+  );
 });

@@ -3,11 +3,9 @@
 // a task of its own (SPEC §7), and a worker of contract 1 leaving the group for a newer one (§9).
 // The real API, workers and job pool; the gate holds a task "running" so each state is reached
 // without depending on this machine's speed.
-import { readFile } from 'node:fs/promises';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   ERRORS,
   GROUP_JOB,
@@ -22,23 +20,16 @@ import {
 import { startWorker, type RunningWorker } from '@censo/worker';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { logLines } from '../helpers/log-lines.js';
-import { keysMatching, useTestRedis } from '../helpers/redis.js';
+import { useQueuePrelude } from '../helpers/queue-prelude.js';
+import { keysMatching } from '../helpers/redis.js';
 import { Gate, areaOf, gated, monitor, request, startHarness, waitForTarefa, type Answer, type Harness } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const DIVERGENCIAS = (basico.expectedDivergencias as { divergencias: unknown[] }).divergencias;
 
-const redisServer = useTestRedis();
-let json: Buffer;
-let redis: Redis;
-beforeAll(async () => {
-  json = await readFile(basico.retorno.json!);
-  redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
-});
-afterAll(async () => {
-  redis?.disconnect();
-});
+const prelude = useQueuePrelude();
 
 const harnesses: Harness[] = [];
 const workers: RunningWorker[] = [];
@@ -53,7 +44,7 @@ async function harness(
   env: Record<string, string>,
   options: { noWorker?: boolean; intervals?: { reconcileMs?: number } } = {},
 ): Promise<Harness> {
-  const server = await startHarness('queue', { redisUrl: redisServer.url, env: { TAREFAS_POR_JOB: '3', ...env }, ...options });
+  const server = await startHarness('queue', { redisUrl: prelude.url, env: { TAREFAS_POR_JOB: '3', ...env }, ...options });
   harnesses.push(server);
   return server;
 }
@@ -85,18 +76,18 @@ async function send(server: Harness, lote: string, count: number): Promise<Answe
   const form = new FormData();
   for (let i = 0; i < count; i++) {
     form.append('referencia', `1100000${i}`);
-    form.append('retorno', new Blob([json]), `escola-${i}.json`);
+    form.append('retorno', new Blob([prelude.json]), `escola-${i}.json`);
   }
   return request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: form });
 }
 
 const idsOf = (answer: Answer) => (answer.json().tarefas as Array<{ id: string }>).map((t) => t.id);
-const groupHashes = (server: Harness) => keysMatching(redis, `${server.config.queuePrefix}:${TASK_QUEUE}:grupo:*`);
+const groupHashes = (server: Harness) => keysMatching(prelude.redis, `${server.config.queuePrefix}:${TASK_QUEUE}:grupo:*`);
 const loteCounts = async (server: Harness, lote: string) =>
   (await request(server, 'GET', `/api/lotes/${lote}`)).json().tarefas as Record<string, number>;
 
 async function queuedJobs(server: Harness) {
-  const queue = new Queue(TASK_QUEUE, { connection: redis, prefix: server.config.queuePrefix });
+  const queue = new Queue(TASK_QUEUE, { connection: prelude.redis, prefix: server.config.queuePrefix });
   try {
     return (await queue.getJobs(['waiting', 'active', 'delayed', 'prioritized'])).map((job) => ({
       id: job.id!,
@@ -135,9 +126,12 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     // Each task's file went through the pool once.
     expect(server.gate.seen.map((job) => job.area).sort()).toEqual([...ids].sort());
     expect(await loteCounts(server, lote)).toMatchObject({ total: 5, concluida: 5, aguardando: 0, processando: 0 });
-    await waitFor(async () => (await groupHashes(server)).length === 0, { timeoutMs: 5_000, what: 'the groups to be forgotten' });
+    await waitFor(async () => (await groupHashes(server)).length === 0, {
+      timeoutMs: onThisMachine(5_000),
+      what: 'the groups to be forgotten',
+    });
     expect(await queuedJobs(server)).toEqual([]);
-    expect(await redis.get(`${server.config.queuePrefix}:${TASK_QUEUE}:grupos:aguardando`)).toBe('0');
+    expect(await prelude.redis.get(`${server.config.queuePrefix}:${TASK_QUEUE}:grupos:aguardando`)).toBe('0');
   });
 
   it("a group's tasks are processando one at a time, the rest aguardando, each with its own iniciada_em", async () => {
@@ -146,7 +140,7 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     const ids = idsOf(await send(server, lote, 3));
     server.gate.close();
     await worker(server, server.gate);
-    await waitFor(() => server.gate.held === 1, { timeoutMs: 10_000, what: 'the first task to be held' });
+    await waitFor(() => server.gate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the first task to be held' });
     expect(server.gate.seen[0]!.area).toBe(ids[0]);
     const first = await monitor(server, ids[0]!);
     expect(first.estado).toBe('processando');
@@ -163,12 +157,15 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     const ids = idsOf(await send(server, lote, 3));
     server.gate.close();
     const { lines } = await worker(server, server.gate);
-    await waitFor(() => server.gate.held === 1, { timeoutMs: 10_000, what: 'the first task to be held' });
+    await waitFor(() => server.gate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the first task to be held' });
 
     expect((await request(server, 'DELETE', `/api/tarefas/${ids[2]}`)).status).toBe(204);
     expect((await request(server, 'DELETE', `/api/tarefas/${ids[0]}`)).status).toBe(204);
     // The worker that holds the group stops the running task (its signal), and goes on.
-    await waitFor(() => server.gate.seen[0]!.signal?.aborted === true, { timeoutMs: 10_000, what: 'the running task to be stopped' });
+    await waitFor(() => server.gate.seen[0]!.signal?.aborted === true, {
+      timeoutMs: onThisMachine(10_000),
+      what: 'the running task to be stopped',
+    });
     expect(lines.filter((line) => line.msg === 'group task cancelled').map((line) => line.tarefa)).toEqual([ids[0]]);
     server.gate.open();
     expect((await waitForTarefa(server, ids[1]!)).estado).toBe('concluida');
@@ -176,7 +173,10 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     // The deleted waiting task never reached the pool.
     expect(server.gate.seen.map((job) => job.area)).toEqual([ids[0], ids[1]]);
     expect(await loteCounts(server, lote)).toMatchObject({ total: 1, concluida: 1 });
-    await waitFor(async () => (await groupHashes(server)).length === 0, { timeoutMs: 5_000, what: 'the group to be forgotten' });
+    await waitFor(async () => (await groupHashes(server)).length === 0, {
+      timeoutMs: onThisMachine(5_000),
+      what: 'the group to be forgotten',
+    });
     expect(await queuedJobs(server)).toEqual([]);
   });
 
@@ -188,7 +188,10 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     await worker(server, server.gate);
     const late = await waitForTarefa(server, ids[0]!, undefined, 15_000);
     expect(late).toMatchObject({ estado: 'falhou', erro: { status: ERRORS.JOB_TIMEOUT.status, erro: ERRORS.JOB_TIMEOUT.message } });
-    await waitFor(() => server.gate.seen[0]!.signal?.aborted === true, { timeoutMs: 10_000, what: 'the late task to be stopped' });
+    await waitFor(() => server.gate.seen[0]!.signal?.aborted === true, {
+      timeoutMs: onThisMachine(10_000),
+      what: 'the late task to be stopped',
+    });
     server.gate.open();
     expect((await waitForTarefa(server, ids[1]!)).estado).toBe('concluida');
     expect(await loteCounts(server, lote)).toMatchObject({ total: 2, concluida: 1, falhou: 1 });
@@ -200,7 +203,7 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     const ids = idsOf(await send(server, lote, 3));
     const older = await worker(server, server.gate, { contractVersion: 1 });
     await waitFor(() => older.lines.some((line) => line.msg === 'job of a newer contract left for a newer worker'), {
-      timeoutMs: 10_000,
+      timeoutMs: onThisMachine(10_000),
       what: 'the older worker to give the group back',
     });
     expect(older.lines.find((line) => line.msg === 'job of a newer contract left for a newer worker')).toMatchObject({
@@ -222,10 +225,13 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     gate.close();
     const first = await worker(server, gate);
     // Let the first task through, hold the second, stop the worker.
-    await waitFor(() => gate.held === 1, { timeoutMs: 10_000, what: 'the first task to be held' });
+    await waitFor(() => gate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the first task to be held' });
     gate.releaseOne();
-    await waitFor(async () => (await monitor(server, ids[0]!)).estado === 'concluida', { timeoutMs: 10_000, what: 'the first task' });
-    await waitFor(() => gate.held === 1, { timeoutMs: 10_000, what: 'the second task to be held' });
+    await waitFor(async () => (await monitor(server, ids[0]!)).estado === 'concluida', {
+      timeoutMs: onThisMachine(10_000),
+      what: 'the first task',
+    });
+    await waitFor(() => gate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the second task to be held' });
     await first.running.close();
     expect(gate.seen[1]!.signal?.aborted).toBe(true);
     expect((await monitor(server, ids[1]!)).estado).toBe('aguardando');
@@ -246,7 +252,7 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     // As an attempt that ended after the first task leaves it (the API stopped, say): its field
     // says finished, with the result that attempt recorded.
     const result = { ok: true as const, count: DIVERGENCIAS.length, bytes: 1 };
-    await redis.hset(grupo!, ids[0]!, finishedItem(Date.now() - 1_000, Date.now() - 500, { result }));
+    await prelude.redis.hset(grupo!, ids[0]!, finishedItem(Date.now() - 1_000, Date.now() - 500, { result }));
     await worker(server, server.gate);
     for (const id of ids) expect((await waitForTarefa(server, id)).estado).toBe('concluida');
     expect(server.gate.seen.map((job) => job.area)).toEqual([ids[1]]);
@@ -279,7 +285,7 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
     const lote = await createLote(server);
     const ids = idsOf(await send(server, lote, 2));
     // Job data comes from Redis: a group whose task list is not one fails without running any.
-    const queue = new Queue(TASK_QUEUE, { connection: redis, prefix: server.config.queuePrefix });
+    const queue = new Queue(TASK_QUEUE, { connection: prelude.redis, prefix: server.config.queuePrefix });
     try {
       const [group] = await queue.getJobs(['waiting']);
       await group!.updateData({ ...(group!.data as object), tarefas: 'nenhuma' });
@@ -287,7 +293,10 @@ describe('group jobs (TAREFAS_POR_JOB=3)', () => {
       await queue.close();
     }
     const { lines } = await worker(server, server.gate);
-    await waitFor(async () => (await loteCounts(server, lote)).falhou === 2, { timeoutMs: 10_000, what: 'the batch to count both ends' });
+    await waitFor(async () => (await loteCounts(server, lote)).falhou === 2, {
+      timeoutMs: onThisMachine(10_000),
+      what: 'the batch to count both ends',
+    });
     for (const id of ids)
       expect(await monitor(server, id)).toMatchObject({ estado: 'falhou', erro: { status: 500, erro: httpMessages.internal } });
     expect(server.gate.seen).toEqual([]);

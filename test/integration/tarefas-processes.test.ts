@@ -9,10 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TASK_QUEUE, closeRedisClient, createRedisClient, loadConfig } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { API_KEY, formWith, type UploadFile } from '../helpers/http.js';
-import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
+import { type ServiceProcess } from '../helpers/processes.js';
+import { processEnv, startApiProcess, startWorkerProcess } from '../helpers/queue-processes.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 import { postAsync, request, waitForTarefa } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const retorno: UploadFile = { field: 'retorno', path: basico.retorno.xlsx, filename: 'retorno.xlsx' };
@@ -34,25 +36,17 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const env = () => ({
-  REDIS_URL: redis.url,
-  QUEUE_PREFIX: queuePrefix,
-  UPLOAD_DIR: uploadDir,
-  API_KEY,
-  LOG_LEVEL: 'info',
-  WORKER_CONCURRENCY: '1',
-});
+const env = () => processEnv({ redisUrl: redis.url, queuePrefix, uploadDir }, { API_KEY });
 
 async function startApi(): Promise<{ process: ServiceProcess; url: string }> {
-  const process = startServiceProcess('services/api/dist/main.js', { ...env(), HOST: '127.0.0.1', PORT: '0' }, ['--role=api']);
-  running.push(process);
-  return { process, url: (await process.line('censo-api listening')).url as string };
+  const api = await startApiProcess(env());
+  running.push(api.process);
+  return api;
 }
 
-async function startWorkerProcess(): Promise<ServiceProcess> {
-  const worker = startServiceProcess('services/worker/dist/main.js', env());
+async function startWorker(): Promise<ServiceProcess> {
+  const worker = await startWorkerProcess(env());
   running.push(worker);
-  await worker.line('worker started');
   return worker;
 }
 
@@ -65,7 +59,7 @@ describe('queue mode, API and worker processes', () => {
     expect((await request(first, 'GET', `/api/tarefas/${id}`)).json().estado).toBe('aguardando');
     await first.process.stop();
 
-    await startWorkerProcess();
+    await startWorker();
     const second = await startApi();
     const done = await waitForTarefa(second, id);
     expect(done.estado).toBe('concluida');
@@ -108,11 +102,14 @@ describe('queue mode, API and worker processes', () => {
     await a.process.stop();
 
     // The job runs and ends with no API listening to the queue's events.
-    const worker = await startWorkerProcess();
+    const worker = await startWorker();
     const connection = createRedisClient(loadConfig({ REDIS_URL: redis.url }).redis!, 'worker');
     const queue = new Queue(TASK_QUEUE, { connection, prefix: queuePrefix });
     try {
-      await waitFor(async () => (await queue.getJobState(id)) === 'completed', { timeoutMs: 30_000, what: 'the job to complete' });
+      await waitFor(async () => (await queue.getJobState(id)) === 'completed', {
+        timeoutMs: onThisMachine(30_000),
+        what: 'the job to complete',
+      });
     } finally {
       await queue.close();
       await closeRedisClient(connection);
@@ -122,7 +119,7 @@ describe('queue mode, API and worker processes', () => {
     // A new API never saw that event: its reconciler finds the end in the job.
     const b = await startApi();
     await waitFor(async () => (await request(b, 'GET', `/api/lotes/${lote}`)).json().estado === 'concluido', {
-      timeoutMs: 30_000,
+      timeoutMs: onThisMachine(30_000),
       what: 'the batch to end',
     });
     expect((await request(b, 'GET', `/api/lotes/${lote}`)).json().tarefas).toMatchObject({ total: 1, concluida: 1 });

@@ -6,6 +6,7 @@ import { fixtureCases } from '../helpers/fixtures.js';
 import { startRedisProxy, startTestRedis, type RedisProxy, type TestRedis } from '../helpers/redis.js';
 import { postAsync, request, startHarness, waitForTarefa, type Harness } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const retorno = { field: 'retorno', path: basico.retorno.json, filename: 'retorno.json' };
@@ -54,7 +55,7 @@ describe('Redis unreachable', () => {
 
     await proxy.restore();
     await waitFor(async () => (await request(server, 'GET', `/api/tarefas/${id}`)).status === 200, {
-      timeoutMs: 20_000,
+      timeoutMs: onThisMachine(20_000),
       what: 'Redis back',
     });
     expect((await request(server, 'GET', `/api/tarefas/${id}`)).json().estado).toBe('concluida');

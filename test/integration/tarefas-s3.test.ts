@@ -11,6 +11,7 @@ import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { S3_CREDENTIALS, startTestS3, type TestS3 } from '../helpers/s3.js';
 import { MODES, postAsync, request, startHarness, waitForTarefa, type Harness, type Mode } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const basico = fixtureCases().find((c) => c.name === 'basico')!;
 const retorno: UploadFile = { field: 'retorno', path: basico.retorno.xlsx, filename: 'retorno.xlsx' };
@@ -79,7 +80,10 @@ describe.each(MODES)('%s mode on an S3 bucket', (mode: Mode) => {
     const id = (await postAsync(short, '/api/divergencias-rf', [retorno])).json().id as string;
     await waitForTarefa(short, id);
     await waitFor(async () => JSON.stringify(await objects(id, `${prefix}short/`)) === '["resultado"]', { what: 'the result object' });
-    await waitFor(async () => (await request(short, 'GET', `/api/tarefas/${id}`)).status === 404, { timeoutMs: 15_000, what: 'expiry' });
+    await waitFor(async () => (await request(short, 'GET', `/api/tarefas/${id}`)).status === 404, {
+      timeoutMs: onThisMachine(15_000),
+      what: 'expiry',
+    });
     await waitFor(async () => (await objects(id, `${prefix}short/`)).length === 0, { what: 'the bucket to be emptied' });
   });
 

@@ -4,7 +4,7 @@
 // the same reads, the same guarded commits, the same sorted-set pages, the same expiry.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryStore, createRedisStore, type TarefaStore } from '@censo/api';
+import { createMemoryStore, createRedisStore, type TarefaStore } from '@censo/api/testing';
 import { deleteKeys, uniqueQueuePrefix, useTestRedis } from '../helpers/redis.js';
 
 const testRedis = useTestRedis();

@@ -9,6 +9,7 @@ import { createBullmqRunner } from '@censo/api';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { freePort } from '../helpers/ports.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
+import { processEnv } from '../helpers/queue-processes.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 
 const METRICS_TOKEN = 'metrics-token';
@@ -37,15 +38,8 @@ afterAll(async () => {
   await rm(uploadDir, { recursive: true, force: true });
 });
 
-const env = (extra: Record<string, string> = {}) => ({
-  REDIS_URL: redis.url,
-  QUEUE_PREFIX: prefix,
-  UPLOAD_DIR: uploadDir,
-  WORKER_CONCURRENCY: '1',
-  LOG_LEVEL: 'info',
-  METRICS_TOKEN,
-  ...extra,
-});
+const env = (extra: Record<string, string> = {}) =>
+  processEnv({ redisUrl: redis.url, queuePrefix: prefix, uploadDir }, { METRICS_TOKEN, ...extra });
 
 describe('worker health server', () => {
   it('is not started without PORT, so a worker never takes the API default port', async () => {

@@ -1,10 +1,13 @@
 // The import rules docs/desenvolvimento.md states, read from the sources: nothing but the app's
 // assembly imports the HTTP routes; the query and staff sign-in rooms stand alone; the worker and
 // the CLI build on the shared package only, never on the API. The core's purity is eslint's rule.
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { findCycles } from '../../scripts/import-cycles.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -43,9 +46,9 @@ describe('what each room of services/api/src may import', () => {
     expect(new Set(apiFiles.map(roomOf))).toEqual(new Set(['.', 'auth', 'http', 'jobs', 'plugins', 'query', 'routes', 'safra', 'tarefas']));
   });
 
-  it('routes/ is imported only by app.ts and index.ts (no domain module reaches for a route)', () => {
+  it('routes/ is imported only by app.ts and the entries index.ts and testing.ts (no domain module reaches for a route)', () => {
     const importers = apiFiles.filter((file) => roomOf(file) !== 'routes' && roomsImported(file).includes('routes'));
-    expect(importers.sort()).toEqual([`${API}/app.ts`, `${API}/index.ts`]);
+    expect(importers.sort()).toEqual([`${API}/app.ts`, `${API}/index.ts`, `${API}/testing.ts`]);
   });
 
   it.each(['query', 'auth'])('%s/ imports no other room of the API', (room) => {
@@ -91,5 +94,91 @@ describe('the layers, enforced by lint (eslint.config.js)', () => {
     const arrows = result!.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
     if (allowed) expect(arrows).toEqual([]);
     else expect(arrows).toEqual([expect.stringContaining('An arrow up a layer.')]);
+  });
+});
+
+describe('no import circles in the core or the API (npm run lint: scripts/import-cycles.mjs)', () => {
+  it.each(['shared/src/core', 'services/api/src'])('%s has none', (dir) => {
+    expect(findCycles(path.join(ROOT, dir))).toEqual([]);
+  });
+
+  it('is part of npm run lint, for both folders', () => {
+    const { scripts } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(scripts.lint).toContain('node scripts/import-cycles.mjs shared/src/core services/api/src');
+  });
+
+  // A planted circle, the way today's was (a type imported both ways, through a folder), and one
+  // through a re-export and a dynamic import: each is found; the same modules without it, not.
+  const planted = mkdtempSync(path.join(os.tmpdir(), 'censo-cycles-'));
+  afterAll(() => rmSync(planted, { recursive: true, force: true }));
+  const plant = (name: string, files: Record<string, string>): string => {
+    const dir = path.join(planted, name);
+    for (const [file, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      writeFileSync(path.join(dir, file), text);
+    }
+    return dir;
+  };
+
+  it('finds a planted circle of types through a folder', () => {
+    const dir = plant('types', {
+      'types.ts': "import type { NaoAplicada } from './censo/corrigido.js';\nexport type Chave = NaoAplicada | string;\n",
+      'censo/corrigido.ts': "import type { Chave } from '../types.js';\nexport type NaoAplicada = { chave: Chave };\n",
+      'censo/txt.ts': "import type { Chave } from '../types.js';\nexport const t = (c: Chave) => c;\n",
+    });
+    expect(findCycles(dir)).toEqual([['censo/corrigido.ts', 'types.ts']]);
+    writeFileSync(path.join(dir, 'types.ts'), 'export type Chave = string;\n');
+    expect(findCycles(dir)).toEqual([]);
+  });
+
+  it('finds a circle through a re-export, an index and a dynamic import', () => {
+    const dir = plant('longer', {
+      'a.ts': "export * from './b/index.js';\n",
+      'b/index.ts': "export { c } from '../c.js';\n",
+      'c.ts': "export const c = () => import('./a.js');\n",
+    });
+    expect(findCycles(dir)).toEqual([['a.ts', 'b/index.ts', 'c.ts']]);
+  });
+
+  it('the lint step fails on a planted circle, naming it, and passes without one', () => {
+    const dir = plant('lint', {
+      'types.ts': "import type { Correcao } from './reimportacao/correcao.js';\nexport type Chave = Correcao | string;\n",
+      'reimportacao/correcao.ts': "import type { Chave } from '../types.js';\nexport type Correcao = { chave: Chave };\n",
+    });
+    const lint = (...dirs: string[]) =>
+      spawnSync(process.execPath, [path.join(ROOT, 'scripts/import-cycles.mjs'), ...dirs], { encoding: 'utf8' });
+    const failed = lint(path.join(ROOT, 'services/api/src'), dir);
+    expect([failed.status, failed.stdout, failed.stderr]).toEqual([
+      1,
+      '',
+      `${dir}: import circle: reimportacao/correcao.ts → types.ts → reimportacao/correcao.ts\n`,
+    ]);
+    const clean = lint(path.join(ROOT, 'shared/src/core'), path.join(ROOT, 'services/api/src'));
+    expect([clean.status, clean.stderr]).toEqual([0, '']);
+  });
+});
+
+describe("@censo/api's public surface and its testing entry", () => {
+  it('the seams the tests use are in @censo/api/testing only', async () => {
+    const api = await import('@censo/api');
+    const testing = await import('@censo/api/testing');
+    const seams = Object.keys(testing).sort();
+    expect(seams).toEqual([
+      'MAX_QUIET_SKIP',
+      'Maintenance',
+      'checkWebhookDestination',
+      'createMemoryStore',
+      'createRedisStore',
+      'deliverWebhook',
+      'jsonListItems',
+      'parseWebhookUrl',
+    ]);
+    expect(seams.filter((name) => name in api)).toEqual([]);
+  });
+});
+
+describe('the mode is decided in one place (server.ts, through the task backend)', () => {
+  it.each([...sources(`${API}/auth`), `${API}/plugins/rate-limit.ts`])('%s never asks the config for Redis', (file) => {
+    expect(readFileSync(path.join(ROOT, file), 'utf8')).not.toMatch(/config\.redis\b|\bqueuePrefix\b/);
   });
 });

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { BadInputError, mergePessoas, readRetorno, TxtMismatchError, type DivergenciaLida } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { HEADER, tempPath, textRow, workbookParts, zipParts } from '../helpers/xlsx-builders.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const [basico] = fixtureCases();
 if (!basico) throw new Error('no fixtures');
@@ -16,7 +17,7 @@ if (!basico) throw new Error('no fixtures');
 const JSON_BYTES = readFileSync(basico.retorno.json);
 const XLSX_BYTES = readFileSync(basico.retorno.xlsx);
 const TXT_BYTES = readFileSync(basico.txt);
-const HANG_MS = 5000;
+const HANG_MS = onThisMachine(5000);
 
 const rfDivergencia = (linha: string, codigo: string): DivergenciaLida => ({
   codigo_na_escola: codigo,
@@ -133,37 +134,53 @@ async function fuzzFile(ext: string, base: Buffer, read: (path: string) => Promi
 }
 
 describe('fuzz', () => {
-  it('JSON return reader', async () => {
-    await fuzzFile('json', JSON_BYTES, (p) => readAll(p, 'json'), 1000);
-  }, 30_000);
+  it(
+    'JSON return reader',
+    async () => {
+      await fuzzFile('json', JSON_BYTES, (p) => readAll(p, 'json'), 1000);
+    },
+    onThisMachine(30_000),
+  );
 
-  it('xlsx return reader: mutated zip bytes', async () => {
-    await fuzzFile('xlsx', XLSX_BYTES, (p) => readAll(p, 'xlsx'), 500);
-  }, 30_000);
+  it(
+    'xlsx return reader: mutated zip bytes',
+    async () => {
+      await fuzzFile('xlsx', XLSX_BYTES, (p) => readAll(p, 'xlsx'), 500);
+    },
+    onThisMachine(30_000),
+  );
 
-  it('xlsx return reader: mutated sheet XML inside a valid zip', async () => {
-    const parts = workbookParts({
-      sheets: [{ rows: textRow(1, [...HEADER]) + textRow(2, ['30', '2', 'ALU0001', 'CPF', 'Receita Federal', '1 -- 2']) }],
-      sharedStrings: ['a', 'b'],
-    });
-    const sheet = Buffer.from(String(parts['xl/worksheets/sheet1.xml']));
-    const strings = Buffer.from(String(parts['xl/sharedStrings.xml']));
-    await fc.assert(
-      fc.asyncProperty(mutations, fc.boolean(), async (ms, inStrings) => {
-        const mutated = {
-          ...parts,
-          [inStrings ? 'xl/sharedStrings.xml' : 'xl/worksheets/sheet1.xml']: apply(inStrings ? strings : sheet, ms),
-        };
-        const path = await zipParts(mutated);
-        await onlyBadInput(() => readAll(path, 'xlsx'));
-      }),
-      { numRuns: 300 },
-    );
-  }, 30_000);
+  it(
+    'xlsx return reader: mutated sheet XML inside a valid zip',
+    async () => {
+      const parts = workbookParts({
+        sheets: [{ rows: textRow(1, [...HEADER]) + textRow(2, ['30', '2', 'ALU0001', 'CPF', 'Receita Federal', '1 -- 2']) }],
+        sharedStrings: ['a', 'b'],
+      });
+      const sheet = Buffer.from(String(parts['xl/worksheets/sheet1.xml']));
+      const strings = Buffer.from(String(parts['xl/sharedStrings.xml']));
+      await fc.assert(
+        fc.asyncProperty(mutations, fc.boolean(), async (ms, inStrings) => {
+          const mutated = {
+            ...parts,
+            [inStrings ? 'xl/sharedStrings.xml' : 'xl/worksheets/sheet1.xml']: apply(inStrings ? strings : sheet, ms),
+          };
+          const path = await zipParts(mutated);
+          await onlyBadInput(() => readAll(path, 'xlsx'));
+        }),
+        { numRuns: 300 },
+      );
+    },
+    onThisMachine(30_000),
+  );
 
-  it('census txt parser', async () => {
-    // The merge's both passes over a mangled file: persons, a mismatch (422), or a clean 400.
-    const divergencias = [...Array.from({ length: 12 }, (_, i) => rfDivergencia(String(i + 1), '')), rfDivergencia('', 'ALU0001')];
-    await fuzzFile('txt', TXT_BYTES, (p) => mergePessoas(divergencias, p).catch((err: unknown) => expectMismatch(err)), 800);
-  }, 30_000);
+  it(
+    'census txt parser',
+    async () => {
+      // The merge's both passes over a mangled file: persons, a mismatch (422), or a clean 400.
+      const divergencias = [...Array.from({ length: 12 }, (_, i) => rfDivergencia(String(i + 1), '')), rfDivergencia('', 'ALU0001')];
+      await fuzzFile('txt', TXT_BYTES, (p) => mergePessoas(divergencias, p).catch((err: unknown) => expectMismatch(err)), 800);
+    },
+    onThisMachine(30_000),
+  );
 });

@@ -2,7 +2,7 @@
 // (their ends come by their hints), and looks at every pass again once it records an end (hints
 // are being missed). The running tasks' timeout check runs every pass regardless.
 import { describe, expect, it } from 'vitest';
-import { Maintenance, MAX_QUIET_SKIP, type TarefasService } from '@censo/api';
+import { Maintenance, MAX_QUIET_SKIP, type TarefasService } from '@censo/api/testing';
 
 function fakeService(page: string[]) {
   const calls = { scans: 0, running: 0, finished: [] as string[] };

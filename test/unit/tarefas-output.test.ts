@@ -9,8 +9,9 @@ import { buffer } from 'node:stream/consumers';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonListChunks, XLSX_MAX_DATA_ROWS, xlsxStream } from '@censo/shared';
-import { jsonListItems } from '@censo/api';
+import { jsonListItems } from '@censo/api/testing';
 import { workbookSheets } from '../helpers/tarefas.js';
+import { onThisMachine } from '../helpers/deadline.js';
 
 const run = promisify(execFile);
 let work: string;
@@ -43,35 +44,39 @@ describe('xlsxStream', () => {
   it('LibreOffice opens a workbook of several sheets', async () => {
     const file = path.join(work, 'varias.xlsx');
     await writeFile(file, await buffer(xlsxStream('divergencias', ['a', 'b'], rows(7), { maxRowsPerSheet: 3 })));
-    await run('soffice', ['--headless', '--convert-to', 'csv', '--outdir', work, file], { timeout: 120_000 });
+    await run('soffice', ['--headless', '--convert-to', 'csv', '--outdir', work, file], { timeout: onThisMachine(120_000) });
     expect(await readdir(work)).toContain('varias.csv');
   });
 
-  it('goes on to a second sheet after 1,048,575 data rows, as Excel shows at most 1,048,576 rows', { timeout: 120_000 }, async () => {
-    expect(XLSX_MAX_DATA_ROWS).toBe(1_048_575);
-    const file = path.join(work, 'grande.xlsx');
-    await writeFile(
-      file,
-      await buffer(
-        xlsxStream(
-          'd',
-          ['a'],
-          (async function* () {
-            for (let i = 1; i <= XLSX_MAX_DATA_ROWS + 2; i++) yield [String(i)];
-          })(),
+  it(
+    'goes on to a second sheet after 1,048,575 data rows, as Excel shows at most 1,048,576 rows',
+    { timeout: onThisMachine(120_000) },
+    async () => {
+      expect(XLSX_MAX_DATA_ROWS).toBe(1_048_575);
+      const file = path.join(work, 'grande.xlsx');
+      await writeFile(
+        file,
+        await buffer(
+          xlsxStream(
+            'd',
+            ['a'],
+            (async function* () {
+              for (let i = 1; i <= XLSX_MAX_DATA_ROWS + 2; i++) yield [String(i)];
+            })(),
+          ),
         ),
-      ),
-    );
-    const unzip = async (entry: string) => (await run('unzip', ['-p', file, entry], { maxBuffer: 256 * 1024 * 1024 })).stdout;
-    expect(await unzip('xl/workbook.xml')).toContain(
-      '<sheet name="d" sheetId="1" r:id="rId1"/><sheet name="d 2" sheetId="2" r:id="rId2"/></sheets>',
-    );
-    const first = await unzip('xl/worksheets/sheet1.xml');
-    expect(first.slice(-200)).toContain(`<row r="1048576"><c r="A1048576" t="inlineStr" s="2"><is><t>${XLSX_MAX_DATA_ROWS}</t>`);
-    const second = await unzip('xl/worksheets/sheet2.xml');
-    expect([...second.matchAll(/<row r="(\d+)">/g)].map((m) => m[1])).toEqual(['1', '2', '3']);
-    expect(second).toContain(`<t>${XLSX_MAX_DATA_ROWS + 2}</t>`);
-  });
+      );
+      const unzip = async (entry: string) => (await run('unzip', ['-p', file, entry], { maxBuffer: 256 * 1024 * 1024 })).stdout;
+      expect(await unzip('xl/workbook.xml')).toContain(
+        '<sheet name="d" sheetId="1" r:id="rId1"/><sheet name="d 2" sheetId="2" r:id="rId2"/></sheets>',
+      );
+      const first = await unzip('xl/worksheets/sheet1.xml');
+      expect(first.slice(-200)).toContain(`<row r="1048576"><c r="A1048576" t="inlineStr" s="2"><is><t>${XLSX_MAX_DATA_ROWS}</t>`);
+      const second = await unzip('xl/worksheets/sheet2.xml');
+      expect([...second.matchAll(/<row r="(\d+)">/g)].map((m) => m[1])).toEqual(['1', '2', '3']);
+      expect(second).toContain(`<t>${XLSX_MAX_DATA_ROWS + 2}</t>`);
+    },
+  );
 });
 
 describe('jsonListItems', () => {

@@ -3,7 +3,7 @@
 // resolution has a 5 s deadline, and the refusals that WEBHOOK_ALLOW_PRIVATE lifts name it.
 import type { LookupAddress } from 'node:dns';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { checkWebhookDestination, deliverWebhook, parseWebhookUrl } from '@censo/api';
+import { checkWebhookDestination, deliverWebhook, parseWebhookUrl } from '@censo/api/testing';
 
 const PRIVATE = 'endereço privado ou local (defina WEBHOOK_ALLOW_PRIVATE=true para redes internas)';
 const UNRESOLVED = 'nome não resolvido';

@@ -116,9 +116,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(openApiPlugin);
   await app.register(metricsPlugin, { config, runner, logger: deps.logger });
   // Attaches a route-level hook to the /api/* routes, which runs after the scope's auth hook.
-  await app.register(rateLimitPlugin, { config, logger: deps.logger });
+  await app.register(rateLimitPlugin, { config, shared: deps.tasks.shared, logger: deps.logger });
   // Sessions and /auth/* (with OIDC_ISSUER) and the access log, before the /api/* scopes.
-  await app.register(staffAccessPlugin, { config, logger: deps.logger, sessionLifetimes: deps.sessionLifetimes });
+  await app.register(staffAccessPlugin, {
+    config,
+    logger: deps.logger,
+    shared: deps.tasks.shared,
+    sessionLifetimes: deps.sessionLifetimes,
+  });
   const staff = app.staffSessions;
 
   const probes: ReadinessProbe[] = [];

@@ -11,11 +11,7 @@ export { errorsPlugin } from './plugins/errors.js';
 export { createBullmqRunner, type BullmqRunner } from './jobs/bullmq.js';
 export { embeddedTaskBackend, type TaskBackend } from './jobs/task-backend.js';
 export { queueTaskBackend } from './jobs/queue-task-backend.js';
-export { jsonListItems } from './routes/tarefas/results.js';
-export { deliverWebhook, checkWebhookDestination, parseWebhookUrl, webhookSignature } from './tarefas/webhooks.js';
-// The store's two adapters, for the contract suite that holds them to one behaviour (test/integration/tarefas-store-contract.test.ts).
-export { createMemoryStore } from './tarefas/store-memory.js';
-export { createRedisStore } from './tarefas/store-redis.js';
-export type { TarefaStore } from './tarefas/store.js';
-export { Maintenance, MAX_QUIET_SKIP } from './tarefas/maintenance.js';
-export type { TarefasService } from './tarefas/service.js';
+// A receiver checks a delivery's signature with the function the service signs with.
+export { webhookSignature } from './tarefas/webhooks.js';
+// The seams the tests reach through (the stores' adapters, the maintenance loop, the webhook
+// delivery) are in ./testing.ts, the package's `@censo/api/testing` entry, not here.

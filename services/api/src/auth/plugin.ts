@@ -4,7 +4,7 @@
 import cookie from '@fastify/cookie';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { createRedisClient, throttledErrorLog, type Config, type Logger } from '@censo/shared';
+import { createRedisClient, throttledErrorLog, type Config, type Logger, type RedisConfig } from '@censo/shared';
 import { accessLogPlugin, openAccessLog } from './access-log.js';
 import { RelyingParty } from './oidc.js';
 import { signInRoutes } from './routes.js';
@@ -14,6 +14,12 @@ import { SESSION_LIFETIMES, StaffSessions, type SessionLifetimes } from './sessi
 export interface StaffAccessOptions {
   readonly config: Config;
   readonly logger: Logger;
+  /**
+   * Where sessions live, as the task backend decided where the process starts (the app passes
+   * its `shared`): the queue's Redis under its prefix, so every replica knows every session, or
+   * null for this process. Never read from the config here: the mode is decided in one place.
+   */
+  readonly shared: { readonly redis: RedisConfig; readonly prefix: string } | null;
   /** SPEC §8's 30 min / 8 h unless a test shortens them; deliberately not a setting. */
   readonly sessionLifetimes?: SessionLifetimes;
 }
@@ -25,16 +31,16 @@ declare module 'fastify' {
   }
 }
 
-function sessionStore(config: Config, logger: Logger): SessionStore {
-  if (config.redis === null) return createMemorySessionStore();
+function sessionStore(shared: StaffAccessOptions['shared'], logger: Logger): SessionStore {
+  if (shared === null) return createMemorySessionStore();
   // Fail fast: a sign-in or an /api/* call with a session gets its 503 at once while Redis is away.
-  const redis = createRedisClient(config.redis, 'fail-fast');
+  const redis = createRedisClient(shared.redis, 'fail-fast');
   const report = throttledErrorLog(logger);
   redis.on('error', (err) => report('sessions', err));
-  return createRedisSessionStore(redis, config.queuePrefix);
+  return createRedisSessionStore(redis, shared.prefix);
 }
 
-async function staffAccess(app: FastifyInstance, { config, logger, sessionLifetimes }: StaffAccessOptions): Promise<void> {
+async function staffAccess(app: FastifyInstance, { config, logger, shared, sessionLifetimes }: StaffAccessOptions): Promise<void> {
   const log = openAccessLog(config.accessLog, (err) => logger.error({ err }, 'access log write failed'));
   await app.register(accessLogPlugin, { log });
   const settings = config.signIn;
@@ -48,7 +54,7 @@ async function staffAccess(app: FastifyInstance, { config, logger, sessionLifeti
     return;
   }
   await app.register(cookie);
-  const store = sessionStore(config, logger);
+  const store = sessionStore(shared, logger);
   app.addHook('onClose', async () => store.close());
   const sessions = new StaffSessions(store, settings.sessionSecret, sessionLifetimes ?? SESSION_LIFETIMES, {
     secure: new URL(settings.publicUrl).protocol === 'https:',

@@ -5,6 +5,12 @@ import type { BullmqRunner } from './bullmq.js';
 import type { TaskBackend } from './task-backend.js';
 
 /** Queue mode: records in Redis under the queue's prefix, jobs on the tasks' queue of `runner`. */
-export function queueTaskBackend(runner: BullmqRunner, config: Pick<Config, 'queuePrefix'>): TaskBackend {
-  return { store: createRedisStore(runner.redis, config.queuePrefix), execution: runner.tasks, close: async () => {} };
+export function queueTaskBackend(runner: BullmqRunner, config: Pick<Config, 'queuePrefix' | 'redis'>): TaskBackend {
+  if (config.redis === null) throw new Error('queue mode needs REDIS_URL');
+  return {
+    store: createRedisStore(runner.redis, config.queuePrefix),
+    execution: runner.tasks,
+    shared: { redis: config.redis, prefix: config.queuePrefix },
+    close: async () => {},
+  };
 }

@@ -1,7 +1,8 @@
 // Per-key rate limit on /api/* (RATE_LIMIT_PER_MINUTE, 0 = off). The hook is route-level, so it
 // runs after the scope's auth hook: only requests with a valid key are counted, and they are
 // counted by a hash of that key, so the raw key is never a map key, a label or a log field.
-// With Redis configured the counters live in Redis, so the limit holds across every API replica.
+// In queue mode (the task backend's decision, jobs/task-backend.ts) the counters live in the queue's
+// Redis, so the limit holds across every API replica.
 // A Redis that does not answer within 500 ms lets the request through unchecked (fail open: a
 // slow counter must not hold the service); each such request is counted in
 // `censo_rate_limit_skipped_total` and the first of an outage is logged, so an operator can see
@@ -18,6 +19,7 @@ import fp from 'fastify-plugin';
 import { Counter } from 'prom-client';
 import { RateLimitedError, createRedisClient, settlesWithin, type Config, type Logger, type RedisClient } from '@censo/shared';
 import { headerToken } from '../http/auth.js';
+import type { SharedRedis } from '../jobs/task-backend.js';
 
 export function rateLimitKey(request: FastifyRequest): string {
   return createHash('sha256')
@@ -25,7 +27,7 @@ export function rateLimitKey(request: FastifyRequest): string {
     .digest('base64url');
 }
 
-export type RateLimitOptions = Pick<Config, 'rateLimitPerMinute' | 'redis' | 'queuePrefix'>;
+export type RateLimitOptions = Pick<Config, 'rateLimitPerMinute'>;
 
 /** How long the limiter waits for Redis before letting a request through unchecked. */
 const REDIS_CHECK_TIMEOUT_MS = 500;
@@ -69,16 +71,18 @@ function observedRedisStore(redis: RedisClient, nameSpace: string, counted: (err
 
 export interface RateLimitPluginOptions {
   readonly config: RateLimitOptions;
+  /** Where the counters live, as the task backend decided (jobs/task-backend.ts): null, this process. */
+  readonly shared: SharedRedis | null;
   readonly logger: Pick<Logger, 'warn' | 'info'>;
 }
 
-async function rateLimitPerKey(app: FastifyInstance, { config, logger }: RateLimitPluginOptions): Promise<void> {
+async function rateLimitPerKey(app: FastifyInstance, { config, shared, logger }: RateLimitPluginOptions): Promise<void> {
   const perMinute = config.rateLimitPerMinute;
   if (perMinute <= 0) return;
   let store: FastifyRateLimitStoreCtor | undefined;
-  if (config.redis) {
+  if (shared) {
     // A slow or absent Redis must not hold requests: fail the check fast and let it pass.
-    const redis = createRedisClient(config.redis, 'fail-fast', {
+    const redis = createRedisClient(shared.redis, 'fail-fast', {
       connectTimeout: CONNECT_TIMEOUT_MS,
       commandTimeout: REDIS_CHECK_TIMEOUT_MS,
       maxRetriesPerRequest: 0,
@@ -97,7 +101,7 @@ async function rateLimitPerKey(app: FastifyInstance, { config, logger }: RateLim
     });
     // One line when the checks start failing and one when they work again, not one per request.
     let outage = false;
-    store = observedRedisStore(redis, `${config.queuePrefix}:rate-limit:`, (err) => {
+    store = observedRedisStore(redis, `${shared.prefix}:rate-limit:`, (err) => {
       if (err) {
         skippedTotal.inc();
         if (!outage) logger.warn({ err }, 'rate limit not applied: Redis did not answer the limiter, requests pass unchecked');
