@@ -209,6 +209,51 @@ describe('tracing on: an OTLP endpoint set', () => {
   );
 
   it(
+    "a batch's file trace links to its batch's trace, and the job's run on its thread is in the file's trace",
+    async () => {
+      const created = await fetch(`${apiUrl}/api/lotes`, {
+        method: 'POST',
+        body: JSON.stringify({ nome: 'rastro' }),
+        headers: { 'x-api-key': API_KEY, 'content-type': 'application/json' },
+      });
+      expect(created.status).toBe(201);
+      const lote = (await created.json()) as { id: string };
+      const form = await formWith([{ field: 'retorno', path: RETORNO, filename: 'retorno.json' }]);
+      const sent = await fetch(`${apiUrl}/api/lotes/${lote.id}/divergencias-rf`, {
+        method: 'POST',
+        body: form,
+        headers: { 'x-api-key': API_KEY },
+      });
+      expect(sent.status).toBe(202);
+      await sent.arrayBuffer();
+
+      const serverOf = (route: string, method: string) =>
+        receiver.spans.find(
+          (span) =>
+            span.kind === SPAN_KIND.server && span.attributes['http.route'] === route && span.attributes['http.request.method'] === method,
+        );
+      await waitFor(
+        () => serverOf('/api/lotes', 'POST') !== undefined && serverOf('/api/lotes/:id/divergencias-rf', 'POST') !== undefined,
+        {
+          timeoutMs: onThisMachine(15_000),
+          what: "the batch's and the file's request spans",
+        },
+      );
+      const batch = serverOf('/api/lotes', 'POST')!;
+      const file = serverOf('/api/lotes/:id/divergencias-rf', 'POST')!;
+      expect(file.traceId).not.toBe(batch.traceId);
+      const spans = await traceOf(file.traceId);
+      // A span of the file's trace links to the batch's trace (a link, not a parent: each keeps its own).
+      const links = spans.flatMap((span) => span.links);
+      expect(links.map((link) => link.traceId)).toContain(batch.traceId);
+      // The file's slow part shows inside its own trace: its job's time on a thread and its run there.
+      expect(spans.some((span) => span.name === 'job thread' && span.service === 'censo-worker-teste')).toBe(true);
+      expect(spans.some((span) => span.name === 'job run')).toBe(true);
+    },
+    onThisMachine(60_000),
+  );
+
+  it(
     'records no CPF, name, date or code of the file in any span',
     async () => {
       const values = await personalValues();

@@ -301,6 +301,31 @@ export function startSpan(name: string, attributes: Attributes): Span | null {
   return started ? tracer().startSpan(name, { attributes }) : null;
 }
 
+/** The active span's context as a W3C `traceparent` (ids and flags only), for a later link to it; null when off or outside a trace. */
+export function traceparentNow(): string | null {
+  const span = started ? trace.getSpan(context.active()) : undefined;
+  if (span === undefined) return null;
+  const ids = span.spanContext();
+  return isSpanContextValid(ids) ? `00-${ids.traceId}-${ids.spanId}-${ids.traceFlags.toString(16).padStart(2, '0')}` : null;
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/**
+ * Links the active span to the span `traceparent` names (traceparentNow() of another trace this work
+ * belongs to: a batch's file to its batch's, issue 56). A link, not a parent: the file's trace stays
+ * its own request's, and an operator goes from a slow file to its batch and back. Nothing when off,
+ * outside a span or for a value that is not a traceparent (a record of an older version has none).
+ */
+export function linkActiveSpan(traceparent: string | null | undefined): void {
+  if (!started || typeof traceparent !== 'string') return;
+  const span = trace.getSpan(context.active());
+  const parts = TRACEPARENT.exec(traceparent);
+  if (span === undefined || parts === null) return;
+  const target = { traceId: parts[1]!, spanId: parts[2]!, traceFlags: Number.parseInt(parts[3]!, 16) };
+  if (isSpanContextValid(target)) span.addLink({ context: target });
+}
+
 /** The active trace's ids, for log lines (`trace_id`, `span_id`); empty outside a trace. */
 export function traceFields(): { trace_id?: string; span_id?: string } {
   const span = trace.getSpan(context.active());

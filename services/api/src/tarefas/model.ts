@@ -122,6 +122,11 @@ export interface LoteRecord {
   readonly webhook: { readonly url: string; readonly segredo: string } | null;
   /** Its Idempotency-Key record, forgotten with the batch. */
   readonly idem: string | null;
+  /**
+   * The W3C traceparent of the request that created it (ids only, never shown): each file's trace
+   * links to it (issue 56). Absent with tracing off and on records of a version before it.
+   */
+  readonly rastro?: string;
 }
 
 export interface Contagens {

@@ -3,7 +3,7 @@
 // of a wait. The upload stays in the storage for the task's job; the answer is 202 with the monitor.
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import { GROUP_ID_PREFIX, OverloadedError, type JobData, type RequestArea } from '@censo/shared';
+import { GROUP_ID_PREFIX, OverloadedError, linkActiveSpan, type JobData, type RequestArea } from '@censo/shared';
 import { receiveFiles, receiveReturns } from '../../http/uploads.js';
 import { annotateRequestLog } from '../../http/request-annotations.js';
 import { jobData, requestedFormat, type RouteSpec } from '../../http/retorno-answers.js';
@@ -109,6 +109,8 @@ export function admitTarefa(app: FastifyInstance, route: RouteSpec, options: { l
     // Another principal's batch is not found, exactly as an unknown one (no oracle).
     const lote = loteId === null ? null : await service.lote(loteId, dono);
     if (loteId !== null && lote === null) throw loteNaoEncontrado();
+    // The file's trace links to its batch's, so an operator goes from a slow file to its batch (issue 56).
+    linkActiveSpan(lote?.rastro);
 
     let storeKey: string | null = null;
     if (idemKey !== null) {

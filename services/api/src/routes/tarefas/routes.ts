@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { BadInputError, JobRejectedError } from '@censo/shared';
+import { BadInputError, JobRejectedError, traceparentNow } from '@censo/shared';
 import { annotateRequestLog } from '../../http/request-annotations.js';
 import { FORMAT_ERROR, requestedFormat } from '../../http/retorno-answers.js';
 import {
@@ -237,6 +237,8 @@ async function routes(app: FastifyInstance): Promise<void> {
         seq: 0,
         webhook: url === null ? null : { url, segredo: newWebhookSecret() },
         idem: idemKey,
+        // The creating request's trace, for its files' traces to link to (issue 56).
+        ...withRastro(traceparentNow()),
       };
       const created = await service.createLote(lote, idemKey === null ? null : { key: idemKey, digest });
       if (created.ok) return answer(lote, false);
@@ -366,3 +368,8 @@ export const tarefasRoutes = fp(routes, {
   dependencies: ['censo-tarefas'],
   decorators: { fastify: ['tarefas'] },
 });
+
+/** `rastro` only when there is a trace: a record with tracing off stays as before. */
+function withRastro(rastro: string | null): { rastro?: string } {
+  return rastro === null ? {} : { rastro };
+}
