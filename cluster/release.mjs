@@ -16,7 +16,7 @@ const CORE_VERSION = /export const CORE_JOB_CONTRACT_VERSION = (\d+);/;
 const PARTS = {
   shared: ['package.json', 'dist'],
   'services/worker': ['package.json', 'dist'],
-  'services/api': ['package.json', 'dist', 'web', 'queries'],
+  'services/api': ['package.json', 'dist', 'web', 'queries', 'data'],
 };
 const WORKSPACE_LINKS = { shared: 'shared', worker: 'services/worker', api: 'services/api' };
 
