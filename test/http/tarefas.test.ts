@@ -327,6 +327,9 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       try {
         const id = (await postAsync(server, '/api/retorno-rf', [retornoJson, txt])).json().id as string;
         await waitForTarefa(server, id, (m) => m.estado === 'processando');
+        // The task is recorded `processando` as its job starts, a moment before the job reaches the
+        // gate (seen once, loaded, on Node 24 in CI's parallel group): wait for the gate too.
+        await waitFor(() => server.gate.seen.some((seen) => seen.area === id), { what: 'the job at the gate' });
         const job = server.gate.seen.find((seen) => seen.area === id)!;
         expect(job.signal?.aborted).toBe(false);
         expect((await request(server, 'DELETE', `/api/tarefas/${id}`)).status).toBe(204);
