@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import ExcelJS from 'exceljs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cartasEmAndamento, cartasLimite } from '../../services/api/dist/routes/tarefas/cartas.js';
+import { CARTAS_MAX_BYTES, cartasEmAndamento, cartasLimite } from '../../services/api/dist/routes/tarefas/cartas.js';
 import { censo } from '../cli/censo-process.js';
 import { formWith } from '../helpers/http.js';
 import { useTestRedis } from '../helpers/redis.js';
@@ -129,8 +129,16 @@ describe('GET /api/lotes/{id}/cartas', () => {
       cartasLimite.divergencias = 5;
       expect((await cartas('?format=html')).status).toBe(200);
       await waitFor(() => cartasEmAndamento() === 0, { what: 'the letters to let go of what they held' });
+      // In bytes too (issue 59): the batch's stored results, beyond the bound.
+      cartasLimite.bytes = 100;
+      const fat = await cartas();
+      expect(fat.status).toBe(422);
+      expect(fat.json().erro).toMatch(
+        /^Lote grande demais para as cartas: \d+(,\d)? MiB de resultados, o limite é 0 MiB\. Use lotes menores ou o censo cartas\.$/,
+      );
     } finally {
       cartasLimite.divergencias = 400_000;
+      cartasLimite.bytes = CARTAS_MAX_BYTES;
     }
   });
 

@@ -3,6 +3,7 @@
 // family — as a workbook or a printable page. Read as /resumo reads the batch (same owner rule, the
 // same 409 before `concluido` unless `?parcial=true`); the letters are the core's
 // (shared/src/core/output/cartas.ts), which `censo cartas` shares, so both give the same letters.
+import { mib, Orcamento, type Limite } from './orcamento.js';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
@@ -40,17 +41,23 @@ export const FORMAT_CARTAS_ERROR = 'Parâmetro format deve ser xlsx ou html.';
  */
 export const CARTAS_MAX_DIVERGENCIAS = 400_000;
 
-/** The bound in force: CARTAS_MAX_DIVERGENCIAS, lowered only by tests. */
-export const cartasLimite = { divergencias: CARTAS_MAX_DIVERGENCIAS };
+/** The same in the bytes of the batch's stored results, as the comparison's (issue 59: a few fat divergences). */
+export const CARTAS_MAX_BYTES = 160 * 1024 * 1024;
+
+/** The bounds in force: the constants above, lowered only by tests. */
+export const cartasLimite: Limite = { divergencias: CARTAS_MAX_DIVERGENCIAS, bytes: CARTAS_MAX_BYTES };
 
 /** 422: a batch with more divergences than CARTAS_MAX_DIVERGENCIAS (docs/integracao.md). */
 export class CartasGrandesError extends CensoError {
   readonly status = 422;
   readonly code = 'CARTAS_GRANDES';
-  constructor(divergencias: number) {
+  constructor(divergencias: number, bytes: number) {
     super(
-      `Lote grande demais para as cartas: ${divergencias} divergências, o limite é ${cartasLimite.divergencias}. ` +
-        'Use lotes menores ou o censo cartas.',
+      bytes > cartasLimite.bytes
+        ? `Lote grande demais para as cartas: ${mib(bytes)} MiB de resultados, o limite é ${mib(cartasLimite.bytes)} MiB. ` +
+            'Use lotes menores ou o censo cartas.'
+        : `Lote grande demais para as cartas: ${divergencias} divergências, o limite é ${cartasLimite.divergencias}. ` +
+            'Use lotes menores ou o censo cartas.',
     );
   }
 }
@@ -64,18 +71,25 @@ export class CartasOcupadasError extends CensoError {
   }
 }
 
-/** Divergences held by this process's letters now. */
-let emAndamento = 0;
+const cartasDoProcesso = new Orcamento(
+  cartasLimite,
+  (divergencias, bytes) => new CartasGrandesError(divergencias, bytes),
+  () => new CartasOcupadasError(),
+);
 
 /** How many divergences this process's letters hold now (tests: it returns to 0 after each answer). */
-export const cartasEmAndamento = (): number => emAndamento;
+export const cartasEmAndamento = (): number => cartasDoProcesso.emAndamento().divergencias;
 
-/** The divergences of the batch's concluded files, from their tasks' records: before any is read. */
-async function divergenciasDoLote(service: TarefasService, loteId: string): Promise<number> {
+/** The divergences and result bytes of the batch's concluded files, from their tasks' records: before any is read. */
+async function divergenciasDoLote(service: TarefasService, loteId: string): Promise<{ divergencias: number; bytes: number }> {
   let divergencias = 0;
-  for await (const record of service.listagens.loteTarefas(loteId))
-    if (record.rota === 'divergencias-rf' && record.estado === 'concluida') divergencias += record.resultado?.count ?? 0;
-  return divergencias;
+  let bytes = 0;
+  for await (const record of service.listagens.loteTarefas(loteId)) {
+    if (record.rota !== 'divergencias-rf' || record.estado !== 'concluida') continue;
+    divergencias += record.resultado?.count ?? 0;
+    bytes += record.resultado?.bytes ?? 0;
+  }
+  return { divergencias, bytes };
 }
 
 const CARTAS_TYPES: Readonly<Record<CartasFormat, string>> = { xlsx: CONTENT_TYPES.xlsx, html: 'text/html; charset=utf-8' };
@@ -186,16 +200,8 @@ export function cartasRoute(app: FastifyInstance): void {
       if (lote === null) throw loteNaoEncontrado();
       await answerOnlyWhole(service, reply, lote, parcial);
       // Counted from the tasks' records before a divergence is read: refused or held off at no cost.
-      const divergencias = await divergenciasDoLote(service, id);
-      if (divergencias > cartasLimite.divergencias) throw new CartasGrandesError(divergencias);
-      if (emAndamento + divergencias > cartasLimite.divergencias) throw new CartasOcupadasError();
-      emAndamento += divergencias;
-      let released = false;
-      const release = () => {
-        if (released) return;
-        released = true;
-        emAndamento -= divergencias;
-      };
+      const { divergencias, bytes } = await divergenciasDoLote(service, id);
+      const release = cartasDoProcesso.admitir(divergencias, bytes);
       let body: Readable;
       try {
         body = Readable.from(cartasChunks(await cartasOf(service, storage, id), format), { objectMode: false });

@@ -1,6 +1,7 @@
 // A batch's summary and its comparison with an earlier round (SPEC §10), fed from the batch's tasks
 // and results; the counting, judging and writing are the core's (shared/src/core/progresso.ts), which `censo
 // comparar` shares, so the route and the command give the same bytes.
+import { mib, Orcamento, type Limite } from './orcamento.js';
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import {
@@ -59,7 +60,7 @@ export const COMPARACAO_MAX_DIVERGENCIAS = 400_000;
 export const COMPARACAO_MAX_BYTES = 160 * 1024 * 1024;
 
 /** The bounds in force: the constants above, lowered only by tests (a state's rounds are too large for one). */
-export const comparacaoLimite = { divergencias: COMPARACAO_MAX_DIVERGENCIAS, bytes: COMPARACAO_MAX_BYTES };
+export const comparacaoLimite: Limite = { divergencias: COMPARACAO_MAX_DIVERGENCIAS, bytes: COMPARACAO_MAX_BYTES };
 
 /** 422: a comparison larger than COMPARACAO_MAX_DIVERGENCIAS (docs/integracao.md). */
 export class ComparacaoGrandeError extends CensoError {
@@ -85,35 +86,18 @@ export class ComparacoesOcupadasError extends CensoError {
   }
 }
 
-/** Divergences held by this process's comparisons now. */
-let emAndamento = 0;
-/** The result bytes of the comparisons this process holds now (COMPARACAO_MAX_BYTES). */
-let bytesEmAndamento = 0;
-const mib = (bytes: number): string => (bytes / (1024 * 1024)).toLocaleString('pt-BR', { maximumFractionDigits: 1 });
+const comparacoes = new Orcamento(
+  comparacaoLimite,
+  (divergencias, bytes) => new ComparacaoGrandeError(divergencias, bytes),
+  () => new ComparacoesOcupadasError(),
+);
 
-/** How many divergences this process's comparisons hold now (tests: it returns to 0 after each answer). */
-export const comparacoesEmAndamento = (): number => emAndamento;
-export const bytesDeComparacoesEmAndamento = (): number => bytesEmAndamento;
+/** How many divergences and result bytes this process's comparisons hold now (tests: 0 after each answer). */
+export const comparacoesEmAndamento = (): number => comparacoes.emAndamento().divergencias;
+export const bytesDeComparacoesEmAndamento = (): number => comparacoes.emAndamento().bytes;
 
-/**
- * Takes room for a comparison holding `divergencias` divergences and `bytes` of results, or
- * refuses it (422 beyond the bounds, 503 while others hold the rest); the answer lets it go, once.
- */
-function admitir(divergencias: number, bytes: number): () => void {
-  if (divergencias > comparacaoLimite.divergencias || bytes > comparacaoLimite.bytes) throw new ComparacaoGrandeError(divergencias, bytes);
-  if (emAndamento + divergencias > comparacaoLimite.divergencias || bytesEmAndamento + bytes > comparacaoLimite.bytes) {
-    throw new ComparacoesOcupadasError();
-  }
-  emAndamento += divergencias;
-  bytesEmAndamento += bytes;
-  let released = false;
-  return () => {
-    if (released) return;
-    released = true;
-    emAndamento -= divergencias;
-    bytesEmAndamento -= bytes;
-  };
-}
+/** Room for a comparison, or its 422/503; the answer gives it back (Orcamento). */
+const admitir = (divergencias: number, bytes: number): (() => void) => comparacoes.admitir(divergencias, bytes);
 
 /** A round's tasks in one pass: the schools read, the failed files with their erro, and how many divergences it holds. */
 async function tarefasDaRodada(service: TarefasService, loteId: string) {
