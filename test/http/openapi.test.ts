@@ -17,6 +17,7 @@ const PUBLIC_ROUTES = [
   'get /api/lotes/{id}/cartas',
   'get /api/lotes/{id}/comparacao',
   'get /api/lotes/{id}/correcoes',
+  'get /api/lotes/{id}/corrigidos',
   'get /api/lotes/{id}/divergencias',
   'get /api/lotes/{id}/falhas',
   'get /api/lotes/{id}/resumo',

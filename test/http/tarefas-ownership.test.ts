@@ -215,6 +215,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
         ['GET', `/api/lotes/${lote}/falhas?parcial=true`, async () => undefined],
         ['GET', `/api/lotes/${lote}/resumo?parcial=true`, async () => undefined],
         ['GET', `/api/lotes/${lote}/cartas?parcial=true`, async () => undefined],
+        ['GET', `/api/lotes/${lote}/corrigidos?parcial=true`, async () => undefined],
         ['GET', `/api/lotes/${lote}/comparacao?anterior=${randomUUID()}`, async () => undefined],
         ['POST', `/api/lotes/${lote}/divergencias-rf`, form],
         ['POST', `/api/lotes/${lote}/fechar`, async () => undefined],

@@ -35,6 +35,7 @@ import { monitorOf } from './intake.js';
 import { ESTADOS_TAREFA, isId, loteMonitor, newId, type EstadoTarefa, type LoteRecord } from '../../tarefas/model.js';
 import { sendComparacao, sendComparacaoSafra, sendResumo } from './resumo.js';
 import { cartasRoute } from './cartas.js';
+import { corrigidosRoute } from './corrigidos.js';
 import { donoKey } from '../../tarefas/store.js';
 import { answerOnlyWhole, parcialOf, RETRY_AFTER_S, sendLoteDivergencias, sendLoteFalhas, sendResultado } from './results.js';
 import type { LotesCursor } from '../../tarefas/listings.js';
@@ -319,6 +320,7 @@ async function routes(app: FastifyInstance): Promise<void> {
     sendResumo(reply, service, storage, id, format, format === 'json' ? app.tarefas.safra : null),
   );
   cartasRoute(app);
+  corrigidosRoute(app);
 
   app.get<WithId>('/api/lotes/:id/comparacao', { schema: loteComparacaoSchema, ...describeOnly }, async (request, reply) => {
     const id = idOf(request, loteNaoEncontrado);
