@@ -7,7 +7,7 @@
 // per person, holding only the values the merge applies), the text file's first pass keeps no
 // record text at all (only which groups it accounts for), and the persons' fields are read again
 // from the text file by a second pass as the answer is written (censo/pessoas-corrigidas.ts).
-import { parseRecord30, visitCensoLines, CENSO_FIELD, censoField } from './censo/txt.js';
+import { parseRecord30, visitCensoLines, CENSO_FIELD, censoField, type Record30Fields } from './censo/txt.js';
 import type { CensoEncoding } from './censo/decode.js';
 import { toDataBr } from './dates.js';
 import { detached } from './strings.js';
@@ -275,12 +275,7 @@ export async function matchPersons(
         const fields = parseRecord30(text);
         if (!fields) return;
         const holders = cpfHolders.get(censoField(fields, CENSO_FIELD.cpf));
-        const holder = (): CpfHolder => ({
-          linha,
-          inep: detached(censoField(fields, CENSO_FIELD.inep)),
-          codigo: detached(censoField(fields, CENSO_FIELD.codigo)),
-        });
-        if (holders) holders.push(holder());
+        if (holders) holders.push(cpfHolderOf(linha, fields));
         if (group === undefined && byCode.size === 0) return;
         const key = codigoKey(censoField(fields, CENSO_FIELD.codigo));
         if (group) group.scanned = group.firstOtherCode(linha, key);
@@ -292,8 +287,8 @@ export async function matchPersons(
         const cpf = given === undefined || censoField(fields, CENSO_FIELD.cpf).trim() !== '' ? null : inepCpf(given);
         if (cpf !== null) {
           const dados = cpfDados.get(cpf);
-          if (dados) dados.push(holder());
-          else cpfDados.set(cpf, [holder()]);
+          if (dados) dados.push(cpfHolderOf(linha, fields));
+          else cpfDados.set(cpf, [cpfHolderOf(linha, fields)]);
         }
       },
       restart() {
@@ -329,6 +324,11 @@ export async function matchPersons(
     else lines.set(group.line, group);
   }
   return { lines, encoding: scan.encoding, cpfHolders, cpfDados };
+}
+
+/** A record 30 as field 5 rule 7 weighs it (made only where a CPF is at stake: every line of the txt passes by). */
+function cpfHolderOf(linha: number, fields: Record30Fields): CpfHolder {
+  return { linha, inep: detached(censoField(fields, CENSO_FIELD.inep)), codigo: detached(censoField(fields, CENSO_FIELD.codigo)) };
 }
 
 /** What one divergence changes in its person's group. */

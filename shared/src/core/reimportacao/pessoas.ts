@@ -144,15 +144,21 @@ export async function* emUmaPassada(batches: AsyncIterable<readonly DivergenciaL
   if (out.length > 0) yield out;
 }
 
+/** Adds one divergence to its person's summary in `resumos` (the first of the two passes). */
+function resumir(resumos: Map<string, ResumoPessoa>, d: DivergenciaLida): void {
+  const key = pessoaKey(d);
+  resumos.set(key, (resumos.get(key) ?? 0) | pesoNaPessoa(d, sozinha(d)));
+}
+
+/** One divergence decided with its person's whole summary (the second of the two passes). */
+function comResumo(resumos: ReadonlyMap<string, ResumoPessoa>, d: DivergenciaLida): Divergencia {
+  return decidida(d, naPessoa(d.chave, sozinha(d), resumos.get(pessoaKey(d)) ?? 0));
+}
+
 /** Every person's summary, from a whole reading of the return's divergences. */
 export async function resumosDasPessoas(batches: AsyncIterable<readonly DivergenciaLida[]>): Promise<Map<string, ResumoPessoa>> {
   const resumos = new Map<string, ResumoPessoa>();
-  for await (const batch of batches) {
-    for (const d of batch) {
-      const key = pessoaKey(d);
-      resumos.set(key, (resumos.get(key) ?? 0) | pesoNaPessoa(d, sozinha(d)));
-    }
-  }
+  for await (const batch of batches) for (const d of batch) resumir(resumos, d);
   return resumos;
 }
 
@@ -161,19 +167,14 @@ export async function* comResumos(
   batches: AsyncIterable<readonly DivergenciaLida[]>,
   resumos: ReadonlyMap<string, ResumoPessoa>,
 ): AsyncGenerator<Divergencia[], void, undefined> {
-  for await (const batch of batches) {
-    yield batch.map((d) => decidida(d, naPessoa(d.chave, sozinha(d), resumos.get(pessoaKey(d)) ?? 0)));
-  }
+  for await (const batch of batches) yield batch.map((d) => comResumo(resumos, d));
 }
 
-/** Every divergence of `lidas` with its `correcao`, in the same order. */
+/** Every divergence of `lidas` with its `correcao`, in the same order: the two passes over an array. */
 export function decidirTodas(lidas: readonly DivergenciaLida[]): Divergencia[] {
   const resumos = new Map<string, ResumoPessoa>();
-  for (const d of lidas) {
-    const key = pessoaKey(d);
-    resumos.set(key, (resumos.get(key) ?? 0) | pesoNaPessoa(d, sozinha(d)));
-  }
-  return lidas.map((d) => decidida(d, naPessoa(d.chave, sozinha(d), resumos.get(pessoaKey(d)) ?? 0)));
+  for (const d of lidas) resumir(resumos, d);
+  return lidas.map((d) => comResumo(resumos, d));
 }
 
 /**

@@ -3,7 +3,7 @@
 // family — as a workbook or a printable page. Read as /resumo reads the batch (same owner rule, the
 // same 409 before `concluido` unless `?parcial=true`); the letters are the core's
 // (shared/src/core/output/cartas.ts), which `censo cartas` shares, so both give the same letters.
-import { mib, Orcamento, type Limite } from './orcamento.js';
+import { mib, Orcamento, pesar, type Limite, type Peso } from './orcamento.js';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
@@ -81,15 +81,12 @@ const cartasDoProcesso = new Orcamento(
 export const cartasEmAndamento = (): number => cartasDoProcesso.emAndamento().divergencias;
 
 /** The divergences and result bytes of the batch's concluded files, from their tasks' records: before any is read. */
-async function divergenciasDoLote(service: TarefasService, loteId: string): Promise<{ divergencias: number; bytes: number }> {
-  let divergencias = 0;
-  let bytes = 0;
+async function pesoDoLote(service: TarefasService, loteId: string): Promise<Peso> {
+  const peso: Peso = { divergencias: 0, bytes: 0 };
   for await (const record of service.listagens.loteTarefas(loteId)) {
-    if (record.rota !== 'divergencias-rf' || record.estado !== 'concluida') continue;
-    divergencias += record.resultado?.count ?? 0;
-    bytes += record.resultado?.bytes ?? 0;
+    if (record.rota === 'divergencias-rf' && record.estado === 'concluida') pesar(peso, record);
   }
-  return { divergencias, bytes };
+  return peso;
 }
 
 const CARTAS_TYPES: Readonly<Record<CartasFormat, string>> = { xlsx: CONTENT_TYPES.xlsx, html: 'text/html; charset=utf-8' };
@@ -200,8 +197,7 @@ export function cartasRoute(app: FastifyInstance): void {
       if (lote === null) throw loteNaoEncontrado();
       await answerOnlyWhole(service, reply, lote, parcial);
       // Counted from the tasks' records before a divergence is read: refused or held off at no cost.
-      const { divergencias, bytes } = await divergenciasDoLote(service, id);
-      const release = cartasDoProcesso.admitir(divergencias, bytes);
+      const release = cartasDoProcesso.admitir(await pesoDoLote(service, id));
       let body: Readable;
       try {
         body = Readable.from(cartasChunks(await cartasOf(service, storage, id), format), { objectMode: false });

@@ -4,11 +4,22 @@
 // gigabytes). Counted from the tasks' records before a divergence is read, so a refusal costs
 // nothing.
 
-/** The bounds in force (tests lower them). */
-export interface Limite {
+import type { TarefaRecord } from '../../tarefas/model.js';
+
+/** What an answer would hold: its divergences and their stored results' bytes. */
+export interface Peso {
   divergencias: number;
   bytes: number;
 }
+
+/** Adds a concluded divergencias-rf task's result to `peso`, from its record (no result is read). */
+export function pesar(peso: Peso, record: Pick<TarefaRecord, 'resultado'>): void {
+  peso.divergencias += record.resultado?.count ?? 0;
+  peso.bytes += record.resultado?.bytes ?? 0;
+}
+
+/** The bounds in force (tests lower them). */
+export type Limite = Peso;
 
 export class Orcamento {
   #divergencias = 0;
@@ -22,8 +33,8 @@ export class Orcamento {
     private readonly ocupado: () => Error,
   ) {}
 
-  /** Takes room for an answer of `divergencias` and `bytes`, or refuses it; the returned function gives it back, once. */
-  admitir(divergencias: number, bytes: number): () => void {
+  /** Takes room for an answer of `peso`, or refuses it; the returned function gives it back, once. */
+  admitir({ divergencias, bytes }: Readonly<Peso>): () => void {
     if (divergencias > this.limite.divergencias || bytes > this.limite.bytes) throw this.grandeDemais(divergencias, bytes);
     if (this.#divergencias + divergencias > this.limite.divergencias || this.#bytes + bytes > this.limite.bytes) throw this.ocupado();
     this.#divergencias += divergencias;

@@ -1,7 +1,7 @@
 // A batch's summary and its comparison with an earlier round (SPEC §10), fed from the batch's tasks
 // and results; the counting, judging and writing are the core's (shared/src/core/progresso.ts), which `censo
 // comparar` shares, so the route and the command give the same bytes.
-import { mib, Orcamento, type Limite } from './orcamento.js';
+import { mib, Orcamento, pesar, type Limite, type Peso } from './orcamento.js';
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import {
@@ -96,26 +96,21 @@ const comparacoes = new Orcamento(
 export const comparacoesEmAndamento = (): number => comparacoes.emAndamento().divergencias;
 export const bytesDeComparacoesEmAndamento = (): number => comparacoes.emAndamento().bytes;
 
-/** Room for a comparison, or its 422/503; the answer gives it back (Orcamento). */
-const admitir = (divergencias: number, bytes: number): (() => void) => comparacoes.admitir(divergencias, bytes);
-
 /** A round's tasks in one pass: the schools read, the failed files with their erro, and how many divergences it holds. */
 async function tarefasDaRodada(service: TarefasService, loteId: string) {
   const referencias: string[] = [];
   const falhas: FalhaRodada[] = [];
-  let divergencias = 0;
-  let bytes = 0;
+  const peso: Peso = { divergencias: 0, bytes: 0 };
   for await (const record of service.listagens.loteTarefas(loteId)) {
     if (record.rota !== 'divergencias-rf') continue;
     if (record.estado === 'concluida') {
       referencias.push(record.referencia ?? '');
-      divergencias += record.resultado?.count ?? 0;
-      bytes += record.resultado?.bytes ?? 0;
+      pesar(peso, record);
     } else if (record.estado === 'falhou') {
       falhas.push({ referencia: record.referencia ?? '', erro: record.erro?.erro ?? `HTTP ${record.erro?.status ?? 500}` });
     }
   }
-  return { referencias, falhas, divergencias, bytes };
+  return { referencias, falhas, ...peso };
 }
 
 function rodadaOf(
@@ -181,7 +176,7 @@ export async function sendComparacao(
 ): Promise<FastifyReply> {
   const [antes, depois] = [await tarefasDaRodada(service, ids.anterior), await tarefasDaRodada(service, ids.atual)];
   // Counted from the tasks' records before a divergence is read: refused or held off at no cost.
-  const release = admitir(antes.divergencias + depois.divergencias, antes.bytes + depois.bytes);
+  const release = comparacoes.admitir({ divergencias: antes.divergencias + depois.divergencias, bytes: antes.bytes + depois.bytes });
   let comparacao;
   try {
     comparacao = await compararRodadas(rodadaOf(service, storage, ids.anterior, antes), rodadaOf(service, storage, ids.atual, depois));
@@ -209,7 +204,7 @@ export async function sendComparacaoSafra(
 ): Promise<FastifyReply> {
   const depois = await tarefasDaRodada(service, ids.atual);
   // The earlier round is fingerprints in the ledger: only the current one is held.
-  const release = admitir(depois.divergencias, depois.bytes);
+  const release = comparacoes.admitir(depois);
   let comparacao;
   try {
     comparacao = await compararComSafra(safra.ledger, ids.anterior, ids.dono, rodadaOf(service, storage, ids.atual, depois));
