@@ -60,7 +60,10 @@ export function incomplete(summary: LoteSummary): boolean {
  */
 export function comparacaoSummaryText(c: Comparacao): string {
   const { total, resumo, referencias_sem_par: semPar } = c;
-  let text = `Resolvidas: ${total.resolvidas}; persistentes: ${total.persistentes}; novas: ${total.novas}`;
+  // What is left to do first (issue 56): a `grafia` divergence persists without anyone to act on it.
+  let text =
+    `Resolvidas: ${total.resolvidas}; persistentes: ${total.persistentes}; novas: ${total.novas}` +
+    ` (pendentes: ${total.pendentes}; só grafia: ${total.grafia})`;
   text += semPar.length === 0 ? '\n' : `; escolas em só uma rodada (não comparadas): ${semPar.length}\n`;
   const renamed = resumo.filter((linha) => linha.referencia_anterior !== undefined);
   if (renamed.length > 0) {

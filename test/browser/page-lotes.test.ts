@@ -42,7 +42,7 @@ const RODADA_1: Record<string, Record<string, string>[]> = {
   'Escola Beta': [row('B1', '2', 'Filiação 1', 'RITA -- RITA SOUZA'), row('B2', '3', 'Sexo', '1 -- 2')],
   'Escola Gama': [row('G1', '2', 'Identificação única (Inep)', '123456789012 -- 123456789013')],
 };
-/** Round 2, sent through the page: Alfa fixed two, kept one, has a new one; Beta fixed all; Delta is new; Épsilon's file is broken. */
+/** Round 2, sent through the page: Alfa fixed three, kept one, has a new one and a new grafia; Beta fixed all; Delta is new; Épsilon's file is broken. */
 const RODADA_2: Array<{ arquivo: string; escola: string; content: string }> = [
   {
     arquivo: 'alfa.json',
@@ -50,6 +50,8 @@ const RODADA_2: Array<{ arquivo: string; escola: string; content: string }> = [
     content: JSON.stringify([
       row('P1', '2', 'Número do CPF', '52998224725 -- 52998224726'),
       row('P3', '4', 'Identificação única (Inep)', '123456789014 -- 123456789015'),
+      // Only how the census writes the name (grafia): new, and not pending (issue 56).
+      row('P2', '3', 'Nome completo', 'JOSE SOUZA -- JOSÉ SOUZA'),
     ]),
   },
   { arquivo: 'beta.json', escola: 'Escola Beta', content: '[]' },
@@ -68,6 +70,7 @@ let rodada1: string;
 
 const TIPOS = ['cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae', 'nome_pai', 'outro'] as const;
 const SITUACOES = ['resolvidas', 'persistentes', 'novas'] as const;
+const ABERTAS = ['pendentes', 'grafia'] as const;
 type Counts = Record<string, number | string | null>;
 
 beforeAll(async () => {
@@ -219,8 +222,11 @@ describe('the Lotes tab', () => {
     await expect.poll(() => page.evaluate<string>('document.activeElement.id')).toBe('titulo-resumo');
 
     const answer = await json(`/api/lotes/${rodada2}/resumo?format=json`);
-    const resumo = byWorkLeft(answer.resumo as Counts[], (r) => Number(r.divergencias) * 1e6 + Number(r.falhas));
-    // What the rounds hold: Delta 3, Alfa 2, then Épsilon's failed file before Beta's clean one.
+    const resumo = byWorkLeft(
+      answer.resumo as Counts[],
+      (r) => (Number(r.divergencias) - Number(r.correcao_grafia)) * 1e12 + Number(r.divergencias) * 1e6 + Number(r.falhas),
+    );
+    // What the rounds hold: Delta 3 to fix, Alfa 2 (and one only grafia), then Épsilon's failed file before Beta's clean one.
     expect(resumo.map((r) => r.referencia)).toEqual(['Escola Delta', 'Escola Alfa', 'Escola Épsilon', 'Escola Beta']);
     expectBars(await barsOf(page, 'grafico-resumo'), resumo, TIPOS, (r) => Number(r.divergencias));
     // (In-page code as text: these tests compile without the DOM's types.)
@@ -242,8 +248,8 @@ describe('the Lotes tab', () => {
     expect(await tableRows(page, 'tabela-resumo')).toEqual(resumo.map(cells));
     expect(await page.locator('#total-resumo td').allTextContents()).toEqual(cells(answer.total as Counts).slice(1));
     expect(await page.locator('#explica-resumo').textContent()).toBe(
-      '4 escolas, 4 arquivos (1 com erro: envie-os de novo), 5 divergências a corrigir (CPF: 1; Nome: 2; INEP: 1; Outro campo: 1). ' +
-        'A escola com mais a corrigir vem primeiro.',
+      '4 escolas, 4 arquivos (1 com erro: envie-os de novo), 6 divergências (CPF: 1; Nome: 3; INEP: 1; Outro campo: 1), ' +
+        '5 a corrigir e 1 só de grafia (nada a fazer). A escola com mais a corrigir vem primeiro.',
     );
     await page.screenshot({ path: path.join(shots, 'resumo.png'), fullPage: true });
     await expectAccessible(page, 'resumo');
@@ -272,20 +278,24 @@ describe('the Lotes tab', () => {
     expect(await page.locator('#titulo-comparacao').textContent()).toBe('Comparação: Rodada 1 → Rodada 2');
 
     const answer = await json(`/api/lotes/${rodada2}/comparacao?anterior=${rodada1}&format=json`);
-    const resumo = byWorkLeft(answer.resumo as Counts[], (r) => (Number(r.persistentes) + Number(r.novas)) * 1e6 + Number(r.resolvidas));
+    const resumo = byWorkLeft(
+      answer.resumo as Counts[],
+      (r) => Number(r.pendentes) * 1e12 + (Number(r.persistentes) + Number(r.novas)) * 1e6 + Number(r.resolvidas),
+    );
     const total = answer.total as Counts;
-    // Alfa: 3 resolved, 1 kept, 1 new; Beta: both resolved.
-    expect(resumo.map((r) => [r.referencia, r.resolvidas, r.persistentes, r.novas])).toEqual([
-      ['Escola Alfa', 3, 1, 1],
-      ['Escola Beta', 2, 0, 0],
+    // Alfa: 3 resolved, 1 kept, 2 new (one only grafia, so 2 pending); Beta: both resolved.
+    expect(resumo.map((r) => [r.referencia, r.resolvidas, r.persistentes, r.novas, r.pendentes, r.grafia])).toEqual([
+      ['Escola Alfa', 3, 1, 2, 2, 1],
+      ['Escola Beta', 2, 0, 0, 0, 0],
     ]);
     expectBars(await barsOf(page, 'grafico-comparacao'), resumo, SITUACOES, (r) => SITUACOES.reduce((n, k) => n + Number(r[k]), 0));
-    const cells = (r: Counts) => [school(r.referencia), ...SITUACOES.map((k) => String(r[k]))];
+    const cells = (r: Counts) => [school(r.referencia), ...[...SITUACOES, ...ABERTAS].map((k) => String(r[k]))];
     expect(await tableRows(page, 'tabela-comparacao')).toEqual(resumo.map(cells));
     expect(await page.locator('#total-comparacao td').allTextContents()).toEqual(cells(total).slice(1));
     expect(await page.locator('#explica-comparacao').textContent()).toBe(
-      `Da rodada anterior para esta: ${total.resolvidas} divergências resolvidas, ${total.persistentes} persistente e ${total.novas} nova. ` +
-        'A escola com mais divergências persistentes e novas vem primeiro.',
+      `Da rodada anterior para esta: ${total.resolvidas} divergências resolvidas, ${total.persistentes} persistente e ${total.novas} novas. ` +
+        `Das persistentes e novas, ${total.pendentes} pedem correção e ${total.grafia} é só grafia ` +
+        '(a forma como o Censo escreve o valor: nada a fazer). A escola com mais divergências pendentes vem primeiro.',
     );
     const semPar = answer.referencias_sem_par as Array<{ referencia: string; rodada: string }>;
     const only = (rodada: string) =>

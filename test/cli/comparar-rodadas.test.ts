@@ -72,9 +72,17 @@ interface Comparacao {
 }
 
 const EXPECTED_RESUMO = [
-  { referencia: 'escola-a/retorno-2a-rodada.json', referencia_anterior: 'escola-a/retorno.json', resolvidas: 1, persistentes: 1, novas: 0 },
-  { referencia: 'escola-b/retorno.json', resolvidas: 9, persistentes: 0, novas: 0 },
-  { referencia: 'escola-d/retorno.json', resolvidas: 0, persistentes: 0, novas: 1 },
+  {
+    referencia: 'escola-a/retorno-2a-rodada.json',
+    referencia_anterior: 'escola-a/retorno.json',
+    resolvidas: 1,
+    persistentes: 1,
+    novas: 0,
+    pendentes: 1,
+    grafia: 0,
+  },
+  { referencia: 'escola-b/retorno.json', resolvidas: 9, persistentes: 0, novas: 0, pendentes: 0, grafia: 0 },
+  { referencia: 'escola-d/retorno.json', resolvidas: 0, persistentes: 0, novas: 1, pendentes: 1, grafia: 0 },
 ];
 const EXPECTED_SEM_PAR = [{ referencia: 'escola-c/retorno.json', rodada: 'anterior', motivo: 'falhou', erro: BROKEN }];
 
@@ -96,11 +104,11 @@ describe('censo comparar pairs rounds by the school', () => {
     expect(run.code, run.stderr).toBe(0);
     const body = JSON.parse(run.stdout.toString('utf8')) as Comparacao;
     expect(body.resumo).toEqual(EXPECTED_RESUMO);
-    expect(body.total).toEqual({ resolvidas: 10, persistentes: 1, novas: 1 });
+    expect(body.total).toEqual({ resolvidas: 10, persistentes: 1, novas: 1, pendentes: 2, grafia: 0 });
     expect(body.referencias_sem_par).toEqual(EXPECTED_SEM_PAR);
     // The terminal names what was paired by folder and what was not compared, and why.
     expect(run.stderr).toBe(
-      'Resolvidas: 10; persistentes: 1; novas: 1; escolas em só uma rodada (não comparadas): 1\n' +
+      'Resolvidas: 10; persistentes: 1; novas: 1 (pendentes: 2; só grafia: 0); escolas em só uma rodada (não comparadas): 1\n' +
         'Pareadas pela pasta (arquivo renomeado): "escola-a/retorno.json" → "escola-a/retorno-2a-rodada.json".\n' +
         `Não comparada: "escola-c/retorno.json" (só na rodada anterior: o arquivo da rodada atual falhou: ${BROKEN.slice(0, -1)}).\n`,
     );
@@ -125,12 +133,14 @@ describe('censo comparar pairs rounds by the school', () => {
       'Resolvidas',
       'Persistentes',
       'Novas',
+      'Pendentes',
+      'Só grafia',
       'Referência na rodada anterior',
     ]);
-    expect([1, 2, 3, 4].map((column) => resumo.getRow(3).getCell(column).value)).toEqual(['escola-b/retorno.json', 9, 0, 0]);
-    expect(resumo.getRow(2).getCell(5).value).toBe('escola-a/retorno.json');
+    expect([1, 2, 3, 4, 5, 6].map((column) => resumo.getRow(3).getCell(column).value)).toEqual(['escola-b/retorno.json', 9, 0, 0, 0, 0]);
+    expect(resumo.getRow(2).getCell(7).value).toBe('escola-a/retorno.json');
     for (let row = 2; row <= resumo.rowCount; row++) {
-      for (const column of [2, 3, 4]) expect(resumo.getRow(row).getCell(column).type).toBe(ExcelJS.ValueType.Number);
+      for (const column of [2, 3, 4, 5, 6]) expect(resumo.getRow(row).getCell(column).type).toBe(ExcelJS.ValueType.Number);
     }
     // The total row adds up the schools': the counts can be summed.
     const total = resumo.getRow(resumo.rowCount);
@@ -165,7 +175,7 @@ describe('censo comparar pairs rounds by the school', () => {
     expect(run.code, run.stderr).toBe(0);
     const body = JSON.parse(run.stdout.toString('utf8')) as Comparacao;
     expect(body.comparacao.every((row) => row.chave === 'cpf')).toBe(true);
-    expect(body.total).toEqual({ resolvidas: 9, persistentes: 1, novas: 1 });
+    expect(body.total).toEqual({ resolvidas: 9, persistentes: 1, novas: 1, pendentes: 2, grafia: 0 });
     const wrong = await censo(['comparar', results.json[0]!, results.json[1]!, '--dado', 'cpf,telefone']);
     expect(wrong.code).toBe(2);
     expect(wrong.stderr).toContain('--dado "cpf,telefone": use um ou mais destes, separados por vírgula: cpf, nome');

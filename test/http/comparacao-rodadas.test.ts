@@ -98,10 +98,12 @@ describe('the comparison pairs rounds by the school', () => {
         resolvidas: 1,
         persistentes: 1,
         novas: 0,
+        pendentes: 1,
+        grafia: 0,
       },
-      { referencia: 'escola-b/retorno.json', resolvidas: 1, persistentes: 0, novas: 0 },
+      { referencia: 'escola-b/retorno.json', resolvidas: 1, persistentes: 0, novas: 0, pendentes: 0, grafia: 0 },
     ]);
-    expect(body.total).toEqual({ resolvidas: 2, persistentes: 1, novas: 0 });
+    expect(body.total).toEqual({ resolvidas: 2, persistentes: 1, novas: 0, pendentes: 1, grafia: 0 });
     expect(body.referencias_sem_par).toEqual([{ referencia: 'escola-c/retorno.json', rodada: 'anterior', motivo: 'falhou', erro: BROKEN }]);
   });
 
@@ -122,9 +124,9 @@ describe('summary sheets hold numbers', () => {
     for (const sheet of book.worksheets) expectFilteredAndFrozen(sheet);
     const resumo = book.getWorksheet('resumo')!;
     for (let row = 2; row <= resumo.rowCount; row++) {
-      for (const column of [2, 3, 4]) expect(resumo.getRow(row).getCell(column).type).toBe(ExcelJS.ValueType.Number);
+      for (const column of [2, 3, 4, 5, 6]) expect(resumo.getRow(row).getCell(column).type).toBe(ExcelJS.ValueType.Number);
     }
-    expect([1, 2, 3, 4].map((column) => resumo.getRow(resumo.rowCount).getCell(column).value)).toEqual(['Total', 2, 1, 0]);
+    expect([1, 2, 3, 4, 5, 6].map((column) => resumo.getRow(resumo.rowCount).getCell(column).value)).toEqual(['Total', 2, 1, 0, 1, 0]);
     expect(book.getWorksheet('sem par')!.getRow(2).getCell(3).value).toBe(`o arquivo da rodada atual falhou: ${BROKEN}`);
   });
 

@@ -108,6 +108,9 @@ function expectedCounts(
       resolvidas: [...earlier].filter((k) => !later.has(k)).length,
       persistentes: [...earlier].filter((k) => later.has(k)).length,
       novas: [...later].filter((k) => !earlier.has(k)).length,
+      // Everything the later round holds, split by whether someone must act (issue 56).
+      pendentes: after.rows.filter((r) => r.referencia === referencia && r.correcao !== 'grafia').length,
+      grafia: after.rows.filter((r) => r.referencia === referencia && r.correcao === 'grafia').length,
     });
   }
   // Why each is apart (issue 50): the other round's file failed (with its erro), or there is none.
@@ -218,7 +221,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     const expected = expectedCounts(before, after);
     expect(body.resumo).toEqual(expected.resumo);
     expect(body.referencias_sem_par).toEqual(expected.semPar);
-    expect(body.total).toEqual({ resolvidas: 4, persistentes: 2, novas: 1 });
+    expect(body.total).toEqual({ resolvidas: 4, persistentes: 2, novas: 1, pendentes: 3, grafia: 0 });
     // The rows behind the counts, with each round's values.
     const a = body.comparacao.filter((row) => row.referencia === 'escola-a/retorno.json');
     expect(a).toEqual([
@@ -285,7 +288,7 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
       expect(run.code, run.stderr).toBe(0);
       // Every school apart is named, with why (issue 50).
       expect(run.stderr).toBe(
-        'Resolvidas: 4; persistentes: 2; novas: 1; escolas em só uma rodada (não comparadas): 3\n' +
+        'Resolvidas: 4; persistentes: 2; novas: 1 (pendentes: 3; só grafia: 0); escolas em só uma rodada (não comparadas): 3\n' +
           'Não comparada: "escola-d/retorno.json" (só na rodada atual: sem arquivo na rodada anterior).\n' +
           'Não comparada: "escola-e/retorno.json" (só na rodada atual: o arquivo da rodada anterior falhou: Arquivo retorno ilegível: não é um JSON válido).\n' +
           'Não comparada: "escola-c/retorno.json" (só na rodada anterior: sem arquivo na rodada atual).\n',

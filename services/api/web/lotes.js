@@ -31,6 +31,11 @@ export const SITUACOES = [
   { key: 'persistentes', label: 'Persistentes' },
   { key: 'novas', label: 'Novas' },
 ];
+/** What the later round still holds, split (issue 56): a `grafia` divergence asks no one to act. */
+export const ABERTAS = [
+  { key: 'pendentes', label: 'Pendentes' },
+  { key: 'grafia', label: 'Só grafia' },
+];
 const SEM_REFERENCIA = '(sem referência)';
 /** More bars than this are unreadable: the chart shows the schools with most left to do, the table all. */
 export const MAX_BARRAS = 40;
@@ -203,14 +208,19 @@ export function initLotes({ box, guarded, download }) {
     $('comparacao-lote').hidden = true;
     $('resumo-lote').hidden = false;
     $('titulo-resumo').textContent = `Resumo por escola: ${nameOf(lote)}`;
-    const rows = byWorkLeft(answer.resumo, (r) => r.divergencias * 1e6 + r.falhas);
+    // What is left to fix first: a `grafia` divergence asks nothing of anyone (issue 56).
+    const aCorrigir = (r) => r.divergencias - (r.correcao_grafia ?? 0);
+    const rows = byWorkLeft(answer.resumo, (r) => aCorrigir(r) * 1e12 + r.divergencias * 1e6 + r.falhas);
     const { total } = answer;
+    const grafia = total.correcao_grafia ?? 0;
     const kinds = TIPOS.filter((tipo) => total[tipo.key] > 0).map((tipo) => `${tipo.label}: ${number(total[tipo.key])}`);
     $('explica-resumo').textContent =
       `${plural(rows.length, 'escola', 'escolas')}, ${plural(total.arquivos, 'arquivo', 'arquivos')}` +
       (total.falhas > 0 ? ` (${plural(total.falhas, 'com erro', 'com erro')}: envie-os de novo)` : '') +
-      `, ${plural(total.divergencias, 'divergência', 'divergências')} a corrigir${kinds.length ? ` (${kinds.join('; ')})` : ''}. ` +
-      'A escola com mais a corrigir vem primeiro.';
+      `, ${plural(total.divergencias, 'divergência', 'divergências')}${grafia === 0 ? ' a corrigir' : ''}` +
+      `${kinds.length ? ` (${kinds.join('; ')})` : ''}` +
+      (grafia === 0 ? '' : `, ${number(aCorrigir(total))} a corrigir e ${plural(grafia, 'só de grafia', 'só de grafia')} (nada a fazer)`) +
+      '. A escola com mais a corrigir vem primeiro.';
 
     const drawn = rows.slice(0, MAX_BARRAS);
     drawChart($('grafico-resumo'), (width) =>
@@ -255,7 +265,9 @@ export function initLotes({ box, guarded, download }) {
     $('explica-comparacao').textContent =
       `Da rodada anterior para esta: ${plural(total.resolvidas, 'divergência resolvida', 'divergências resolvidas')}, ` +
       `${plural(total.persistentes, 'persistente', 'persistentes')} e ${plural(total.novas, 'nova', 'novas')}. ` +
-      'A escola com mais divergências persistentes e novas vem primeiro.';
+      `Das persistentes e novas, ${plural(total.pendentes, 'pede', 'pedem')} correção e ` +
+      `${plural(total.grafia, 'é só grafia', 'são só grafia')} (a forma como o Censo escreve o valor: nada a fazer). ` +
+      'A escola com mais divergências pendentes vem primeiro.';
     const semPar = answer.referencias_sem_par;
     const only = (rodada) =>
       semPar
@@ -270,25 +282,25 @@ export function initLotes({ box, guarded, download }) {
           (only('anterior') ? ` — só na anterior: ${only('anterior')}` : '') +
           (only('atual') ? ` — só nesta: ${only('atual')}` : '') +
           '.';
-    const rows = byWorkLeft(answer.resumo, (r) => (r.persistentes + r.novas) * 1e6 + r.resolvidas);
+    const rows = byWorkLeft(answer.resumo, (r) => r.pendentes * 1e12 + (r.persistentes + r.novas) * 1e6 + r.resolvidas);
     drawChart($('grafico-comparacao'), (width) =>
       stackedBarChart({
         title: `Resolvidas, persistentes e novas por escola${rows.length > MAX_BARRAS ? ` (as ${MAX_BARRAS} com mais a corrigir, de ${rows.length})` : ''}`,
         description:
-          'Barras horizontais, uma por escola, da que tem mais divergências persistentes e novas para a que tem menos, cada uma ' +
+          'Barras horizontais, uma por escola, da que tem mais divergências pendentes para a que tem menos, cada uma ' +
           'dividida em resolvidas, persistentes e novas. Os mesmos números estão na tabela a seguir.',
         kinds: SITUACOES,
         rows: rows.slice(0, MAX_BARRAS).map((r) => ({ label: escola(r.referencia), values: r })),
         width,
       }),
     );
-    const columns = [{ key: 'escola', label: REFERENCIA }, ...SITUACOES.map((s) => ({ ...s, numeric: true }))];
+    const columns = [{ key: 'escola', label: REFERENCIA }, ...[...SITUACOES, ...ABERTAS].map((s) => ({ ...s, numeric: true }))];
     schoolTable('tabela-comparacao', 'Comparação por escola (a que tem mais a corrigir primeiro)', columns, rows);
     $('total-comparacao').replaceChildren(totalTable('Total da comparação', columns, total));
     $('titulo-comparacao').focus();
     box.status(
       `Comparação: ${plural(total.resolvidas, 'resolvida', 'resolvidas')}, ${plural(total.persistentes, 'persistente', 'persistentes')}, ` +
-        `${plural(total.novas, 'nova', 'novas')}.`,
+        `${plural(total.novas, 'nova', 'novas')}; ${plural(total.pendentes, 'pendente', 'pendentes')}, ${plural(total.grafia, 'só de grafia', 'só de grafia')}.`,
     );
   }
 

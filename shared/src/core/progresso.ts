@@ -192,6 +192,31 @@ export interface ContagemComparacao {
   resolvidas: number;
   persistentes: number;
   novas: number;
+  /**
+   * The later round's divergences (persistent and new) that still ask someone to act: all but
+   * `grafia` (issue 56). A row without `correcao` (a result from before it) is pending: unknown.
+   */
+  pendentes: number;
+  /** The later round's divergences that are `grafia`: how the census writes a name, nothing to do. */
+  grafia: number;
+}
+
+/** Counts of nothing yet. */
+export const contagemVazia = (): ContagemComparacao => ({ resolvidas: 0, persistentes: 0, novas: 0, pendentes: 0, grafia: 0 });
+
+/** Counts a divergence of the later round (persistent or new) as pending or as `grafia`. */
+export function contarAtual(counts: ContagemComparacao, correcao: Correcao | null | undefined): void {
+  if (correcao === 'grafia') counts.grafia++;
+  else counts.pendentes++;
+}
+
+/** Adds a school's counts to the total. */
+export function somarContagem(total: ContagemComparacao, counts: ContagemComparacao): void {
+  total.resolvidas += counts.resolvidas;
+  total.persistentes += counts.persistentes;
+  total.novas += counts.novas;
+  total.pendentes += counts.pendentes;
+  total.grafia += counts.grafia;
 }
 
 /** Why a school was not compared: no file of it in the other round, or that file failed. */
@@ -300,7 +325,7 @@ export async function compararRodadas(anterior: Rodada, atual: Rodada): Promise<
   const earlierPaired = new Set(paired.values());
   const comparacao: LinhaComparacao[] = [];
   const resumo: ResumoComparacao[] = [];
-  const total: ContagemComparacao = { resolvidas: 0, persistentes: 0, novas: 0 };
+  const total = contagemVazia();
   const semPar: SemPar[] = [];
   for (const [referencia, agora] of depois.lidas) {
     const earlierName = paired.get(referencia);
@@ -310,7 +335,7 @@ export async function compararRodadas(anterior: Rodada, atual: Rodada): Promise<
       semPar.push({ referencia, rodada: 'atual', motivo: erro === undefined ? 'sem_arquivo' : 'falhou', erro: erro ?? null });
       continue;
     }
-    const counts: ContagemComparacao = { resolvidas: 0, persistentes: 0, novas: 0 };
+    const counts = contagemVazia();
     for (const [key, before] of earlier) {
       const after = agora.get(key);
       const situacao: Situacao = after ? 'persistente' : 'resolvida';
@@ -326,8 +351,10 @@ export async function compararRodadas(anterior: Rodada, atual: Rodada): Promise<
         correto_atual: after?.correto ?? null,
         correcao: correcaoDaLinha(after, before),
       });
-      if (after) counts.persistentes++;
-      else counts.resolvidas++;
+      if (after) {
+        counts.persistentes++;
+        contarAtual(counts, after.correcao);
+      } else counts.resolvidas++;
     }
     for (const [key, after] of agora) {
       if (earlier.has(key)) continue;
@@ -344,11 +371,10 @@ export async function compararRodadas(anterior: Rodada, atual: Rodada): Promise<
         correcao: correcaoDaLinha(after, undefined),
       });
       counts.novas++;
+      contarAtual(counts, after.correcao);
     }
     resumo.push(earlierName === referencia ? { referencia, ...counts } : { referencia, referencia_anterior: earlierName!, ...counts });
-    total.resolvidas += counts.resolvidas;
-    total.persistentes += counts.persistentes;
-    total.novas += counts.novas;
+    somarContagem(total, counts);
   }
   const laterOf = new Map([...paired].map(([later, earlier]) => [earlier, later]));
   for (const referencia of antes.lidas.keys()) {
@@ -401,12 +427,14 @@ const COMPARACAO_PLANILHA: Planilha = {
 };
 
 /** A school's counts in the workbook: the names as text, the counts as numbers (issue 50). */
-const CONTAGEM_WORDS = ['Referência', 'Resolvidas', 'Persistentes', 'Novas', 'Referência na rodada anterior'];
+const CONTAGEM_WORDS = ['Referência', 'Resolvidas', 'Persistentes', 'Novas', 'Pendentes', 'Só grafia', 'Referência na rodada anterior'];
 const contagemCells = (linha: ResumoComparacao): XlsxCell[] => [
   linha.referencia,
   linha.resolvidas,
   linha.persistentes,
   linha.novas,
+  linha.pendentes,
+  linha.grafia,
   linha.referencia_anterior ?? '',
 ];
 

@@ -3,7 +3,8 @@
 // compararRodadas gives while both rounds exist (the same key, fingerprinted); the rows are the
 // current round's divergences, each `nova` or `persistente` since a round. What was resolved is
 // counted per school, not listed: the ledger does not know who it was, by design.
-import type { Comparacao, ContagemComparacao, DivergenciaRodada, LinhaComparacao, ResumoComparacao, Rodada, SemPar } from '@censo/shared';
+import { contagemVazia, contarAtual, somarContagem } from '@censo/shared';
+import type { Comparacao, DivergenciaRodada, LinhaComparacao, ResumoComparacao, Rodada, SemPar } from '@censo/shared';
 import type { EscolaSafra, RodadaSafra, SafraLedger } from './ledger.js';
 
 /** A row of the ledger's comparison: the current round's divergence, and since which round it persists. */
@@ -37,7 +38,7 @@ export async function compararComSafra(ledger: SafraLedger, anterior: RodadaSafr
   const persistentes = new Set<string>();
   const comparacao: LinhaComparacaoSafra[] = [];
   const resumo: ResumoComparacao[] = [];
-  const total: ContagemComparacao = { resolvidas: 0, persistentes: 0, novas: 0 };
+  const total = contagemVazia();
   const semPar: SemPar[] = [];
   const pending: { linha: Omit<LinhaComparacaoSafra, 'persistente_desde'>; par: string }[] = [];
   for (const [referencia, agora] of lidas) {
@@ -51,7 +52,7 @@ export async function compararComSafra(ledger: SafraLedger, anterior: RodadaSafr
       });
       continue;
     }
-    const counts: ContagemComparacao = { resolvidas: 0, persistentes: 0, novas: 0 };
+    const counts = contagemVazia();
     for (const par of earlier.pares.keys()) if (!agora.has(par)) counts.resolvidas++;
     for (const [par, d] of agora) {
       const persiste = earlier.pares.has(par);
@@ -59,6 +60,7 @@ export async function compararComSafra(ledger: SafraLedger, anterior: RodadaSafr
         counts.persistentes++;
         persistentes.add(par);
       } else counts.novas++;
+      contarAtual(counts, d.correcao);
       pending.push({
         par,
         linha: {
@@ -76,9 +78,7 @@ export async function compararComSafra(ledger: SafraLedger, anterior: RodadaSafr
       });
     }
     resumo.push({ referencia, ...counts });
-    total.resolvidas += counts.resolvidas;
-    total.persistentes += counts.persistentes;
-    total.novas += counts.novas;
+    somarContagem(total, counts);
   }
   for (const [escola, earlier] of antes) {
     if (earlier.falhou) continue;
