@@ -214,6 +214,28 @@ describe('the staff page', () => {
     await expect
       .poll(async () => (await tableRows(page, 'tabela-divergencias')).map((r) => r[5]))
       .toEqual(divergencias.filter((d) => d.chave === 'cpf').map(() => 'CPF'));
+    await page.getByLabel('Mostrar só: Dado').selectOption('');
+
+    // “Como corrigir” is a choice of its words, each with its count (issue 56), and narrows with the other filters.
+    const como = page.getByLabel('Mostrar só: Como corrigir');
+    const comoTally = new Map<string, number>();
+    for (const d of divergencias) comoTally.set(COMO[String(d.correcao)]!, (comoTally.get(COMO[String(d.correcao)]!) ?? 0) + 1);
+    await expect
+      .poll(async () => new Set(await como.locator('option').allTextContents()))
+      .toEqual(new Set(['todas', ...[...comoTally].map(([word, n]) => `${word} (${n})`)]));
+    await como.selectOption(COMO.formulario!);
+    const formulario = divergencias.filter((d) => d.correcao === 'formulario');
+    expect(formulario.length).toBeGreaterThan(0);
+    // The rows keep the order chosen above (Campo no retorno, descending): compared as sets of rows.
+    const asSet = (rows: string[][]) => rows.map((r) => JSON.stringify(r)).sort();
+    await expect.poll(async () => asSet(await tableRows(page, 'tabela-divergencias'))).toEqual(asSet(formulario.map(divergenciaRow)));
+    await page.getByLabel('Mostrar só: Dado').selectOption('CPF');
+    await expect
+      .poll(async () => asSet(await tableRows(page, 'tabela-divergencias')))
+      .toEqual(asSet(formulario.filter((d) => d.chave === 'cpf').map(divergenciaRow)));
+    await como.selectOption('');
+    await page.getByLabel('Mostrar só: Dado').selectOption('');
+    await expect.poll(async () => (await tableRows(page, 'tabela-divergencias')).length).toBe(divergencias.length);
 
     const retorno: UploadFile = { field: 'retorno', path: basico.retorno.xlsx, filename: 'retorno.xlsx' };
     const csv = await downloaded(page, () =>

@@ -70,6 +70,7 @@ async function verDivergencias(file, progress) {
     textColumns: ['codigo_na_escola', 'campo', 'enviado', 'correto', 'correcao', 'o_que_fazer'],
     groupColumn: 'chave',
     tallyColumns: ['corrigido', 'correcao'],
+    selectColumns: ['correcao'],
   });
   divergenciasSource = shown.source;
   explainDivergencias(shown.total, shown.tallies.corrigido, shown.tallies.correcao);

@@ -64,14 +64,16 @@ const applies = (row) =>
 export class TableData {
   /**
    * `textColumns`: keys the text filter searches; `groupColumn`: the key counted and filtered by
-   * value; `tallyColumns`: keys whose words are counted for the page's explanations.
+   * value; `tallyColumns`: keys whose words are counted for the page's explanations;
+   * `selectColumns`: tallied keys the view can also be narrowed by, one word each (`filters`).
    */
-  constructor(rows, columns, { textColumns = [], groupColumn = null, tallyColumns = [] } = {}) {
+  constructor(rows, columns, { textColumns = [], groupColumn = null, tallyColumns = [], selectColumns = [] } = {}) {
     this.rows = rows;
     this.columns = columns;
     this.searched = columns.filter((c) => textColumns.includes(c.key));
     this.group = columns.find((c) => c.key === groupColumn) ?? null;
-    this.tallied = columns.filter((c) => tallyColumns.includes(c.key));
+    this.tallied = columns.filter((c) => tallyColumns.includes(c.key) || selectColumns.includes(c.key));
+    this.selectable = columns.filter((c) => selectColumns.includes(c.key));
     this.viewKey = '';
     this.view = rows;
   }
@@ -114,13 +116,15 @@ export class TableData {
     return { tallies, naoAplicadas: { count, listed } };
   }
 
-  /** `view`: `{ text, group, sort, dir, page }`; answers the page's cells and where it is. */
-  page({ text = '', group = '', sort = null, dir = 'ascending', page = 0 } = {}) {
-    const key = JSON.stringify([text, group, sort, dir]);
+  /** `view`: `{ text, group, filters, sort, dir, page }`; answers the page's cells and where it is. */
+  page({ text = '', group = '', filters = {}, sort = null, dir = 'ascending', page = 0 } = {}) {
+    // Only the selectable columns' words narrow the view: a key the table does not offer is no filter.
+    const chosen = this.selectable.filter((c) => filters[c.key]).map((c) => [c, filters[c.key]]);
+    const key = JSON.stringify([text, group, chosen.map(([c, word]) => [c.key, word]), sort, dir]);
     // Paging through the same view reuses it; only a new filter or order recomputes.
     if (key !== this.viewKey) {
       this.viewKey = key;
-      this.view = this.select(text.trim().toLowerCase(), group, sort, dir);
+      this.view = this.select(text.trim().toLowerCase(), group, chosen, sort, dir);
     }
     const pages = Math.max(1, Math.ceil(this.view.length / PAGE_SIZE));
     const at = Math.min(Math.max(0, page), pages - 1);
@@ -128,12 +132,13 @@ export class TableData {
     return { cells, matched: this.view.length, total: this.rows.length, page: at, pages };
   }
 
-  select(text, group, sort, dir) {
+  select(text, group, chosen, sort, dir) {
     let view = this.rows;
-    if (text || group) {
+    if (text || group || chosen.length > 0) {
       view = view.filter(
         (row) =>
           (!group || cellText(row, this.group) === group) &&
+          chosen.every(([column, word]) => cellText(row, column) === word) &&
           (!text || this.searched.some((column) => cellText(row, column).toLowerCase().includes(text))),
       );
     }

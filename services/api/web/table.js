@@ -106,10 +106,15 @@ function workerSource(worker, url, headers, columns, options) {
  * `{ cells, matched, total, page, pages, more? }` (`more`: rows the source has not fetched yet),
  * `done` settles with `{ counts }` once every row is there (until then filters and orders wait),
  * `first` is the first page when the source already has it. `textColumns` get a text filter,
- * `groupColumn` counts and a select; `sortable` makes the headers buttons.
+ * `groupColumn` counts and a select; `selectColumns` a select each, with the words the source tallied
+ * (issue 56: “Como corrigir” is a choice of a few, not something to type); `sortable` makes the
+ * headers buttons.
  */
-export function renderTable(container, { caption, columns, source, textColumns = [], groupColumn = null, sortable = true }) {
-  const view = { text: '', group: '', sort: null, dir: 'ascending', page: 0 };
+export function renderTable(
+  container,
+  { caption, columns, source, textColumns = [], groupColumn = null, selectColumns = [], sortable = true },
+) {
+  const view = { text: '', group: '', filters: {}, sort: null, dir: 'ascending', page: 0 };
   let asked = 0;
   let loading = true;
   const id = container.id;
@@ -134,6 +139,15 @@ export function renderTable(container, { caption, columns, source, textColumns =
     controls.append(el('label', { for: `${id}-grupo`, text: `Mostrar só: ${group.label}` }), select);
     waitForAll.push(select);
   }
+  const choices = columns
+    .filter((c) => selectColumns.includes(c.key))
+    .map((column) => {
+      const choice = el('select', { id: `${id}-filtro-${column.key}` }, el('option', { value: '', text: 'todas' }));
+      choice.addEventListener('change', () => update({ filters: { ...view.filters, [column.key]: choice.value }, page: 0 }));
+      controls.append(el('label', { for: choice.id, text: `Mostrar só: ${column.label}` }), choice);
+      waitForAll.push(choice);
+      return { column, choice };
+    });
   if (controls.childElementCount > 0) parts.push(controls);
 
   const summary = el('p', { class: 'resumo', 'aria-live': 'polite' });
@@ -216,6 +230,8 @@ export function renderTable(container, { caption, columns, source, textColumns =
         counts.append(el('li', { text: `${word}: ${n}` }));
         select.append(el('option', { value: word, text: `${word} (${n})` }));
       }
+      for (const { column, choice } of choices)
+        for (const [word, n] of all.tallies?.[column.key] ?? []) choice.append(el('option', { value: word, text: `${word} (${n})` }));
       for (const control of waitForAll) control.disabled = false;
       void update({});
       return all;

@@ -185,15 +185,20 @@ export async function runAndShow(route, form, progress, table) {
 }
 
 /** Shows a concluded task's result, read by `worker` (see runAndShow). */
-async function showResult(tarefa, worker, { container, caption, columns, textColumns, groupColumn, tallyColumns }) {
+async function showResult(tarefa, worker, { container, caption, columns, textColumns, groupColumn, tallyColumns, selectColumns }) {
   let source;
   try {
-    source = await worker.source(`/api/tarefas/${tarefa.id}/resultado`, getHeaders(), columns, { textColumns, groupColumn, tallyColumns });
+    source = await worker.source(`/api/tarefas/${tarefa.id}/resultado`, getHeaders(), columns, {
+      textColumns,
+      groupColumn,
+      tallyColumns,
+      selectColumns,
+    });
   } catch (err) {
     throw err instanceof Error ? err : apiErrorOf(err);
   }
   container.parentElement.hidden = false;
-  const table = renderTable(container, { caption, columns, source, textColumns, groupColumn });
+  const table = renderTable(container, { caption, columns, source, textColumns, groupColumn, selectColumns });
   try {
     const all = await table.ready;
     return { source, ...all };
