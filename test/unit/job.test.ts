@@ -40,7 +40,8 @@ describe('runJob', () => {
     const resultPath = result();
     const r = await runJob({ kind: 'divergencias', retorno: { path: retorno, format: 'json' }, resultPath });
     const body = await readFile(resultPath, 'utf8');
-    expect(r).toEqual({ ok: true, count: 2, bytes: Buffer.byteLength(body) });
+    // A bare array names no school: escola null (issue 54).
+    expect(r).toEqual({ ok: true, count: 2, bytes: Buffer.byteLength(body), escola: null });
     expect(body).toBe(
       '{"divergencias":[{"codigo_na_escola":"ALU1","linha":"2","campo":"CPF","enviado":"111","correto":"999","is_filiacao":false,"chave":"cpf",' +
         '"correcao":"formulario"},{"codigo_na_escola":"ALU2","linha":"3","campo":"Nome","enviado":"BIA","correto":"BEATRIZ",' +
@@ -85,6 +86,7 @@ describe('runJob', () => {
       ok: true,
       count: 0,
       bytes: 19,
+      escola: null,
     });
     expect(await readFile(resultPath, 'utf8')).toBe('{"divergencias":[]}');
     const pessoasPath = result();

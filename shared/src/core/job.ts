@@ -35,8 +35,10 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
     const labels = vocabulary?.labels ?? BUILTIN_FIELD_LABELS;
     // Batches from the reader to the writer or the merge: one promise per divergence, none per row.
     if (data.kind === 'divergencias') {
+      // The school the return is about, for the season's ledger and the comparison (issue 54).
+      let escola: string | null = null;
       const written = await comDivergencias(
-        () => readRetornoBatches(data.retorno, readOptions),
+        () => readRetornoBatches(data.retorno, { ...readOptions, escola: (codigo) => (escola = codigo) }),
         labels,
         async (divergencias) => {
           const lines = data.batchLines
@@ -58,7 +60,7 @@ export async function runJob(data: JobData, options: RunJobOptions = {}): Promis
           }
         },
       );
-      return { ok: true, ...written };
+      return { ok: true, ...written, escola };
     }
     // The merge finishes before the result file is created: a mismatch leaves nothing to clean. It
     // needs no `correcao`: the corrected file decides on the text file's own values (SPEC §11).

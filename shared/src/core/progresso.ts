@@ -153,6 +153,11 @@ export interface Rodada {
    */
   readonly falhas?: Iterable<FalhaRodada>;
   readonly divergencias: AsyncIterable<DivergenciaRodada> | Iterable<DivergenciaRodada>;
+  /**
+   * The INEP code of each school read whose file carried one (issue 54), as `[referencia, codigo]`
+   * (a Map will do): the same school in every round whatever its file is called. Absent: none did.
+   */
+  readonly escolas?: Iterable<readonly [string, string]>;
 }
 
 export type Situacao = 'resolvida' | 'persistente' | 'nova';
@@ -250,7 +255,40 @@ const keyOf = (d: DivergenciaRodada): string => JSON.stringify([d.codigo_na_esco
 interface Escolas {
   readonly lidas: Map<string, Map<string, DivergenciaRodada>>;
   readonly falhas: Map<string, string>;
+  readonly codigos: CodigosInep;
 }
+
+/** A round's INEP codes (issue 54): each read school's, and the school each code names. */
+export interface CodigosInep {
+  /** A school read whose file carried a code (one only: a name given two codes has none). */
+  readonly deReferencia: ReadonlyMap<string, string>;
+  /** A code that names exactly one school of the round: only such a code pairs schools. */
+  readonly referenciaDe: ReadonlyMap<string, string>;
+}
+
+/**
+ * The codes of a round's schools read: a `referencia` said with two codes keeps none, and a code
+ * said for two `referencia`s pairs neither (which of them is the school is not known; both
+ * still refuse a name pairing with another code's school).
+ */
+export function codigosInep(escolas: Iterable<readonly [string, string]> | undefined, lidas: (referencia: string) => boolean): CodigosInep {
+  const deReferencia = new Map<string, string | null>();
+  for (const [referencia, codigo] of escolas ?? []) {
+    if (!lidas(referencia)) continue;
+    const known = deReferencia.get(referencia);
+    deReferencia.set(referencia, known === undefined || known === codigo ? codigo : null);
+  }
+  const codigos = new Map<string, string>();
+  for (const [referencia, codigo] of deReferencia) if (codigo !== null) codigos.set(referencia, codigo);
+  const referenciaDe = new Map<string, string | null>();
+  for (const [referencia, codigo] of codigos) referenciaDe.set(codigo, referenciaDe.has(codigo) ? null : referencia);
+  const unicos = new Map<string, string>();
+  for (const [codigo, referencia] of referenciaDe) if (referencia !== null) unicos.set(codigo, referencia);
+  return { deReferencia: codigos, referenciaDe: unicos };
+}
+
+/** Two files that both carry a code and not the same one are two schools, whatever their names. */
+export const codigosDiferem = (a: string | undefined, b: string | undefined): boolean => a !== undefined && b !== undefined && a !== b;
 
 /** A round's divergences by school, then by key; a key seen twice keeps its later row (as the merge does, SPEC §3.2). */
 async function byReferencia(rodada: Rodada): Promise<Escolas> {
@@ -266,7 +304,7 @@ async function byReferencia(rodada: Rodada): Promise<Escolas> {
   const falhas = new Map<string, string>();
   for (const { referencia, erro } of rodada.falhas ?? [])
     if (!lidas.has(referencia) && !falhas.has(referencia)) falhas.set(referencia, erro);
-  return { lidas, falhas };
+  return { lidas, falhas, codigos: codigosInep(rodada.escolas, (referencia) => lidas.has(referencia)) };
 }
 
 /**
@@ -294,20 +332,36 @@ function soleByFolder(escolas: Escolas): Map<string, string> {
 }
 
 /**
- * Which school of the earlier round each school of the later one is (SPEC §10, decided in issue
- * 50): the same `referencia`; else, when neither round has that `referencia`, the one school of
- * the same folder, when the folder holds exactly one school in each round (a renamed file).
+ * Which school of the earlier round each school of the later one is (SPEC §10, decided in issues
+ * 50 and 54): the same INEP code, when both files carry one (files are renamed between rounds,
+ * and pre-named by position they even trade names); else the same `referencia`; else, when
+ * neither round has that `referencia`, the one school of the same folder, when the folder holds
+ * exactly one school in each round (a renamed file). Each earlier school pairs once, and two files
+ * whose codes differ never pair by a name.
  */
 function pairs(antes: Escolas, depois: Escolas): Map<string, string> {
   const has = (escolas: Escolas, referencia: string) => escolas.lidas.has(referencia) || escolas.falhas.has(referencia);
   const paired = new Map<string, string>();
+  const taken = new Set<string>();
+  const pair = (later: string, earlier: string) => {
+    paired.set(later, earlier);
+    taken.add(earlier);
+  };
+  for (const [codigo, referencia] of depois.codigos.referenciaDe) {
+    const earlier = antes.codigos.referenciaDe.get(codigo);
+    if (earlier !== undefined) pair(referencia, earlier);
+  }
+  const free = (later: string, earlier: string) =>
+    !paired.has(later) &&
+    !taken.has(earlier) &&
+    !codigosDiferem(depois.codigos.deReferencia.get(later), antes.codigos.deReferencia.get(earlier));
   for (const referencia of [...depois.lidas.keys(), ...depois.falhas.keys()])
-    if (has(antes, referencia)) paired.set(referencia, referencia);
+    if (has(antes, referencia) && free(referencia, referencia)) pair(referencia, referencia);
   const earlierByFolder = soleByFolder(antes);
   for (const [pasta, referencia] of soleByFolder(depois)) {
     const earlier = earlierByFolder.get(pasta);
-    if (earlier === undefined || paired.has(referencia) || has(depois, earlier) || has(antes, referencia)) continue;
-    paired.set(referencia, earlier);
+    if (earlier === undefined || !free(referencia, earlier) || has(depois, earlier) || has(antes, referencia)) continue;
+    pair(referencia, earlier);
   }
   return paired;
 }

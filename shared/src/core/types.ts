@@ -187,6 +187,11 @@ export type JobResult =
       /** Items answered: divergences, persons, or for the corrected file the persons matched. */
       readonly count: number;
       readonly bytes: number;
+      /**
+       * Set for `divergencias`: the INEP code of the school the return is about (SPEC §1.2, issue
+       * 54), null when the file carries none; absent from older workers, which reads as null.
+       */
+      readonly escola?: string | null;
       /** Set for `censo-corrigido` (SPEC §3.4 headers). */
       readonly corrigido?: {
         readonly pessoasCorrigidas: number;

@@ -88,7 +88,11 @@ export const JOB_CONTRACT_VERSION = 4;
  * The version a job of the core (one file's divergencias-rf, retorno-rf, censo-corrigido) needs:
  * a release that changes that job's data or its answer raises it with JOB_CONTRACT_VERSION, so
  * that older workers give its jobs back (cluster/release.mjs does so for the fault suite's upgrade).
- * 3 since issue 46, 4 since issue 56 (see JOB_CONTRACT_VERSION).
+ * 3 since issue 46, 4 since issue 56 (see JOB_CONTRACT_VERSION). Issue 54 added the school's INEP
+ * code to a divergencias job's answer (`escola`) without raising it, as batchLines was added: an
+ * older worker's answer lacks it, which reads as null, and that file's school is then keyed by its
+ * `referencia`, as every round recorded before it is; holding core jobs back for it would stop a
+ * rolling upgrade's work to gain nothing the comparison does not already handle.
  */
 export const CORE_JOB_CONTRACT_VERSION = 4;
 

@@ -40,6 +40,8 @@ export interface ParSafra {
 /** A school of a round: read (its divergences by key) or only failed. */
 export interface EscolaSafra {
   readonly escola: string;
+  /** `inep`: `escola` is the INEP code its file carried (issue 54); `referencia`: it is the name it was sent by. */
+  readonly escolaOrigem: 'inep' | 'referencia';
   readonly referencia: string;
   readonly falhou: boolean;
   readonly erro: string | null;
@@ -188,18 +190,35 @@ export class SafraLedger {
 
   /** A round's schools as the ledger holds them, in the order their files ended. */
   async escolas(lote: string): Promise<Map<string, EscolaSafra>> {
-    const arquivos = await this.db.query<{ tarefa: string; escola: string; referencia: string; falhou: boolean; erro: string | null }>(
-      'SELECT tarefa, escola, referencia, falhou, erro FROM safra.arquivos WHERE lote = $1 ORDER BY concluida_em, tarefa',
-      [lote],
-    );
+    const arquivos = await this.db.query<{
+      tarefa: string;
+      escola: string;
+      escola_origem: 'inep' | 'referencia';
+      referencia: string;
+      falhou: boolean;
+      erro: string | null;
+    }>('SELECT tarefa, escola, escola_origem, referencia, falhou, erro FROM safra.arquivos WHERE lote = $1 ORDER BY concluida_em, tarefa', [
+      lote,
+    ]);
     const escolas = new Map<string, EscolaSafra>();
     for (const a of arquivos) {
       const known = escolas.get(a.escola);
       // A school read in the round is read, whatever else of it failed.
       if (known && !known.falhou) continue;
       if (known && a.falhou) continue;
-      escolas.set(a.escola, { escola: a.escola, referencia: a.referencia, falhou: a.falhou, erro: a.erro, pares: new Map() });
+      escolas.set(a.escola, {
+        escola: a.escola,
+        escolaOrigem: a.escola_origem,
+        referencia: a.referencia,
+        falhou: a.falhou,
+        erro: a.erro,
+        pares: new Map(),
+      });
     }
+    // A failed file has no code, so it is keyed by its name: a name also read (under its code) is read.
+    const lidas = new Set([...escolas.values()].filter((escola) => !escola.falhou).map((escola) => escola.referencia));
+    for (const [key, escola] of escolas)
+      if (escola.falhou && escola.escolaOrigem === 'referencia' && lidas.has(escola.referencia)) escolas.delete(key);
     const pares = await this.db.query<ParSafra & { escola: string }>(
       'SELECT d.escola, d.par, d.chave, d.campo, d.correcao FROM safra.divergencias d JOIN safra.arquivos a ON a.tarefa = d.tarefa ' +
         'WHERE d.lote = $1 ORDER BY a.concluida_em, a.tarefa',

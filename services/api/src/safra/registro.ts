@@ -58,13 +58,15 @@ export class RegistroSafra implements SafraPort {
           continue;
         }
       }
+      // The school by its INEP code when its return carried one (issue 54), else by its name.
+      const { escola, origem } = escolaOf(referencia, tarefa.resultado?.escola);
       arquivos.push({
         tarefa: tarefa.id,
         lote: tarefa.lote,
         dono: donoKey(tarefa.dono),
         loteCriadoEm,
-        escola: escolaOf(referencia),
-        escolaOrigem: 'referencia',
+        escola,
+        escolaOrigem: origem,
         referencia,
         falhou: tarefa.estado === 'falhou',
         erro: tarefa.erro?.erro ?? null,

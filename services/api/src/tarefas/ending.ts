@@ -22,7 +22,12 @@ export function ending(
   if (observation.state === 'done') {
     const result: JobResult = observation.result;
     if (result.ok) {
-      const resultado = { bytes: result.bytes, count: result.count, ...(result.corrigido ? { corrigido: result.corrigido } : {}) };
+      const resultado = {
+        bytes: result.bytes,
+        count: result.count,
+        ...(result.escola !== undefined ? { escola: result.escola } : {}),
+        ...(result.corrigido ? { corrigido: result.corrigido } : {}),
+      };
       return { estado: 'concluida', erro: null, resultado, ...times };
     }
     return { estado: 'falhou', erro: { status: result.status, erro: result.erro }, resultado: null, ...times };

@@ -36,6 +36,11 @@ export interface ErroTarefa {
 export interface ResultadoTarefa {
   readonly bytes: number;
   readonly count: number;
+  /**
+   * A divergencias-rf task's school by its INEP code, when its return carried one (issue 54): the
+   * same school in every round whatever the file's name. Absent on records of a version before it.
+   */
+  readonly escola?: string | null;
   readonly corrigido?: { readonly pessoasCorrigidas: number; readonly naoAplicadas: number; readonly pessoasRegra25?: number };
 }
 

@@ -202,9 +202,10 @@ export const loteComparacaoSchema = {
   summary: 'Compara o lote com a rodada anterior: cada divergência resolvida, persistente ou nova, por escola',
   description:
     'Chave de cada divergência: (`referencia`, `codigo_na_escola`, `chave` — ou `campo` quando não há chave). `resolvida`: só na rodada anterior; ' +
-    '`persistente`: nas duas (valores da atual); `nova`: só na atual. Uma escola é a mesma nas duas rodadas pela `referencia`; sem a mesma ' +
-    '`referencia`, pela pasta (a parte antes do último `/`) quando a pasta tem uma só escola em cada rodada (arquivo renomeado; o `resumo` ' +
-    'traz então `referencia_anterior`). Uma escola lida em só uma rodada vai para `referencias_sem_par` (`referencia`, `rodada`, `motivo` ' +
+    '`persistente`: nas duas (valores da atual); `nova`: só na atual. Uma escola é a mesma nas duas rodadas pelo código INEP que os dois ' +
+    'retornos trazem (o `escola` do JSON, ou `codigo da escola`/`co_entidade`, com 8 dígitos; o título da planilha), senão pela `referencia` ' +
+    '(dois arquivos com códigos diferentes nunca), senão pela pasta (a parte antes do último `/`) quando a pasta tem uma só escola em cada ' +
+    'rodada (arquivo renomeado); pareada pelo código ou pela pasta, o `resumo` traz `referencia_anterior`. Uma escola lida em só uma rodada vai para `referencias_sem_par` (`referencia`, `rodada`, `motivo` ' +
     '`sem_arquivo` ou `falhou`, e o `erro` da falha) e não é julgada. Os dois lotes devem ser de quem pergunta e estar concluidos. ' +
     'json: `{"comparacao", "resumo", "total", "referencias_sem_par"}`; csv: as linhas; xlsx: as linhas, a planilha `resumo` com as ' +
     'contagens por escola e o total (números) e a planilha `sem par` (SPEC §10). No máximo 400000 divergências nas duas rodadas juntas ' +

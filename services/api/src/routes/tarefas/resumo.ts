@@ -100,28 +100,32 @@ export const bytesDeComparacoesEmAndamento = (): number => comparacoes.emAndamen
 async function tarefasDaRodada(service: TarefasService, loteId: string) {
   const referencias: string[] = [];
   const falhas: FalhaRodada[] = [];
+  // Each file's school by its INEP code, when its return carried one (issue 54).
+  const escolas: [string, string][] = [];
   const peso: Peso = { divergencias: 0, bytes: 0 };
   for await (const record of service.listagens.loteTarefas(loteId)) {
     if (record.rota !== 'divergencias-rf') continue;
     if (record.estado === 'concluida') {
       referencias.push(record.referencia ?? '');
+      if (record.resultado?.escola) escolas.push([record.referencia ?? '', record.resultado.escola]);
       pesar(peso, record);
     } else if (record.estado === 'falhou') {
       falhas.push({ referencia: record.referencia ?? '', erro: record.erro?.erro ?? `HTTP ${record.erro?.status ?? 500}` });
     }
   }
-  return { referencias, falhas, ...peso };
+  return { referencias, falhas, escolas, ...peso };
 }
 
 function rodadaOf(
   service: TarefasService,
   storage: Storage,
   loteId: string,
-  tarefas: { readonly referencias: string[]; readonly falhas: FalhaRodada[] },
+  tarefas: { readonly referencias: string[]; readonly falhas: FalhaRodada[]; readonly escolas: [string, string][] },
 ): Rodada {
   return {
     referencias: tarefas.referencias,
     falhas: tarefas.falhas,
+    escolas: tarefas.escolas,
     divergencias: loteDivergencias(service, storage, loteId) as AsyncIterable<DivergenciaRodada>,
   };
 }

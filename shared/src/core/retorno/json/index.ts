@@ -30,6 +30,8 @@ export async function* readJsonBatches(
   path: string,
   signal: AbortSignal | undefined,
   names: ColumnNames,
+  /** Told the school's INEP code (escola.ts) once the whole file has been read, when it holds one. */
+  escola?: (codigo: string) => void,
 ): AsyncGenerator<RetornoRow[], void, undefined> {
   signal?.throwIfAborted();
   let fd = -1;
@@ -48,6 +50,8 @@ export async function* readJsonBatches(
     }
     scanner.end();
     yield scanner.take();
+    // At the end: the property may follow the rows, and a file that turns out unreadable has no school.
+    if (scanner.escola !== null) escola?.(scanner.escola);
   } catch (err) {
     throw toUnreadable(err, INVALID_JSON, signal);
   } finally {

@@ -6,6 +6,7 @@
 import type { RetornoRow } from '../../types.js';
 import { BUILTIN_COLUMN_NAMES, type ColumnNames } from '../columns.js';
 import { MAX_CELL_CHARS } from '../limits.js';
+import { codigoInepDe, isEscolaKey } from '../escola.js';
 import { isDigit, isWs } from './bytes.js';
 import { invalid } from './errors.js';
 import { RowsCollector } from './rows.js';
@@ -28,6 +29,16 @@ const enum S {
 
 const ARRAY = 0;
 const OBJECT = 1;
+
+/** What the scalar being read is, for the school's code (top-level keys and their values only). */
+const enum Capture {
+  None,
+  Key,
+  Value,
+}
+
+/** Longer keys and values are no school's: a code and a school's name fit well within it. */
+const CAPTURE_BYTES = 512;
 
 export class JsonRowsScanner {
   private state = S.Value;
@@ -52,6 +63,15 @@ export class JsonRowsScanner {
   private batchEnds: number[] = [];
   /** Spans may be tried in this chunk: none refused yet (and the scanner was made with them). */
   private spans = false;
+
+  // The school's INEP code (escola.ts): the top-level object's keys and a school key's value, byte by
+  // byte as the scalar is validated, so the code may come before or after the rows array.
+  private capture = Capture.None;
+  private captured: number[] = [];
+  /** The top-level key just read names the school: its value is looked at. */
+  private schoolKey = false;
+  /** The first school property that holds a code; null when none (yet). */
+  escola: string | null = null;
 
   /** `spans: false` skims every element (the reference the spans are tested against). */
   constructor(
@@ -132,6 +152,7 @@ export class JsonRowsScanner {
             this.state = S.String;
             this.stringIsKey = true;
             this.scalar.beginString();
+            if (this.stack.length === 1 && this.escola === null) this.beginCapture(Capture.Key);
           } else if (c === 0x7d && this.state === S.KeyOrClose) this.close(OBJECT, buf);
           else throw invalid();
           continue;
@@ -150,12 +171,17 @@ export class JsonRowsScanner {
           continue;
         case S.String:
           if (this.scalar.stringByte(c)) {
+            if (this.capture !== Capture.None) this.endCapture('string');
             if (this.stringIsKey) this.state = S.Colon;
             else this.afterValue();
-          }
+          } else if (this.capture !== Capture.None) this.captureByte(c);
           continue;
         case S.Number:
-          if (this.scalar.numberByte(c)) continue;
+          if (this.scalar.numberByte(c)) {
+            if (this.capture !== Capture.None) this.captureByte(c);
+            continue;
+          }
+          if (this.capture !== Capture.None) this.endCapture('number');
           this.state = S.After;
           if (this.stack.length === 0) this.state = S.Done;
           i--; // the delimiter belongs to the container
@@ -276,6 +302,12 @@ export class JsonRowsScanner {
   }
 
   private startValue(c: number): void {
+    if (this.schoolKey) {
+      // Only a string or a number can hold a code; any value ends the property.
+      this.schoolKey = false;
+      if (c === 0x22 || c === 0x2d || isDigit(c)) this.beginCapture(Capture.Value);
+      if (c !== 0x22) this.captureByte(c);
+    }
     if (c === 0x7b) {
       this.stack.push(OBJECT);
       this.state = S.KeyOrClose;
@@ -299,6 +331,30 @@ export class JsonRowsScanner {
       this.scalar.beginLiteral(c);
     } else {
       throw invalid();
+    }
+  }
+
+  private beginCapture(capture: Capture): void {
+    this.capture = capture;
+    this.captured = [];
+  }
+
+  private captureByte(c: number): void {
+    if (this.capture === Capture.None) return;
+    if (this.captured.length < CAPTURE_BYTES) this.captured.push(c);
+    else this.capture = Capture.None; // too long to be a school key or code
+  }
+
+  /** A captured key or value ended (the scanner has validated it): is it the school's? */
+  private endCapture(kind: 'string' | 'number'): void {
+    const capture = this.capture;
+    this.capture = Capture.None;
+    const raw = Buffer.from(this.captured).toString('utf8');
+    this.captured = [];
+    if (capture === Capture.Key) {
+      this.schoolKey = isEscolaKey(kind === 'string' ? (JSON.parse(`"${raw}"`) as string) : raw);
+    } else if (capture === Capture.Value) {
+      this.escola = codigoInepDe(kind === 'string' ? (JSON.parse(`"${raw}"`) as string) : raw, kind);
     }
   }
 

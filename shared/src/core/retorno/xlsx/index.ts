@@ -12,6 +12,8 @@ export async function* readXlsxBatches(
   path: string,
   signal: AbortSignal | undefined,
   names: ColumnNames,
+  /** Told the school's INEP code from a title row (the first sheet's that has one), after the last row. */
+  escola?: (codigo: string) => void,
 ): AsyncGenerator<RetornoRow[], void, undefined> {
   signal?.throwIfAborted();
   let zip: ZipArchive;
@@ -25,6 +27,7 @@ export async function* readXlsxBatches(
     let usable = false;
     let content = false;
     let best: { candidate: HeaderCandidate; sheet: string; index: number } | null = null;
+    let codigo: string | null = null;
     for (const [index, part] of book.sheets.entries()) {
       const sheet = new SheetScanner(book, names);
       for await (const chunk of zip.chunks(part, signal)) {
@@ -35,6 +38,8 @@ export async function* readXlsxBatches(
       sheet.end();
       yield sheet.take();
       usable ||= sheet.hasHeader;
+      // A title above no header is not a return's: the sheet was skipped.
+      if (sheet.hasHeader) codigo ??= sheet.escola;
       content ||= sheet.hasContent;
       if (sheet.candidate && betterCandidate(best?.candidate ?? null, sheet.candidate) !== best?.candidate) {
         best = { candidate: sheet.candidate, sheet: book.sheetNames[index] ?? '', index };
@@ -43,6 +48,7 @@ export async function* readXlsxBatches(
     if (!usable && content && best) {
       throw badInput.unreadableRetorno(unrecognisedHeader(inSheet(best.sheet, best.index, names), best.candidate, names));
     }
+    if (codigo !== null) escola?.(codigo);
   } catch (err) {
     throw toUnreadable(err, NOT_A_ZIP, signal);
   } finally {

@@ -15,6 +15,7 @@ import {
   type Role,
 } from '../columns.js';
 import { badInput } from '../../errors.js';
+import { codigoInepDoTitulo } from '../escola.js';
 import { BAD_SHARED_STRING, cellText, type CellContext } from './cells.js';
 import { appendCapped, decodeEntities, TagScanner, type FastPath, type TagHandler } from './xml.js';
 
@@ -41,6 +42,8 @@ const NOT_KEPT = -1;
 const FAST_VALUE_CHARS = 4096;
 // While looking for the header every cell is read, to test its name.
 const PROBE = -2;
+/** A title row's text kept to find a school's code in (issue 54): a title is short. */
+const TITLE_CHARS = 500;
 
 export class SheetScanner implements TagHandler, FastPath {
   private readonly xml = new TagScanner(this);
@@ -85,6 +88,10 @@ export class SheetScanner implements TagHandler, FastPath {
   /** The best header candidate seen in rows 1–20, for the error when none qualifies. */
   candidate: HeaderCandidate | null = null;
   private probeTexts: string[] = [];
+  /** The probed row's cells joined by spaces, up to TITLE_CHARS: a title row may name the school. */
+  private probeLine = '';
+  /** The INEP code a title row above the header gave (escola.ts); null when none did. */
+  escola: string | null = null;
 
   constructor(
     private readonly ctx: CellContext,
@@ -191,6 +198,7 @@ export class SheetScanner implements TagHandler, FastPath {
       this.probeRoles.clear();
       this.probeTexts = [];
       this.probeHeaderLike = true;
+      this.probeLine = '';
     }
     if (selfClosing) this.closeRow();
   }
@@ -210,7 +218,11 @@ export class SheetScanner implements TagHandler, FastPath {
     }
     if (this.rowNumber <= HEADER_ROWS && hasRequiredRoles(this.probeRoles)) {
       this.useHeader(this.probeRoles);
-    } else if (this.rowNumber >= HEADER_ROWS) {
+      return;
+    }
+    // A title row: only above the header, so a data cell never names the school.
+    if (this.rowNumber <= HEADER_ROWS && this.escola === null && this.probeLine !== '') this.escola = codigoInepDoTitulo(this.probeLine);
+    if (this.rowNumber >= HEADER_ROWS) {
       this.xml.done = true; // no header in rows 1–20: the sheet is skipped
     }
   }
@@ -391,6 +403,7 @@ export class SheetScanner implements TagHandler, FastPath {
       if (text.trim() === '') return;
       this.rowHasContent = true;
       if (this.probeTexts.length < CANDIDATE_TEXTS) this.probeTexts.push(text.slice(0, 200));
+      if (this.probeLine.length < TITLE_CHARS) this.probeLine = `${this.probeLine} ${text.slice(0, TITLE_CHARS)}`;
       const role = this.names.roleOf(text);
       if (role === undefined && this.probeHeaderLike) this.probeHeaderLike = hasColumnNameShape(text);
       // The leftmost column of a role wins when a header repeats one.
