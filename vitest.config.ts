@@ -31,12 +31,15 @@ import { onThisMachine, slowdown } from './test/helpers/deadline.js';
 const ALONE = ['test/integration/escala.test.ts', 'test/integration/cluster.test.ts'];
 // The group jobs' and the handshake's files wait on queue events under the queue's 3 s command
 // deadline; beside two other files a request of theirs once missed it (a 503 in a clean clone).
+// The ledger's kill file freezes an API's Redis for a few hundred milliseconds at a time, under
+// the same deadline, while three API and worker processes record a few hundred ends.
 const ONE_AT_A_TIME = [
   'test/integration/autoscale.test.ts',
   'test/integration/contrato-handshake.test.ts',
   'test/integration/heap-tuning.test.ts',
   'test/integration/queue.test.ts',
   'test/integration/rate-limit-redis.test.ts',
+  'test/integration/safra-kill.test.ts',
   'test/integration/tarefas-grupos.test.ts',
   'test/integration/tarefas-processes.test.ts',
   'test/integration/worker-health.test.ts',

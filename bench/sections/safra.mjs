@@ -1,8 +1,9 @@
 // The season ledger's cost on a batch's intake (issue 54): what one task end adds on the API that
 // records it — the HMACs and one transaction of multi-row INSERTs per commit of ends — on PGlite
-// (the embedded default) and PostgreSQL. Run alone: `node bench/sections/safra.mjs [files]`
-// (after `npx tsc -b`; PostgreSQL at BENCH_SAFRA_DATABASE_URL, default the local server's `test`
-// database, in a database of its own that it drops). Prints CPU ms and wall ms per file.
+// (the embedded default) and PostgreSQL. Run alone: `node bench/sections/safra.mjs [files]
+// [divergences per file]` (after `npx tsc -b`; PostgreSQL at BENCH_SAFRA_DATABASE_URL, default the
+// local server's `test` database, in a database of its own that it drops). Prints CPU ms and wall
+// ms per file.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -16,8 +17,11 @@ import { SafraLedger } from '../../services/api/dist/safra/ledger.js';
 const FILES = Number(process.argv[2] ?? 5_000);
 /** Ends per commit: a request's group of TAREFAS_POR_JOB=50 ends together (SPEC §12). */
 const PER_COMMIT = 50;
-/** Divergences per school file: the 50,000-file bench's return has 10 rows. */
-const PER_FILE = 10;
+/**
+ * Divergences per school file: 10 by default, a school with a few people to fix; the burst's
+ * return (bench/burst.mjs, 1,500 rows) holds 745, the cost to set beside that bench's intake.
+ */
+const PER_FILE = Number(process.argv[3] ?? 10);
 const CHAVES = ['cpf', 'nome', 'data_nascimento', 'inep', 'nome_mae'];
 
 function files(lote, n) {

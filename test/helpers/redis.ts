@@ -80,12 +80,20 @@ export interface RedisProxy {
   cut(): Promise<void>;
   /** Listens again on the same port. */
   restore(): Promise<void>;
+  /**
+   * Stops forwarding, both ways, on every connection (and on new ones) without closing any: the
+   * client's commands hang as if Redis stalled, until thaw(). For holding a process at a Redis call.
+   */
+  freeze(): void;
+  thaw(): void;
   close(): Promise<void>;
 }
 
 export async function startRedisProxy(targetUrl: string): Promise<RedisProxy> {
   const target = new URL(targetUrl);
   const sockets = new Set<net.Socket>();
+  const pairs = new Set<readonly [net.Socket, net.Socket]>();
+  let frozen = false;
   let port = 0;
   let server: net.Server | null = null;
 
@@ -101,7 +109,13 @@ export async function startRedisProxy(targetUrl: string): Promise<RedisProxy> {
             upstream.destroy();
           });
         }
-        client.pipe(upstream).pipe(client);
+        const pair = [client, upstream] as const;
+        pairs.add(pair);
+        client.on('close', () => pairs.delete(pair));
+        if (frozen) {
+          client.pause();
+          upstream.pause();
+        } else client.pipe(upstream).pipe(client);
       });
       s.once('error', reject);
       s.listen(port, '127.0.0.1', () => {
@@ -124,6 +138,20 @@ export async function startRedisProxy(targetUrl: string): Promise<RedisProxy> {
     url: `redis://${auth}127.0.0.1:${port}${target.pathname}`,
     cut,
     restore: listen,
+    // Unpiped, not only paused: a pipe resumes its source on the destination's 'drain'.
+    freeze() {
+      frozen = true;
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    },
+    thaw() {
+      frozen = false;
+      for (const [client, upstream] of pairs) client.pipe(upstream).pipe(client);
+    },
     close: cut,
   };
 }

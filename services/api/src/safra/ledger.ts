@@ -91,9 +91,15 @@ export class SafraLedger {
   /**
    * Records task ends: one transaction, one multi-row INSERT per table (per ROWS_PER_INSERT rows).
    * A task already recorded (another replica, a retry) is left as it is, and so are its divergences.
+   *
+   * Rows go in task id order: an INSERT waits on a row another transaction inserted and has not
+   * committed yet, so two replicas telling overlapping ends in different orders (one from its ends
+   * stream, the other from its reconciler's page) could each wait on the other. PostgreSQL then
+   * aborts one as a deadlock, and its ends are committed to Redis without their rows.
    */
-  async registrar(arquivos: readonly ArquivoSafra[]): Promise<number> {
-    if (arquivos.length === 0) return 0;
+  async registrar(told: readonly ArquivoSafra[]): Promise<number> {
+    if (told.length === 0) return 0;
+    const arquivos = [...told].sort((a, b) => (a.tarefa < b.tarefa ? -1 : a.tarefa > b.tarefa ? 1 : 0));
     return this.db.transaction(async (tx) => {
       const novas = new Set<string>();
       for (let i = 0; i < arquivos.length; i += ROWS_PER_INSERT) {
