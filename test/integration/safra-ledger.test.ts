@@ -83,7 +83,7 @@ async function suite(open: () => Promise<SafraDb>, reopen: (() => Promise<SafraD
   const db = await open();
   const impressoes = new Impressoes(randomBytes(32));
   const ledger = new SafraLedger(db, impressoes);
-  expect(await migrate(db)).toEqual([1]);
+  expect(await migrate(db)).toEqual([1, 2]);
   // A second start applies nothing.
   expect(await migrate(db)).toEqual([]);
 
@@ -165,6 +165,8 @@ async function suite(open: () => Promise<SafraDb>, reopen: (() => Promise<SafraD
   expect(await after.varrer(T0)).toBe(0);
   expect(await after.varrer(T0 + 400 * DAY)).toBe(3);
   expect(await after.rodadas(DONO, 2025)).toEqual([]);
+  // No foreign key since migration 2: the sweep takes the files' divergences itself.
+  expect(Number((await current.query<{ n: string }>('SELECT count(*) AS n FROM safra.divergencias'))[0]!.n)).toBe(0);
   await current.close();
 }
 

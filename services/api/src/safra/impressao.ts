@@ -28,8 +28,4 @@ export class Impressoes {
     return this.#hmac(['par', escola, codigoNaEscola, chave ?? `campo:${campo}`]);
   }
 
-  /** The same, and the Receita's value: the very divergence, not only the same person's field. */
-  impressao(escola: string, codigoNaEscola: string, chave: string | null, campo: string, correto: string): string {
-    return this.#hmac(['impressao', escola, codigoNaEscola, chave ?? `campo:${campo}`, correto]);
-  }
 }

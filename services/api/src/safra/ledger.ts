@@ -61,6 +61,8 @@ export const anoOf = (ms: number): number => new Date(ms - 3 * 3_600_000).getUTC
 
 /** pg allows 65,535 parameters a statement; rows per INSERT stay well under it. */
 const ROWS_PER_INSERT = 4_000;
+/** tarefa, lote, escola, par, chave, campo, correcao. */
+const COLUNAS_DIVERGENCIA = 7;
 
 type Counts = Record<string, number>;
 const bump = (counts: Counts, key: string) => (counts[key] = (counts[key] ?? 0) + 1);
@@ -136,42 +138,53 @@ export class SafraLedger {
         );
         for (const row of rows) novas.add(row.tarefa);
       }
-      const linhas: unknown[][] = [];
+      // The divergences go as one array per column and one statement (unnest): a VALUES list of
+      // thousands of rows cost more to bind, parse and plan than to insert (a return of 745
+      // divergences per file made the ledger dearer than the whole intake, issue 54's bench).
+      const columns: (string | null)[][] = Array.from({ length: COLUNAS_DIVERGENCIA }, () => []);
       for (const a of arquivos) {
         if (!novas.has(a.tarefa)) continue;
         // A key seen twice in one file keeps its later row, as the comparison does (SPEC §10).
-        const byPar = new Map<string, unknown[]>();
+        const byPar = new Map<string, (string | null)[]>();
         for (const d of a.divergencias) {
           const par = this.#impressoes.par(a.escola, d.codigo_na_escola, d.chave, d.campo);
-          const impressao = this.#impressoes.impressao(a.escola, d.codigo_na_escola, d.chave, d.campo, d.correto);
           byPar.delete(par);
-          byPar.set(par, [a.tarefa, a.lote, a.escola, par, impressao, d.chave, d.campo, d.correcao]);
+          byPar.set(par, [a.tarefa, a.lote, a.escola, par, d.chave, d.campo, d.correcao ?? null]);
         }
-        linhas.push(...byPar.values());
+        for (const linha of byPar.values()) for (let c = 0; c < COLUNAS_DIVERGENCIA; c++) columns[c]!.push(linha[c]!);
       }
-      for (let i = 0; i < linhas.length; i += ROWS_PER_INSERT) {
-        const slice = linhas.slice(i, i + ROWS_PER_INSERT);
+      if (columns[0]!.length > 0) {
         await tx.query(
-          `INSERT INTO safra.divergencias (tarefa, lote, escola, par, impressao, chave, campo, correcao) VALUES ${placeholders(slice.length, 8)} ` +
+          'INSERT INTO safra.divergencias (tarefa, lote, escola, par, chave, campo, correcao) ' +
+            'SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) ' +
             'ON CONFLICT DO NOTHING',
-          slice.flat(),
+          columns,
         );
       }
       return novas.size;
     });
   }
 
-  /** *Apagar* on a batch (SPEC §7.3): its rows go with it (its divergences by cascade). */
+  /** *Apagar* on a batch (SPEC §7.3): its rows go with it, its divergences too. */
   async apagarLote(lote: string): Promise<void> {
-    await this.db.query('DELETE FROM safra.arquivos WHERE lote = $1', [lote]);
+    // No foreign key (migration 2): the files' divergences go in the same transaction.
+    await this.db.transaction(async (tx) => {
+      const rows = await tx.query<{ tarefa: string }>('DELETE FROM safra.arquivos WHERE lote = $1 RETURNING tarefa', [lote]);
+      if (rows.length > 0)
+        await tx.query('DELETE FROM safra.divergencias WHERE tarefa = ANY($1::text[])', [rows.map((row) => row.tarefa)]);
+    });
   }
 
   /** Retention (SAFRA_RETENCAO_DIAS): rows of files that ended before `antes` go. How many files went. */
   async varrer(antes: number): Promise<number> {
-    const rows = await this.db.query('DELETE FROM safra.arquivos WHERE concluida_em < $1 RETURNING tarefa', [
-      new Date(antes).toISOString(),
-    ]);
-    return rows.length;
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.query<{ tarefa: string }>('DELETE FROM safra.arquivos WHERE concluida_em < $1 RETURNING tarefa', [
+        new Date(antes).toISOString(),
+      ]);
+      if (rows.length > 0)
+        await tx.query('DELETE FROM safra.divergencias WHERE tarefa = ANY($1::text[])', [rows.map((row) => row.tarefa)]);
+      return rows.length;
+    });
   }
 
   /** The owner's rounds of a year, oldest first, numbered from 1. */

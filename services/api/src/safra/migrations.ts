@@ -60,6 +60,21 @@ export const MIGRACOES: readonly Migracao[] = [
       CREATE INDEX divergencias_lote_escola ON safra.divergencias (lote, escola);
     `,
   },
+  {
+    versao: 2,
+    nome: 'divergencias sem impressao e sem chave estrangeira',
+    sql: `
+      -- Issue 54's bench: with 745 divergences a file, the ledger cost more than the whole intake.
+      -- The fingerprint with the Receita's value was written and never read (data kept without a
+      -- use, and a second HMAC per divergence); the foreign key ran a check per divergence row, and
+      -- the index by batch and school was one more to update per row.
+      -- The ledger deletes a file's divergences itself (apagarLote, varrer), in one transaction.
+      ALTER TABLE safra.divergencias DROP COLUMN impressao;
+      ALTER TABLE safra.divergencias DROP CONSTRAINT divergencias_tarefa_fkey;
+      -- Every read reaches a file's divergences by its task (the primary key's first column).
+      DROP INDEX safra.divergencias_lote_escola;
+    `,
+  },
 ];
 
 /** Applies every migration not yet applied, in order, once across every process. */
