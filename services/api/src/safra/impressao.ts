@@ -27,5 +27,4 @@ export class Impressoes {
   par(escola: string, codigoNaEscola: string, chave: string | null, campo: string): string {
     return this.#hmac(['par', escola, codigoNaEscola, chave ?? `campo:${campo}`]);
   }
-
 }

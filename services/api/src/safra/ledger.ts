@@ -170,8 +170,7 @@ export class SafraLedger {
     // No foreign key (migration 2): the files' divergences go in the same transaction.
     await this.db.transaction(async (tx) => {
       const rows = await tx.query<{ tarefa: string }>('DELETE FROM safra.arquivos WHERE lote = $1 RETURNING tarefa', [lote]);
-      if (rows.length > 0)
-        await tx.query('DELETE FROM safra.divergencias WHERE tarefa = ANY($1::text[])', [rows.map((row) => row.tarefa)]);
+      if (rows.length > 0) await tx.query('DELETE FROM safra.divergencias WHERE tarefa = ANY($1::text[])', [rows.map((row) => row.tarefa)]);
     });
   }
 
@@ -181,8 +180,7 @@ export class SafraLedger {
       const rows = await tx.query<{ tarefa: string }>('DELETE FROM safra.arquivos WHERE concluida_em < $1 RETURNING tarefa', [
         new Date(antes).toISOString(),
       ]);
-      if (rows.length > 0)
-        await tx.query('DELETE FROM safra.divergencias WHERE tarefa = ANY($1::text[])', [rows.map((row) => row.tarefa)]);
+      if (rows.length > 0) await tx.query('DELETE FROM safra.divergencias WHERE tarefa = ANY($1::text[])', [rows.map((row) => row.tarefa)]);
       return rows.length;
     });
   }
