@@ -6,6 +6,7 @@ import {
   ABORT_SHUTDOWN,
   BATCH_NICENESS,
   CANCEL_EVENT,
+  GROUP_JOB,
   closeQueueEvents,
   JOB_CONTRACT_VERSION,
   JOB_QUEUE,
@@ -181,7 +182,14 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
       if (api === null) return;
       tellEnd(connection, endsStream(config.queuePrefix, api), end).catch((err: unknown) => onError(`job end ${queue}`, err));
     };
-    worker.on('completed', (job, result) => tell(job, { event: 'completed', jobId: String(job.id), returnvalue: JSON.stringify(result) }));
+    // A group job's completion is not told: its API heard each task's end from the group's steps
+    // (TASK_ENDED_EVENT, the last one with the group's last step), and a completed group needs
+    // nothing more of it (issue 55: a MULTI of four commands a group, and an XREAD's wake-up, for
+    // nothing). Its failure for good still is: it ends the tasks it had not run.
+    worker.on('completed', (job, result) => {
+      if (job.name === GROUP_JOB) return;
+      tell(job, { event: 'completed', jobId: String(job.id), returnvalue: JSON.stringify(result) });
+    });
     worker.on('failed', (job, err) => {
       // Only a failure for good: one retried has no end yet (BullMQ sets finishedOn only then).
       if (job && typeof job.finishedOn === 'number') tell(job, { event: 'failed', jobId: String(job.id), failedReason: err.message });

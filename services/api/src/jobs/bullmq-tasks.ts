@@ -270,13 +270,22 @@ export function createBullmqTaskExecution({
    * still runs (its end recorded as a timeout, or cancelled) is stopped by the worker that holds
    * its group. The group's job goes with its last task; a running group is locked by its worker
    * (remove answers 0), completes by itself and goes then.
+   *
+   * When every task dropped had been finished by the worker, the group's job is not removed here:
+   * a worker writes a task's end before the group's job completes, and a completed group job goes
+   * by itself (GROUP_JOB_OPTIONS); BullMQ's removeJob script was some twenty commands a group for
+   * a job already gone or about to go (issue 55). A group job that failed for good keeps its tasks'
+   * unfinished fields (attempts spent), so its last drop finds one unfinished and removes it.
    */
-  async function dropGrouped(grupo: string, ids: readonly string[]): Promise<void> {
+  async function dropGrouped(grupo: string, given: readonly string[]): Promise<void> {
+    const ids = [...new Set(given)];
     const dropped = droppedOf(await scripts.censoDropItems(keys.group(grupo), keys.waiting, ...ids));
     for (const [i, was] of dropped.was.entries()) {
       if (was === 'started') await sendCancel(cancels, grupo, ids[i]!);
     }
-    if (dropped.empty) await queue.remove(grupo);
+    if (!dropped.empty) return;
+    mine.delete(grupo);
+    if (dropped.was.some((was) => was !== 'finished')) await queue.remove(grupo);
   }
 
   /** Queues one group job for `tasks` (the same `grupo`): their fields first, so the worker finds them all. */

@@ -409,6 +409,12 @@ export class TarefasService {
     return owned(raw === null ? null : parse<LoteRecord>(raw), dono);
   }
 
+  /** Several batches' records in one read (null for one that is gone); no owner check. */
+  async lotes(ids: readonly string[]): Promise<(LoteRecord | null)[]> {
+    const raws = await this.store.getMany(ids.map((id) => keys.lote(id)));
+    return raws.map((raw) => (raw === null || raw === undefined ? null : parse<LoteRecord>(raw)));
+  }
+
   /**
    * `fechar` (SPEC §7.3): no more files; ends now when every task has. Null when there is no such
    * batch (of `dono`'s, if given). `onlyIfIdleSince`: the idle close, only if no file came since.

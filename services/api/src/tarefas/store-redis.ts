@@ -8,33 +8,122 @@ import { QueueUnavailableError } from '@censo/shared';
 import type { Guard, RangeQuery, Scored, TarefaStore, Write } from './store.js';
 
 /**
- * KEYS: every key the commit names. ARGV[1]: {"g": [[key index, value or null]...], "w": [[op,
- * key index, ...]...]}. Nothing is written unless every guard holds, and the script runs whole.
+ * KEYS: every key the commit names. ARGV[1]: {"g": [[key index, value or null]...], "w": [[op, ...]...]}.
+ * Nothing is written unless every guard holds, and the script runs whole.
+ *
+ * The guards are read in one MGET and the writes go as few commands as they can (issue 55: "one
+ * write where there are two"): the records a commit sets in one MSET, each sorted set's members in
+ * one ZADD or ZREM, the deletions in one DEL. A request of 50 returns, or the ends of 50 tasks, were
+ * 150 commands inside this script and are now five or six; INFO commandstats counts each.
+ * Ops: ["mset", [k, v, k, v...]], ["setpx", k, v, ms], ["del", [k...]], ["zadd", k, [score, member...]],
+ * ["zrem", k, [member...]], key indexes into KEYS.
  */
 const COMMIT = `
 local spec = cjson.decode(ARGV[1])
-for _, guard in ipairs(spec.g) do
-  local current = redis.call('GET', KEYS[guard[1]])
-  if guard[2] == cjson.null then
-    if current then return 0 end
-  elseif current ~= guard[2] then
-    return 0
+if #spec.g > 0 then
+  local names = {}
+  for i, guard in ipairs(spec.g) do names[i] = KEYS[guard[1]] end
+  local current = redis.call('MGET', unpack(names))
+  for i, guard in ipairs(spec.g) do
+    if guard[2] == cjson.null then
+      if current[i] then return 0 end
+    elseif current[i] ~= guard[2] then
+      return 0
+    end
   end
 end
 for _, w in ipairs(spec.w) do
-  local key = KEYS[w[2]]
-  if w[1] == 'set' then
-    if w[4] then redis.call('SET', key, w[3], 'PX', w[4]) else redis.call('SET', key, w[3]) end
-  elseif w[1] == 'del' then
-    redis.call('DEL', key)
-  elseif w[1] == 'zadd' then
-    redis.call('ZADD', key, w[4], w[3])
-  elseif w[1] == 'zrem' then
-    redis.call('ZREM', key, w[3])
+  local op = w[1]
+  if op == 'mset' then
+    local args = {}
+    for i = 1, #w[2], 2 do args[i] = KEYS[w[2][i]]; args[i + 1] = w[2][i + 1] end
+    redis.call('MSET', unpack(args))
+  elseif op == 'setpx' then
+    redis.call('SET', KEYS[w[2]], w[3], 'PX', w[4])
+  elseif op == 'del' then
+    local args = {}
+    for i, k in ipairs(w[2]) do args[i] = KEYS[k] end
+    redis.call('DEL', unpack(args))
+  elseif op == 'zadd' then
+    redis.call('ZADD', KEYS[w[2]], unpack(w[3]))
+  elseif op == 'zrem' then
+    redis.call('ZREM', KEYS[w[2]], unpack(w[3]))
   end
 end
 return 1
 `;
+
+/** Arguments one coalesced command carries at most (Lua's unpack has a stack of 8,000). */
+const MAX_ARGS = 1_000;
+
+type Op =
+  | ['mset', (number | string)[]]
+  | ['setpx', number, string, number]
+  | ['del', number[]]
+  | ['zadd', number, string[]]
+  | ['zrem', number, string[]];
+
+/**
+ * The writes as few commands as give the same result. Writes of one kind to distinct keys commute,
+ * so they are merged when no key is written by two kinds (a set and a del of one key, a zadd and a
+ * zrem on one sorted set): then their order cannot matter. Otherwise each goes alone, in order.
+ */
+export function coalesce(writes: readonly Write[], at: (key: string) => number): Op[] {
+  const kindOf = new Map<string, string>();
+  let mergeable = true;
+  for (const write of writes) {
+    const kind = write.op === 'set' ? (write.ttlMs === undefined ? 'set' : 'setpx') : write.op;
+    const seen = kindOf.get(write.key);
+    if (seen !== undefined && seen !== kind) mergeable = false;
+    kindOf.set(write.key, kind);
+  }
+  const out: Op[] = [];
+  const chunked = <T>(items: T[], per: number, make: (part: T[]) => Op) => {
+    for (let i = 0; i < items.length; i += per) out.push(make(items.slice(i, i + per)));
+  };
+  if (!mergeable) {
+    for (const write of writes) {
+      if (write.op === 'set') {
+        out.push(write.ttlMs === undefined ? ['mset', [at(write.key), write.value]] : ['setpx', at(write.key), write.value, write.ttlMs]);
+      } else if (write.op === 'del') out.push(['del', [at(write.key)]]);
+      else if (write.op === 'zadd') out.push(['zadd', at(write.key), [String(write.score), write.member]]);
+      else out.push(['zrem', at(write.key), [write.member]]);
+    }
+    return out;
+  }
+  const mset: (number | string)[] = [];
+  const dels: number[] = [];
+  const zadds = new Map<string, string[]>();
+  const zrems = new Map<string, string[]>();
+  for (const write of writes) {
+    switch (write.op) {
+      case 'set':
+        if (write.ttlMs === undefined) mset.push(at(write.key), write.value);
+        else out.push(['setpx', at(write.key), write.value, write.ttlMs]);
+        break;
+      case 'del':
+        dels.push(at(write.key));
+        break;
+      case 'zadd': {
+        const args = zadds.get(write.key) ?? [];
+        args.push(String(write.score), write.member);
+        zadds.set(write.key, args);
+        break;
+      }
+      case 'zrem': {
+        const members = zrems.get(write.key) ?? [];
+        members.push(write.member);
+        zrems.set(write.key, members);
+        break;
+      }
+    }
+  }
+  chunked(mset, MAX_ARGS, (part) => ['mset', part]);
+  chunked(dels, MAX_ARGS, (part) => ['del', part]);
+  for (const [key, args] of zadds) chunked(args, MAX_ARGS, (part) => ['zadd', at(key), part]);
+  for (const [key, members] of zrems) chunked(members, MAX_ARGS, (part) => ['zrem', at(key), part]);
+  return out;
+}
 
 type Client = (Redis | Cluster) & {
   censoTarefasCommit?: (...args: (string | number)[]) => Promise<number>;
@@ -67,21 +156,7 @@ export function createRedisStore(redis: Redis | Cluster, queuePrefix: string): T
         }
         return i;
       };
-      const spec = {
-        g: guards.map((guard) => [at(guard.key), guard.value]),
-        w: writes.map((write) => {
-          switch (write.op) {
-            case 'set':
-              return write.ttlMs === undefined ? ['set', at(write.key), write.value] : ['set', at(write.key), write.value, write.ttlMs];
-            case 'del':
-              return ['del', at(write.key)];
-            case 'zadd':
-              return ['zadd', at(write.key), write.member, String(write.score)];
-            case 'zrem':
-              return ['zrem', at(write.key), write.member];
-          }
-        }),
-      };
+      const spec = { g: guards.map((guard) => [at(guard.key), guard.value]), w: coalesce(writes, at) };
       return (await commit(names.length, ...names, JSON.stringify(spec))) === 1;
     },
     async range(key, { after, from, upTo, limit }: RangeQuery): Promise<Scored[]> {

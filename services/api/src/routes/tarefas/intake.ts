@@ -153,8 +153,24 @@ function requestDigest(parts: readonly unknown[]): string {
 
 /** The monitor with its batch's expiry (a batch's task lives as long as its batch). */
 export async function monitorOf(service: TarefasService, agora: TarefaAgora) {
-  const lote = agora.record.lote !== null && isFinal(agora.estado) ? await service.lote(agora.record.lote) : null;
-  return tarefaMonitor(agora, lote?.expiraEm ?? null);
+  return (await monitorsOf(service, [agora]))[0]!;
+}
+
+/**
+ * Several tasks' monitors, each batch's record read once (one MGET), after the tasks' states as
+ * monitorOf reads it: a page of a batch's tasks read the batch once per finished task (issue 55:
+ * the first GET a file in the scale profile's count).
+ */
+export async function monitorsOf(service: TarefasService, agoras: readonly TarefaAgora[]) {
+  const ids = [...new Set(agoras.flatMap((agora) => (agora.record.lote !== null && isFinal(agora.estado) ? [agora.record.lote] : [])))];
+  const expiry = new Map<string, number | null>();
+  if (ids.length > 0) {
+    const lotes = await service.lotes(ids);
+    ids.forEach((id, i) => expiry.set(id, lotes[i]?.expiraEm ?? null));
+  }
+  return agoras.map((agora) =>
+    tarefaMonitor(agora, agora.record.lote !== null && isFinal(agora.estado) ? (expiry.get(agora.record.lote) ?? null) : null),
+  );
 }
 
 /** 202 with the task's monitor (SPEC §7.1). */
@@ -185,9 +201,7 @@ async function replyAcceptedMany(
   reply.code(202);
   if (agoras.some((agora) => !isFinal(agora.estado))) reply.header('retry-after', RETRY_AFTER_S);
   if (replayed) reply.header('idempotent-replayed', 'true');
-  const tarefas = [];
-  for (const agora of agoras) tarefas.push(await monitorOf(service, agora));
-  return reply.send({ tarefas });
+  return reply.send({ tarefas: await monitorsOf(service, agoras) });
 }
 
 /** The handler: receives the files into the task's own area, then records and queues the task. */

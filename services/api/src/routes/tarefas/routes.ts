@@ -31,7 +31,7 @@ import {
   tarefaNaoEncontrada,
 } from '../../tarefas/errors.js';
 import { donoOfRequest } from './dono.js';
-import { monitorOf } from './intake.js';
+import { monitorOf, monitorsOf } from './intake.js';
 import { ESTADOS_TAREFA, isId, loteMonitor, newId, type EstadoTarefa, type LoteRecord } from '../../tarefas/model.js';
 import { sendComparacao, sendComparacaoSafra, sendResumo } from './resumo.js';
 import { cartasRoute } from './cartas.js';
@@ -282,7 +282,7 @@ async function routes(app: FastifyInstance): Promise<void> {
     const lote = await service.lote(id, donoOfRequest(request));
     if (lote === null) throw loteNaoEncontrado();
     const page = await service.listagens.listLote(id, query);
-    const tarefas = await Promise.all(page.tarefas.map((agora) => monitorOf(service, agora)));
+    const tarefas = await monitorsOf(service, page.tarefas);
     return reply.send({ tarefas, next_cursor: page.next === null ? null : encodeCursor(page.next) });
   });
 
