@@ -77,6 +77,7 @@ const LONG_FIRST = [
   'test/cli/lote-servidor-envios.test.ts',
   'test/integration/lean-install.test.ts',
   'test/browser/page.test.ts',
+  'test/integration/redis-chamadas.test.ts',
   'test/deploy/monitoring.test.ts',
   'test/cli/lote.test.ts',
   'test/cli/lote-servidor.test.ts',
