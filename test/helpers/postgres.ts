@@ -63,3 +63,27 @@ export async function createTestSchema(serverUrl: string): Promise<TestSchema> {
 export async function createAuditsTable(client: pg.Client): Promise<void> {
   await client.query(await readFile(AUDITS_DDL, 'utf8'));
 }
+
+/** A database of the test's own on the local server, and how to drop it (whatever still holds it open). */
+export interface ScratchDatabase {
+  readonly url: string;
+  drop(): Promise<void>;
+}
+
+/** Creates `<prefix>_<random>` beside `test` on the local server: the season ledger's tests each own one. */
+export async function createScratchDatabase(prefix: string): Promise<ScratchDatabase> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: LOCAL_DATABASE_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  return {
+    url: LOCAL_DATABASE_URL.replace(/\/test$/, `/${name}`),
+    async drop() {
+      try {
+        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await admin.end();
+      }
+    },
+  };
+}

@@ -7,12 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, loadConfig } from '@censo/shared';
 import { openSafra, type Safra, type SafraConfig } from '../../services/api/dist/safra/index.js';
 import { formWith } from '../helpers/http.js';
-import { LOCAL_DATABASE_URL } from '../helpers/postgres.js';
+import { createScratchDatabase, type ScratchDatabase } from '../helpers/postgres.js';
 import { useTestRedis } from '../helpers/redis.js';
 import { CPF, NOME, retorno, type Linha } from '../helpers/retorno-linhas.js';
 import { request, startHarness, waitForTarefa, type Harness, type Mode } from '../helpers/tarefas.js';
@@ -143,28 +142,19 @@ describe.each<Mode>(['embedded', 'queue'])('%s mode', (mode) => {
   const now = () => clock;
   const safras: Safra[] = [];
   const servers: Harness[] = [];
-  let database: string | null = null;
-  let admin: pg.Client | null = null;
+  let database: ScratchDatabase | null = null;
 
   beforeAll(async () => {
-    if (mode === 'queue') {
-      database = `safra_${randomBytes(4).toString('hex')}`;
-      admin = new pg.Client({ connectionString: LOCAL_DATABASE_URL });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${database}`);
-    }
+    if (mode === 'queue') database = await createScratchDatabase('safra');
   });
   afterAll(async () => {
     for (const server of servers.reverse()) await server.dispose().catch(() => {});
     for (const safra of safras) await safra.close().catch(() => {});
-    if (admin !== null) {
-      await admin.query(`DROP DATABASE ${database} WITH (FORCE)`);
-      await admin.end();
-    }
+    await database?.drop();
   });
 
   it('pairs renamed and shuffled files by the INEP code their returns carry, live and from the ledger', async () => {
-    const url = database === null ? null : LOCAL_DATABASE_URL.replace(/\/test$/, `/${database}`);
+    const url = database?.url ?? null;
     const config: SafraConfig = {
       url,
       dir: path.join(work, mode),

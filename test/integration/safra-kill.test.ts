@@ -20,7 +20,7 @@ import { Impressoes } from '../../services/api/dist/safra/impressao.js';
 import { onThisMachine } from '../helpers/deadline.js';
 import { API_KEY } from '../helpers/http.js';
 import { freePort } from '../helpers/ports.js';
-import { LOCAL_DATABASE_URL } from '../helpers/postgres.js';
+import { createScratchDatabase, type ScratchDatabase } from '../helpers/postgres.js';
 import type { ServiceProcess } from '../helpers/processes.js';
 import { processEnv, startApiProcess, startWorkerProcess } from '../helpers/queue-processes.js';
 import { startRedisProxy, uniqueQueuePrefix, type RedisProxy } from '../helpers/redis.js';
@@ -56,8 +56,7 @@ let redisServer: ChildProcess | null = null;
 let redisUrl: string;
 let redis: Redis;
 let uploadDir: string;
-let database: string;
-let admin: pg.Client;
+let database: ScratchDatabase | undefined;
 let ledger: pg.Client;
 const queuePrefix = uniqueQueuePrefix();
 const running: ServiceProcess[] = [];
@@ -68,36 +67,26 @@ beforeAll(async () => {
   redisUrl = `redis://127.0.0.1:${port}`;
   redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   uploadDir = await mkdtemp(path.join(os.tmpdir(), 'censo-safra-kill-'));
-  database = `safra_kill_${randomBytes(4).toString('hex')}`;
-  admin = new pg.Client({ connectionString: LOCAL_DATABASE_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  ledger = new pg.Client({ connectionString: databaseUrl() });
+  database = await createScratchDatabase('safra_kill');
+  ledger = new pg.Client({ connectionString: database.url });
   await ledger.connect();
 });
 afterAll(async () => {
   for (const process of running.reverse()) await process.stop();
   for (const proxy of proxies) await proxy.close();
   await ledger?.end().catch(() => {});
-  if (admin) {
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
-  }
+  await database?.drop();
   redis?.disconnect();
   await stopRedisServer(redisServer);
   await rm(uploadDir, { recursive: true, force: true });
 });
-
-function databaseUrl(): string {
-  return LOCAL_DATABASE_URL.replace(/\/test$/, `/${database}`);
-}
 
 const env = (redisAt = redisUrl) =>
   processEnv(
     { redisUrl: redisAt, queuePrefix, uploadDir },
     {
       API_KEY,
-      SAFRA_DATABASE_URL: databaseUrl(),
+      SAFRA_DATABASE_URL: database!.url,
       SAFRA_SEGREDO: SEGREDO,
       // Sweeps every 1/20 of it (4.5 s on a quiet machine): the expired round goes soon after the
       // test moves its expiry to now, and not before the direct comparison on a slow one.

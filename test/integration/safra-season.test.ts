@@ -6,12 +6,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, loadConfig } from '@censo/shared';
 import { openSafra, type Safra, type SafraConfig } from '../../services/api/dist/safra/index.js';
 import { formWith } from '../helpers/http.js';
-import { LOCAL_DATABASE_URL } from '../helpers/postgres.js';
+import { createScratchDatabase, type ScratchDatabase } from '../helpers/postgres.js';
 import { useTestRedis } from '../helpers/redis.js';
 import { CPF, NOME, retorno, type Linha } from '../helpers/retorno-linhas.js';
 import { request, startHarness, waitForTarefa, type Harness, type Mode } from '../helpers/tarefas.js';
@@ -120,11 +119,10 @@ describe.each<Mode>(['embedded', 'queue'])('%s mode', (mode) => {
   const now = () => clock;
   const safras: Safra[] = [];
   const servers: Harness[] = [];
-  let database: string | null = null;
-  let admin: pg.Client | null = null;
+  let database: ScratchDatabase | null = null;
 
   async function open(dir: string): Promise<Safra> {
-    const url = database === null ? null : LOCAL_DATABASE_URL.replace(/\/test$/, `/${database}`);
+    const url = database?.url ?? null;
     const safra = await openSafra(safraConfig(dir, url), logger);
     safras.push(safra!);
     return safra!;
@@ -144,20 +142,12 @@ describe.each<Mode>(['embedded', 'queue'])('%s mode', (mode) => {
   }
 
   beforeAll(async () => {
-    if (mode === 'queue') {
-      database = `safra_${randomBytes(4).toString('hex')}`;
-      admin = new pg.Client({ connectionString: LOCAL_DATABASE_URL });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${database}`);
-    }
+    if (mode === 'queue') database = await createScratchDatabase('safra');
   });
   afterAll(async () => {
     for (const server of servers.reverse()) await server.dispose().catch(() => {});
     for (const safra of safras) await safra.close().catch(() => {});
-    if (admin !== null) {
-      await admin.query(`DROP DATABASE ${database} WITH (FORCE)`);
-      await admin.end();
-    }
+    await database?.drop();
   });
 
   it('compares with an expired round from the ledger, with the counts it gave while both existed', async () => {
