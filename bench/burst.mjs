@@ -299,6 +299,15 @@ async function serviceBurst(build, { dir, count, quick, redisUrl, local, localDi
   }
 }
 
+/** The digest of `censo lote` of `dir` as the CLI of `build`'s tree writes it locally (untimed). */
+async function treeLocalDigest(build, dir) {
+  const out = path.join(DATA, `burst-local-${build.rev}.csv`);
+  await runNodeSampled([build.cliMain, '--quiet', 'lote', dir, '-o', out], { timeoutMs: 900_000 });
+  const digest = await sha256Of(out);
+  rmSync(out, { force: true });
+  return digest;
+}
+
 /**
  * Section 6. `files` (default 5,000, 1,000 with `quick`) school returns through the local `censo
  * lote`, then through the service at BURST_BEFORE_REV, then through the current one; with
@@ -339,8 +348,12 @@ export async function runBurst({ quick, redisUrl, files, serviceOnly = false, no
       log(`  burst: Redis ${(grouped.perTaskBytes / 1024).toFixed(2)} KiB per waiting task (${build.name}, ${CLI_GROUP_FILES} a request)`);
     }
   }
-  for (const build of service)
-    Object.assign(results[build.name], await serviceBurst(build, { dir, count, quick, redisUrl, local, localDigest, log }));
+  for (const build of service) {
+    // An earlier tree's service is held to its own CLI's local output: the answer's columns have
+    // changed since (issues 46 and 56), so the current local file would call every earlier one different.
+    const ownDigest = build.rev === null ? localDigest : await treeLocalDigest(build, dir);
+    Object.assign(results[build.name], await serviceBurst(build, { dir, count, quick, redisUrl, local, localDigest: ownDigest, log }));
+  }
   return {
     files: count,
     rowsPerFile,

@@ -156,7 +156,8 @@ export function renderSection(results, { chartLink }) {
           `κ = ${usl.kappa === 0 ? '0' : usl.kappa.toExponential(2)}, λ = ${fmt(usl.lambda, 2)} files/s**, R² = ${fmt(usl.r2, 4)}; ` +
           (usl.peakN !== null
             ? `the rate would peak at N* = sqrt((1−σ)/κ) = ${fmt(usl.peakN, 1)} hosts (${rate(uslRate(usl, usl.peakN))} files/s).`
-            : usl.sigma > 0
+            : // A σ the fit leaves at a rounding's width of zero would "flatten" at 10^17 files/s.
+              usl.sigma >= 5e-5
               ? `κ = 0: no peak within the model, the rate flattens towards λ/σ = ${rate(usl.lambda / usl.sigma)} files/s.`
               : 'σ = κ = 0: linear within the model (no contention measured).'),
       );

@@ -182,7 +182,10 @@ export class Bench {
   /** An API on `host`, unlimited (the API series sets its quota once it is warm). */
   async startApi(host) {
     this.group(host).setQuota(null);
-    this.start(host, host, process.execPath, [path.join(ROOT, 'services/api/dist/main.js'), '--role=api'], {
+    // ESCALA_CPU_PROF=<folder>: each API writes a V8 CPU profile there when it stops, to name where
+    // an API's time per file goes (issue 55: it grew with the replicas).
+    const profiling = process.env.ESCALA_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.join(process.env.ESCALA_CPU_PROF, host)}`] : [];
+    this.start(host, host, process.execPath, [...profiling, path.join(ROOT, 'services/api/dist/main.js'), '--role=api'], {
       ...this.serviceEnv(),
       HOST: net.ipOf(host),
       PORT: String(API_PORT),

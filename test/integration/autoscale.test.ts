@@ -125,9 +125,11 @@ async function stopWithin(process: ServiceProcess, graceMs = onThisMachine(25_00
 async function startGate(
   target: string,
   waves: ReadonlyArray<{ after: number; released: Promise<void> }>,
-): Promise<{ url: string; held: () => number }> {
+): Promise<{ url: string; held: () => number; answers: () => Record<number, number> }> {
   let uploads = 0;
   let held = 0;
+  /** The API's answers by status, for whoever reads a failed run. */
+  const answers = new Map<number, number>();
   let deadline: Promise<void> | undefined;
   const server = http.createServer((req, res) => {
     const upload = req.method === 'POST' && /^\/api\/lotes\/[^/]+\/divergencias-rf(\?|$)/.test(req.url ?? '');
@@ -140,18 +142,37 @@ async function startGate(
       wait = Promise.race([Promise.all(waitFor.map((wave) => wave.released)), deadline]);
     }
     void wait.then(() => {
+      // As a reverse proxy does: the API may answer before it has read the body (a busy backlog's
+      // 503, an upload still in progress' 409) and then half-close, lingering on what is still
+      // sent (app.ts). The rest of the body written after that fails with EPIPE on this side;
+      // that must not take away the answer already on its way to the CLI. Only an error before
+      // any answer is the CLI's error too. Once run beside two busy loops, the CLI got EPIPE here.
+      let answered = false;
       const upstream = http.request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (answer) => {
+        answered = true;
+        answers.set(answer.statusCode ?? 0, (answers.get(answer.statusCode ?? 0) ?? 0) + 1);
         res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.on('close', () => {
+          if (!answer.complete) res.destroy();
+        });
         answer.pipe(res);
       });
-      upstream.on('error', (err) => res.destroy(err));
+      upstream.on('error', (err) => {
+        req.unpipe(upstream);
+        req.resume();
+        if (!answered) res.destroy(err);
+      });
       req.pipe(upstream);
     });
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   gate = server;
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, held: () => held };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    held: () => held,
+    answers: () => Object.fromEntries(answers),
+  };
 }
 
 /** A promise and the function that resolves it. */
@@ -242,8 +263,8 @@ it(
     await scaler.stop();
     const history = scaler.history;
     const events = autoscale.scalingEvents(history);
-    const seen = () => JSON.stringify({ events, errors: scaler?.errors, held: proxy.held(), cliMs });
-    expect(run, run.stderr).toMatchObject({ code: 0 });
+    const seen = () => JSON.stringify({ events, errors: scaler?.errors, held: proxy.held(), answers: proxy.answers(), cliMs });
+    expect(run, `${run.stderr}\n${seen()}`).toMatchObject({ code: 0 });
     expect(scaler.errors, seen()).toEqual([]);
 
     // Every task of the batch ended concluida.
@@ -351,6 +372,7 @@ it(
         stalled: queueEvents.filter((f) => f.event === 'stalled').length,
         peakLag: Math.max(...history.map((e) => e.metrics.assincronas ?? 0)),
         polls: history.length,
+        answers: proxy.answers(),
       }),
     );
   },
