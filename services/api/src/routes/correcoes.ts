@@ -21,9 +21,8 @@ import {
 import { annotateRequestLog } from '../http/request-annotations.js';
 import { attachment } from '../http/content-disposition.js';
 import { loteNaoEncontrado } from '../tarefas/errors.js';
-import { donoOfRequest } from './tarefas/dono.js';
 import { isId } from '../tarefas/model.js';
-import { answerOnlyWhole, loteDivergencias, parcialOf } from './tarefas/results.js';
+import { loteDivergencias, loteParaResposta, parcialOf } from './tarefas/results.js';
 import { apiKeySecurity, authErrors, errorResponses } from './schemas.js';
 
 export const FORMATO_CORRECOES_ERROR = 'Parâmetro formato deve ser ieducar.';
@@ -103,10 +102,7 @@ async function routes(app: FastifyInstance): Promise<void> {
       if (query.formato !== 'ieducar') throw new BadInputError(FORMATO_CORRECOES_ERROR);
       const parte = (query.parte ?? 'previa') as IeducarParte;
       if (!IEDUCAR_PARTES.includes(parte)) throw new BadInputError(PARTE_CORRECOES_ERROR);
-      const parcial = parcialOf(query);
-      const lote = await service.lote(id, donoOfRequest(request));
-      if (lote === null) throw loteNaoEncontrado();
-      await answerOnlyWhole(service, reply, lote, parcial);
+      await loteParaResposta(service, request, reply, id, parcialOf(query));
       if (emAndamento >= scriptsLimite.aoMesmoTempo) throw new ScriptsOcupadosError();
       // Each item is a stored divergence with the batch's `referencia` and `arquivo` in front; read anew on each pass.
       const divergencias = () =>

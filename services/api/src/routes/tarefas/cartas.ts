@@ -26,8 +26,7 @@ import { loteNaoEncontrado } from '../../tarefas/errors.js';
 import { isId } from '../../tarefas/model.js';
 import type { TarefasService } from '../../tarefas/service.js';
 import { apiKeySecurity, errorResponses } from '../schemas.js';
-import { donoOfRequest } from './dono.js';
-import { answerOnlyWhole, loteDivergencias, parcialOf } from './results.js';
+import { loteDivergencias, loteParaResposta, parcialOf } from './results.js';
 import { idParam, readErrors } from './schemas.js';
 
 export const FORMAT_CARTAS_ERROR = 'Parâmetro format deve ser xlsx ou html.';
@@ -192,10 +191,7 @@ export function cartasRoute(app: FastifyInstance): void {
       if (!isId(id)) throw loteNaoEncontrado();
       annotateRequestLog(request, { lote: id });
       const format = formatOf(request.query);
-      const parcial = parcialOf(request.query);
-      const lote = await service.lote(id, donoOfRequest(request));
-      if (lote === null) throw loteNaoEncontrado();
-      await answerOnlyWhole(service, reply, lote, parcial);
+      await loteParaResposta(service, request, reply, id, parcialOf(request.query));
       // Counted from the tasks' records before a divergence is read: refused or held off at no cost.
       const release = cartasDoProcesso.admitir(await pesoDoLote(service, id));
       let body: Readable;

@@ -12,8 +12,7 @@ import { loteNaoEncontrado } from '../../tarefas/errors.js';
 import { isId, RESULT_FILE, type TarefaRecord } from '../../tarefas/model.js';
 import type { TarefasService } from '../../tarefas/service.js';
 import { apiKeySecurity, errorResponses } from '../schemas.js';
-import { donoOfRequest } from './dono.js';
-import { answerOnlyWhole, parcialOf } from './results.js';
+import { loteParaResposta, parcialOf } from './results.js';
 import { idParam, readErrors } from './schemas.js';
 
 /** 404: the batch has no corrected file (its files were sent to divergencias-rf or retorno-rf only). */
@@ -89,10 +88,7 @@ export function corrigidosRoute(app: FastifyInstance): void {
       const { id } = request.params;
       if (!isId(id)) throw loteNaoEncontrado();
       annotateRequestLog(request, { lote: id });
-      const parcial = parcialOf(request.query);
-      const lote = await service.lote(id, donoOfRequest(request));
-      if (lote === null) throw loteNaoEncontrado();
-      await answerOnlyWhole(service, reply, lote, parcial);
+      await loteParaResposta(service, request, reply, id, parcialOf(request.query));
       const records = await corrigidasDoLote(service, id);
       if (records.length === 0) throw new SemCorrigidosError();
       reply.type('application/zip').header('content-disposition', attachment(`corrigidos-lote-${id}.zip`));

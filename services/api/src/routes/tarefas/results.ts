@@ -3,7 +3,7 @@
 // it is, or its items are read back one at a time and written as CSV or XLSX by the same writers
 // the synchronous routes use, so every format comes from one job and memory stays bounded.
 import { Readable } from 'node:stream';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   BATCH_LINES_FILE,
   DIVERGENCIA_COLUMNS,
@@ -30,7 +30,8 @@ import { attachment } from '../../http/content-disposition.js';
 import { CONTENT_TYPES, describeResult, LIST_NAMES } from '../../http/retorno-answers.js';
 import { KIND_OF, RESULT_FILE, type ContagemDivergencias, type LoteRecord, type TarefaRecord } from '../../tarefas/model.js';
 import type { TarefasService } from '../../tarefas/service.js';
-import { ConflictError, invalido, mensagens } from '../../tarefas/errors.js';
+import { ConflictError, invalido, loteNaoEncontrado, mensagens } from '../../tarefas/errors.js';
+import { donoOfRequest } from './dono.js';
 
 /** Seconds a client is asked to wait before looking at an unfinished task or batch again. */
 export const RETRY_AFTER_S = '2';
@@ -293,6 +294,24 @@ export function parcialOf(query: unknown): boolean {
   if (parcial === undefined || parcial === 'false') return false;
   if (parcial === 'true') return true;
   throw invalido.parcial();
+}
+
+/**
+ * The caller's batch `id` for an answer built from its results: 404 when it is unknown or another
+ * principal's (SPEC §7.1: the same answer), then what answerOnlyWhole says first. The routes that
+ * answer from a batch's results (exports, letters, corrected files, the i-Educar script) begin so.
+ */
+export async function loteParaResposta(
+  service: TarefasService,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  id: string,
+  parcial: boolean,
+): Promise<LoteRecord> {
+  const lote = await service.lote(id, donoOfRequest(request));
+  if (lote === null) throw loteNaoEncontrado();
+  await answerOnlyWhole(service, reply, lote, parcial);
+  return lote;
 }
 
 /**

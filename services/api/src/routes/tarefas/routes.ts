@@ -37,7 +37,15 @@ import { sendComparacao, sendComparacaoSafra, sendResumo } from './resumo.js';
 import { cartasRoute } from './cartas.js';
 import { corrigidosRoute } from './corrigidos.js';
 import { donoKey } from '../../tarefas/store.js';
-import { answerOnlyWhole, parcialOf, RETRY_AFTER_S, sendLoteDivergencias, sendLoteFalhas, sendResultado } from './results.js';
+import {
+  answerOnlyWhole,
+  loteParaResposta,
+  parcialOf,
+  RETRY_AFTER_S,
+  sendLoteDivergencias,
+  sendLoteFalhas,
+  sendResultado,
+} from './results.js';
 import type { LotesCursor } from '../../tarefas/listings.js';
 import { checkWebhookDestination, newWebhookSecret, parseWebhookUrl, WebhookRefused } from '../../tarefas/webhooks.js';
 
@@ -304,10 +312,7 @@ async function routes(app: FastifyInstance): Promise<void> {
       annotateRequestLog(request, { lote: id });
       const format = requestedFormat(request.query);
       if (format === null) throw new BadInputError(FORMAT_ERROR);
-      const parcial = parcialOf(request.query);
-      const lote = await service.lote(id, donoOfRequest(request));
-      if (lote === null) throw loteNaoEncontrado();
-      await answerOnlyWhole(service, reply, lote, parcial);
+      await loteParaResposta(service, request, reply, id, parcialOf(request.query));
       return send(reply, id, format);
     });
 
