@@ -10,6 +10,7 @@
 //
 //   node cluster/escala.mjs [--profile short|long] [--report FILE] [--out DIR] [--chart FILE]
 //                           [--series workers,cluster,api] [--runs N] [--files-per-core N]
+//                           [--api-files N] [--api-cores C]
 //   node cluster/escala.mjs --cleanup     removes what an interrupted run left behind
 //   npm run cluster -- escala [same options]   (cluster/run.mjs hands the rest over)
 //
@@ -78,6 +79,8 @@ export async function main(argv = process.argv.slice(2)) {
         series: { type: 'string' },
         runs: { type: 'string' },
         'files-per-core': { type: 'string' },
+        'api-files': { type: 'string' },
+        'api-cores': { type: 'string' },
         cleanup: { type: 'boolean', default: false },
       },
     }));
@@ -267,7 +270,11 @@ export async function main(argv = process.argv.slice(2)) {
   return code;
 }
 
-/** --runs, --files-per-core and --series narrow a profile (for a quicker look by hand). */
+/**
+ * --runs, --files-per-core and --series narrow a profile (for a quicker look by hand); --api-files
+ * and --api-cores give the API series a longer batch or larger API hosts (issue 55: at 0.05 core and
+ * 480 files, ten requests, the two-API ratio moved from 1.3 to 1.9 between runs).
+ */
 function applyOverrides(profile, args) {
   if (args.series !== undefined) {
     const wanted = new Set(args.series.split(',').map((s) => s.trim()));
@@ -288,6 +295,17 @@ function applyOverrides(profile, args) {
     const n = Number(args['files-per-core']);
     if (!Number.isInteger(n) || n < 10 || n > 5_000) throw new Usage('--files-per-core must be 10 to 5000');
     profile.filesPerCore = n;
+  }
+  if (args['api-files'] !== undefined) {
+    const n = Number(args['api-files']);
+    if (!profile.api || !Number.isInteger(n) || n < 50 || n > 20_000)
+      throw new Usage('--api-files must be 50 to 20000, with the api series');
+    profile.api.files = n;
+  }
+  if (args['api-cores'] !== undefined) {
+    const c = Number(args['api-cores']);
+    if (!profile.api || !(c >= 0.01 && c <= 1)) throw new Usage('--api-cores must be 0.01 to 1, with the api series');
+    profile.api.apiCores = c;
   }
   if (!profile.workers && !profile.cluster && !profile.api) throw new Usage('no series left to run');
 }
