@@ -122,3 +122,17 @@ it(
   },
   LIMIT_MS,
 );
+
+it('the API series options: refused in words, exit 2 and nothing started, without the api series or out of range', () => {
+  const cases: [string[], string][] = [
+    [['--profile', 'short', '--api-files', '1920'], 'escala: --api-files must be 50 to 20000, with the api series'],
+    [['--profile', 'long', '--series', 'api', '--api-files', '10'], 'escala: --api-files must be 50 to 20000, with the api series'],
+    [['--profile', 'long', '--series', 'api', '--api-cores', '2'], 'escala: --api-cores must be 0.01 to 1, with the api series'],
+  ];
+  for (const [args, message] of cases) {
+    const run = spawnSync(process.execPath, [ESCALA, ...args], { cwd: ROOT, encoding: 'utf8', timeout: onThisMachine(30_000) });
+    expect({ status: run.status, stderr: run.stderr.trim() }, args.join(' ')).toEqual({ status: 2, stderr: message });
+  }
+  const netns = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout;
+  expect(ours(netns.split('\n').map((line) => line.split(' ')[0]!))).toEqual([]);
+});
