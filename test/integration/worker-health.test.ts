@@ -10,6 +10,7 @@ import { fixtureCases } from '../helpers/fixtures.js';
 import { freePort } from '../helpers/ports.js';
 import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
 import { processEnv } from '../helpers/queue-processes.js';
+import { onThisMachine } from '../helpers/deadline.js';
 import { deleteKeys, startTestRedis, uniqueQueuePrefix, type TestRedis } from '../helpers/redis.js';
 
 const METRICS_TOKEN = 'metrics-token';
@@ -56,8 +57,18 @@ describe('worker health server', () => {
     const { url } = (await worker.line('worker health server listening')) as { url: string };
 
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
-    const ready = await fetch(`${url}/readyz`);
-    expect(ready.status).toBe(200);
+    // The health server listens as soon as the worker has started; /readyz says 503 until both
+    // BullMQ workers run and Redis answers (a moment later), then 200. Read at once, it once got
+    // the 503 in a quiet full run: it is the readiness that must come, not the first answer.
+    await expect
+      .poll(
+        async () => {
+          const ready = await fetch(`${url}/readyz`);
+          return { status: ready.status, body: await ready.json() };
+        },
+        { timeout: onThisMachine(10_000) },
+      )
+      .toEqual({ status: 200, body: { status: 'ok', checks: { redis: 'ok' } } });
 
     const anonymous = await fetch(`${url}/metrics`);
     expect(anonymous.status).toBe(401);
