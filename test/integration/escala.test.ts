@@ -48,6 +48,13 @@ afterAll(async () => {
 });
 
 const ours = (names: string[]) => names.filter((name) => name.startsWith('cnse-'));
+/** This profile's network namespaces still on the machine. */
+const ourNamespaces = () =>
+  ours(
+    spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .map((line) => line.split(' ')[0]!),
+  );
 
 it(
   'short profile: both sizes finish, every file answered, output identical to the local censo lote, CPU per role measured, nothing left',
@@ -111,8 +118,7 @@ it(
     expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
 
     // Nothing of the run is left: namespaces, links, cgroups.
-    const netns = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout;
-    expect(ours(netns.split('\n').map((line) => line.split(' ')[0]!))).toEqual([]);
+    expect(ourNamespaces()).toEqual([]);
     const links = spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).stdout;
     expect(ours(links.split('\n').map((line) => /^\d+:\s+([^:@\s]+)/.exec(line)?.[1] ?? ''))).toEqual([]);
     for (const hierarchy of ['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpuacct']) {
@@ -133,6 +139,5 @@ it('the API series options: refused in words, exit 2 and nothing started, withou
     const run = spawnSync(process.execPath, [ESCALA, ...args], { cwd: ROOT, encoding: 'utf8', timeout: onThisMachine(30_000) });
     expect({ status: run.status, stderr: run.stderr.trim() }, args.join(' ')).toEqual({ status: 2, stderr: message });
   }
-  const netns = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout;
-  expect(ours(netns.split('\n').map((line) => line.split(' ')[0]!))).toEqual([]);
+  expect(ourNamespaces()).toEqual([]);
 });

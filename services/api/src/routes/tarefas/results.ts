@@ -307,11 +307,10 @@ export async function loteParaResposta(
   reply: FastifyReply,
   id: string,
   parcial: boolean,
-): Promise<LoteRecord> {
+): Promise<void> {
   const lote = await service.lote(id, donoOfRequest(request));
   if (lote === null) throw loteNaoEncontrado();
   await answerOnlyWhole(service, reply, lote, parcial);
-  return lote;
 }
 
 /**
