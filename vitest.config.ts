@@ -41,6 +41,7 @@ const ONE_AT_A_TIME = [
   'test/integration/rate-limit-redis.test.ts',
   'test/integration/safra-kill.test.ts',
   'test/integration/tarefas-grupos.test.ts',
+  'test/integration/tarefas-partilha.test.ts',
   'test/integration/tarefas-processes.test.ts',
   'test/integration/worker-health.test.ts',
 ];

@@ -368,7 +368,9 @@ function scriptName(bullmq: ReadonlyMap<string, string>, args: readonly string[]
   if (known) return known;
   const keys = args.slice(3, 3 + Number(args[2]));
   if (keys[0]?.includes(':tarefas:')) return 'tarefasCommit';
-  if (keys[0]?.includes(':grupo:')) return keys.length === 3 ? 'censoStep' : 'censoDropItems';
+  if (keys[0]?.includes(':grupos:abertos')) return 'censoClaim';
+  if (keys[0]?.includes(':partilha:')) return 'censoOpen';
+  if (keys[0]?.includes(':grupo:')) return keys.length === 3 ? 'censoStep' : keys.length === 4 ? 'censoDropItems' : 'censoRenew';
   return sha.slice(0, 8);
 }
 

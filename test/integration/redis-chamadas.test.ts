@@ -6,13 +6,13 @@
 // The files' own work is compared here: the housekeeping, which runs on a clock (a pass every
 // second or two per API, whatever the files), is set an hour apart, and the batch goes as 96
 // returns in two requests of 48 with TAREFAS_POR_JOB=12, so one worker or four, one API or two,
-// run the same groups of 12 (with the default 50, a request's returns are split one group per
-// worker, and a group's own calls, about 60 with its BullMQ scripts, are shared by fewer files:
-// that is the price of a shorter tail, not of more processes, and CLUSTER.md shows it apart).
-// The second test prints the figures as deployed (production housekeeping, the default groups,
-// 100 ms a job), the ones CLUSTER.md's table holds.
+// run the same groups of 12; what four workers add by sharing the groups (claims, task-groups.ts)
+// is counted apart. The second test measures as deployed (production housekeeping, the default
+// groups of 50, 100 ms a job): there a request stays one group that idle workers share, and four
+// workers cost a file what one does (before, a request was split one group per worker, and a
+// group's ~60 commands of BullMQ bookkeeping were shared by fewer files: 16.2 a file with four).
 import { describe, expect, it } from 'vitest';
-import { callsPerFile, describeMeasured, measure, perFile, type Measured, type Scenario } from '../helpers/redis-calls.js';
+import { callsPerFile, describeMeasured, measure, perFile, type Measured, type Scenario, type Seen } from '../helpers/redis-calls.js';
 import { onThisMachine } from '../helpers/deadline.js';
 
 /** The bound reached (commands a file, a script's own commands counted as INFO commandstats counts them). */
@@ -29,7 +29,7 @@ const work: Omit<Scenario, 'apis' | 'workers'> = { files: 96, perRequest: 48, ta
 
 describe('Redis calls per file (issue 55)', () => {
   it(
-    'a file costs at most 12 commands, and no more with four workers or two APIs than with one of each',
+    'a file costs at most 12 commands, and no more with two APIs than with one; four workers sharing groups of 12 cost a bounded share more',
     async () => {
       const runs: Measured[] = [];
       for (const [apis, workers] of [
@@ -41,7 +41,7 @@ describe('Redis calls per file (issue 55)', () => {
       }
       for (const run of runs) console.log(describeMeasured(run));
       const [one, fourWorkers, twoApis] = runs as [Measured, Measured, Measured];
-      for (const run of runs) {
+      for (const run of [one, twoApis]) {
         expect(callsPerFile(run, { scripts: true })).toBeLessThanOrEqual(MAX_WITH_SCRIPTS);
         expect(callsPerFile(run)).toBeLessThanOrEqual(MAX_SENT);
       }
@@ -52,17 +52,32 @@ describe('Redis calls per file (issue 55)', () => {
       // of 12). Those are bounded instead: a woken worker may find its group taken by another (14 for 8
       // groups with four workers, measured), so at most two a group and one more a worker, never polled.
       const handOver = (seen: { command: string; script?: string }) => seen.command === 'bzpopmin' || seen.script === 'moveToActive';
+      // Sharing a group (task-groups.ts): a group opened, idle workers' claims and renewals, the
+      // group's data read by a claimer, the owner's looks at what others claimed. Only more workers
+      // than groups pay it, so it is counted apart and bounded below (it is what keeps 16 workers
+      // on a request of 50 without a group of 3 each: CLUSTER.md).
+      const sharing = (seen: Seen) =>
+        seen.script === 'censoClaim' ||
+        seen.script === 'censoOpen' ||
+        seen.script === 'censoRenew' ||
+        (!seen.inScript && seen.command === 'hget' && seen.args[2] === 'data') ||
+        (!seen.inScript && seen.command === 'hmget' && seen.args[1]!.includes(':grupo:'));
       const groups = work.files / work.tarefasPorJob!;
       const perFileBut = (run: Measured, scripts: boolean) =>
-        run.commands.filter((seen) => (scripts || !seen.inScript) && !handOver(seen)).length / run.scenario.files;
-      for (const more of [fourWorkers, twoApis]) {
-        for (const scripts of [false, true]) {
-          const ratio = perFileBut(more, scripts) / perFileBut(one, scripts);
-          const what = `${more.scenario.apis} API(s), ${more.scenario.workers} worker(s), scripts ${scripts}`;
-          expect(ratio, what).toBeGreaterThan(0.9);
-          expect(ratio, what).toBeLessThan(1.1);
-        }
+        run.commands.filter((seen) => (scripts || !seen.inScript) && !handOver(seen) && !sharing(seen)).length / run.scenario.files;
+      // With four workers on groups of 12 and jobs that take no time, the sharing costs 1.7 a file (measured).
+      const sharingPerFile = fourWorkers.commands.filter(sharing).length / fourWorkers.scenario.files;
+      expect(sharingPerFile).toBeLessThan(2.5);
+      for (const scripts of [false, true]) {
+        const ratio = perFileBut(twoApis, scripts) / perFileBut(one, scripts);
+        expect(ratio, `two APIs, scripts ${scripts}`).toBeGreaterThan(0.9);
+        expect(ratio, `two APIs, scripts ${scripts}`).toBeLessThan(1.1);
       }
+      // Four workers on groups of 12 whose jobs take no time share every group: besides the sharing
+      // itself, each worker tells the API its own ends, which the API records apart (more, smaller
+      // commits). Measured 1.22 times one worker's count in all; as deployed (below) four cost no
+      // more than one.
+      expect(callsPerFile(fourWorkers, { scripts: true }) / callsPerFile(one, { scripts: true })).toBeLessThan(1.35);
       for (const run of runs) {
         const sent = run.commands.filter((seen) => !seen.inScript);
         const bound = 2 * groups + run.scenario.workers;
@@ -86,8 +101,9 @@ describe('Redis calls per file (issue 55)', () => {
   );
 
   it(
-    'as deployed (production housekeeping, the default groups, 100 ms a job): the figures of CLUSTER.md, bounded',
+    'as deployed (production housekeeping, the default groups, 100 ms a job): four workers sharing a request of 50 cost a file what one worker does, 12 at most',
     async () => {
+      const runs: Measured[] = [];
       for (const [apis, workers] of [
         [1, 1],
         [1, 4],
@@ -95,14 +111,19 @@ describe('Redis calls per file (issue 55)', () => {
       ] as const) {
         const run = await measure({ apis, workers, files: 60, jobMs: 100 });
         console.log(describeMeasured(run));
-        // What runs on a clock and the default groups' split (a request of 50 one group a worker) come
-        // on top of the work: still far under the 37 to 52 the scale profile measured before issue 55.
-        // The clocked part grows with the window, which a busy machine stretches: an allowance of
-        // HOUSEKEEPING_PER_SECOND commands a second per API, spread over the files (a quiet run's window
-        // of a few seconds adds well under one a file).
-        const clocked = (HOUSEKEEPING_PER_SECOND * apis * run.ms) / 1000 / run.scenario.files;
-        expect(callsPerFile(run, { scripts: true })).toBeLessThan(20 + clocked);
+        runs.push(run);
       }
+      // What runs on a clock comes on top of the work. It grows with the window, which a busy
+      // machine stretches: an allowance of HOUSEKEEPING_PER_SECOND commands a second per API, spread
+      // over the files (a quiet run's window of a few seconds adds well under one a file).
+      const clocked = (run: Measured) => (HOUSEKEEPING_PER_SECOND * run.scenario.apis * run.ms) / 1000 / run.scenario.files;
+      const [one, fourWorkers] = runs as [Measured, Measured, Measured];
+      for (const run of runs) expect(callsPerFile(run, { scripts: true })).toBeLessThan(MAX_WITH_SCRIPTS + clocked(run));
+      // A request of 50 stays one group, shared by the idle workers (16.2 a file before, with a
+      // group per worker): measured 10.7 with one worker and 11.6 with four.
+      expect(callsPerFile(fourWorkers, { scripts: true })).toBeLessThan(1.1 * callsPerFile(one, { scripts: true }));
+      // And the four did share it: the batch took less than half the one worker's time.
+      expect(fourWorkers.ms).toBeLessThan(one.ms / 2);
     },
     onThisMachine(120_000),
   );

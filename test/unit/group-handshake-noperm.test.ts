@@ -27,8 +27,8 @@ describe('the contract handshake without CLIENT LIST', () => {
     const { made, lines } = handshake(() =>
       Promise.reject(new Error("NOPERM User censo has no permissions to run the 'client|list' command")),
     );
-    expect(await made.groupSizeNow(10)).toBe(1);
-    expect(await made.groupSizeNow(10)).toBe(1);
+    expect(await made.groupSizeNow()).toBe(1);
+    expect(await made.groupSizeNow()).toBe(1);
     expect(lines).toEqual([
       ['warn', 'group jobs off: a job per task; the Redis user may not run CLIENT LIST (allow +client|list, docs/operacao.md)'],
     ]);
@@ -36,7 +36,7 @@ describe('the contract handshake without CLIENT LIST', () => {
 
   it('a Redis that is away is still a redis error, not an ACL one', async () => {
     const { made, lines } = handshake(() => Promise.reject(new Error('Connection is closed.')));
-    expect(await made.groupSizeNow(10)).toBe(1);
+    expect(await made.groupSizeNow()).toBe(1);
     expect(lines).toEqual([['warn', 'redis error']]);
   });
 });

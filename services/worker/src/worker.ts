@@ -7,6 +7,7 @@ import {
   BATCH_NICENESS,
   CANCEL_EVENT,
   GROUP_JOB,
+  HELP_MESSAGE,
   closeQueueEvents,
   JOB_CONTRACT_VERSION,
   JOB_QUEUE,
@@ -41,6 +42,7 @@ import {
 } from '@censo/shared';
 import type { Logger } from 'pino';
 import type { Metric } from 'prom-client';
+import { createSharer } from './claims.js';
 import { createFailoverMetrics } from './failover-metrics.js';
 import { HAND_BACK_PAUSE_MS, createProcessor, type JobProcessor } from './processor.js';
 
@@ -72,6 +74,10 @@ export interface StartWorkerOptions {
    * which reads the queue's events stream for cancellations and tells no API anything (tests).
    */
   readonly addressed?: boolean;
+  /** Whether it shares groups with other workers (claims.ts); default true. False plays a worker from before that (tests). */
+  readonly shares?: boolean;
+  /** How long its claims on others' group tasks last unless renewed (renewed a third of it); default CLAIM_LEASE_MS (tests shorten it). */
+  readonly claimLeaseMs?: number;
 }
 
 export interface RunningWorker {
@@ -131,20 +137,27 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   const handBackPauseMs = Math.min(HAND_BACK_PAUSE_MS, config.workerLockDurationMs / 8);
   /** Jobs whose processor runs now, on both queues: with none, a closing worker has nothing to drain. */
   let running = 0;
+  /** Of those, the tasks' queue's: a worker with a slot free there shares others' groups (claims.ts). */
+  let runningTasks = 0;
   const counted =
-    (processor: JobProcessor): JobProcessor =>
+    (processor: JobProcessor, queue: string): JobProcessor =>
     // Three declared parameters, as the processor's own: BullMQ passes the signal by arity.
     async (job, token, signal) => {
       running++;
+      if (queue === TASK_QUEUE) runningTasks++;
       try {
         return await processor(job, token, signal);
       } finally {
         running--;
+        if (queue === TASK_QUEUE) runningTasks--;
       }
     };
+  // A worker shares groups (claims.ts) unless a test plays one from before that: one of an older
+  // contract, or one that hears no cancellations of its own (a claimed task's come to its channel).
+  const shares = addressed && (options.shares ?? true) && contractVersion >= JOB_CONTRACT_VERSION;
   const consume = (queue: string, jobs: JobExecutor) => {
     // Only the tasks' queue carries group jobs; their tasks' states go through the same connection.
-    const groups = queue === TASK_QUEUE ? { redis: connection, prefix: config.queuePrefix, queue } : undefined;
+    const groups = queue === TASK_QUEUE ? { redis: connection, prefix: config.queuePrefix, queue, shares } : undefined;
     const processor = createProcessor(jobs, {
       storage,
       log,
@@ -152,7 +165,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
       handBackPauseMs,
       ...(groups ? { groups: { ...groups, addressed } } : {}),
     });
-    const worker = new Worker<QueuedJobData, JobResult | GroupSummary>(queue, counted(processor), {
+    const worker = new Worker<QueuedJobData, JobResult | GroupSummary>(queue, counted(processor, queue), {
       connection,
       name,
       prefix: config.queuePrefix,
@@ -200,6 +213,23 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   const tasks = consume(TASK_QUEUE, taskExecutor);
   const worker = sync.worker;
 
+  // Sharing others' groups (issue 55): a worker that reads their contract claims waiting tasks of
+  // a running group when its tasks' queue has nothing for it, and runs them beside its own slots'
+  // count (a job that arrives meanwhile waits for the pool's thread, not for the claim).
+  const sharer = shares
+    ? createSharer({
+        redis: connection,
+        prefix: config.queuePrefix,
+        queue: TASK_QUEUE,
+        worker: tasks.worker.id,
+        processor: tasks.processor,
+        idle: () => runningTasks < concurrency,
+        log,
+        ...(options.claimLeaseMs === undefined ? {} : { leaseMs: options.claimLeaseMs, renewMs: Math.max(50, options.claimLeaseMs / 3) }),
+      })
+    : null;
+  if (sharer) tasks.worker.on('drained', () => sharer.wake());
+
   // Cancellation across processes: an API that no longer waits for a job this worker holds
   // publishes its id on this worker's own channel (its BullMQ id is in the job's lock); nothing
   // else reaches this process (addressed.ts). Pub/Sub delivers at most once: a cancellation lost
@@ -218,7 +248,11 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
     if (one.worker.cancelJob(jobId, ABORT_CANCELLED)) log.info({ jobId, queue: one.queue }, 'job cancelled');
     else if (one.processor.cancelTask(jobId)) log.info({ tarefa: jobId, queue: one.queue }, 'group task cancelled');
   };
-  cancels.on('message', (channel: string, jobId: string) => cancel(byChannel.get(channel), jobId));
+  cancels.on('message', (channel: string, jobId: string) => {
+    // An owner starting a group wakes this worker, idle, to share it (claims.ts), on the same channel.
+    if (jobId === HELP_MESSAGE) sharer?.wake();
+    else cancel(byChannel.get(channel), jobId);
+  });
   const subscribed = addressed ? cancels.subscribe(...byChannel.keys()).then(() => undefined) : playOlder();
   subscribed.catch((err: unknown) => onError('cancellations', err));
 
@@ -292,6 +326,8 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
         // a worker used to wait out the drain and the hand-back, ~27 s, with no job to drain. With
         // no job running and Redis out of reach it closes at once; a job the worker holds keeps
         // its drain (Redis may come back in time to record it).
+        // Claimed tasks not started go back to their groups first; the one running ends or goes back too.
+        await settlesWithin(sharer?.close() ?? Promise.resolve(), drainMs);
         const both = [sync.worker, tasks.worker];
         const force = running === 0 && connection.status !== 'ready';
         const closed = Promise.all(both.map((one) => one.close(force).catch((err: unknown) => log.error({ err }, 'worker close failed'))));

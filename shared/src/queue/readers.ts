@@ -110,17 +110,3 @@ export function groupsAllowed(readers: Readers, groupContract: number, coreContr
     ? { on: true, motivo: `todos os ${readers.workers} workers conectados leem o contrato ${groupContract}` }
     : { on: false, motivo: `${older} de ${readers.workers} workers conectados não anunciam o contrato ${groupContract}` };
 }
-
-/**
- * How many of a request's `tasks` one group job carries when groups are on: at most `max`
- * (TAREFAS_POR_JOB), and the fewest that fit the request into one group per connected worker. A
- * group is one worker's work from its first task to its last, so a request of 50 returns in one
- * group kept seven of eight workers idle while one ran it (CLUSTER.md, the scale profile); now the
- * request ends with its largest group, 7 returns there. A state's batch, hundreds of requests,
- * still fills every worker; its groups are smaller with more workers (more jobs, each still
- * sharing its bookkeeping among several returns).
- */
-export function groupSizeFor(max: number, tasks: number, workers: number): number {
-  if (workers <= 1) return max;
-  return Math.max(1, Math.min(max, Math.ceil(tasks / workers)));
-}

@@ -41,7 +41,7 @@ import {
   type Logger,
 } from '@censo/shared';
 import type { JobObservation, QueuedTask, TaskExecution, TaskRef } from '../tarefas/execution.js';
-import { sendCancel, type CancelRoute } from './cancels.js';
+import { sendCancel, sendCancelTo, type CancelRoute } from './cancels.js';
 import { createGroupHandshake } from './group-handshake.js';
 
 /** The priority an API from before TASK_QUEUE gave tasks on the synchronous queue (legacy jobs are told by it). */
@@ -226,6 +226,10 @@ export function createBullmqTaskExecution({
         };
       }
       if (state === 'active') return item.state === 'started' ? { state: 'active', startedAt: item.startedAt } : { state: 'waiting' };
+      // Claimed by an idle worker while its group's job still waits for one (task-groups.ts).
+      if (item.state === 'started' && item.claim !== undefined && state !== 'unknown' && state !== 'failed' && state !== 'completed') {
+        return { state: 'active', startedAt: item.startedAt };
+      }
       if (state === 'unknown') return { state: 'missing' };
       if (state === 'failed' || state === 'completed') {
         // Its group ended without it: attempts spent on a failure (a completed group ends every task it has).
@@ -279,9 +283,13 @@ export function createBullmqTaskExecution({
    */
   async function dropGrouped(grupo: string, given: readonly string[]): Promise<void> {
     const ids = [...new Set(given)];
-    const dropped = droppedOf(await scripts.censoDropItems(keys.group(grupo), keys.waiting, ...ids));
+    const reply = await scripts.censoDropItems(keys.group(grupo), keys.waiting, keys.share(grupo), keys.open, grupo, ...ids);
+    const dropped = droppedOf(reply, ids.length);
     for (const [i, was] of dropped.was.entries()) {
       if (was === 'started') await sendCancel(cancels, grupo, ids[i]!);
+      // A task claimed by a worker sharing the group: its claimer runs it, not the group job's worker.
+      const claimer = dropped.claimers.get(i);
+      if (was === 'claimed' && claimer !== undefined) await sendCancelTo(cancels, claimer, ids[i]!);
     }
     if (!dropped.empty) return;
     mine.delete(grupo);

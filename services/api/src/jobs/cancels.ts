@@ -25,3 +25,13 @@ export async function sendCancel({ client, prefix, queue, events }: CancelRoute,
   if (worker !== null && (await client.publish(cancelChannel(prefix, queue, worker), id)) > 0) return;
   await events.publishEvent({ eventName: CANCEL_EVENT, jobId: id }, EVENTS_MAX_LEN);
 }
+
+/**
+ * Asks worker `worker` (its BullMQ id) to stop task `id`, which it claimed from a group it shares
+ * (task-groups.ts). Only workers that share groups claim, and they all hear on their own channel;
+ * one that missed it finds its claim gone at its next renewal and stops then.
+ */
+export async function sendCancelTo({ client, prefix, queue }: CancelRoute, worker: string, id: string): Promise<void> {
+  if (workerOfToken(`${worker}:0`) !== worker) return; // the field comes from Redis: only a worker id of ours names a channel
+  await client.publish(cancelChannel(prefix, queue, worker), id);
+}

@@ -9,7 +9,6 @@ import {
   GROUP_JOB_CONTRACT_VERSION,
   TASK_QUEUE,
   contractOf,
-  groupSizeFor,
   groupsAllowed,
   jobOf,
   liveReaders,
@@ -68,8 +67,8 @@ export interface GroupHandshakeDeps {
 }
 
 export interface GroupHandshake {
-  /** How many of a request's `tasks` a group job may carry now (TaskExecution.groupSize). */
-  groupSizeNow(tasks: number): Promise<number>;
+  /** How many tasks a group job may carry now (TaskExecution.groupSize). */
+  groupSizeNow(): Promise<number>;
   /** One pass of the rescue of handed-back jobs. */
   rescue(): Promise<void>;
   /** The live workers' contracts (cached READERS_CACHE_MS): whether an older one still needs the events stream. */
@@ -104,7 +103,7 @@ export function createGroupHandshake({ queue, client, prefix, groupSize, log, re
   let groupsWereOn: boolean | null = null;
   /** The NOPERM line is said once a process. */
   let noPermSaid = false;
-  async function groupSizeNow(tasks: number): Promise<number> {
+  async function groupSizeNow(): Promise<number> {
     if (groupSize <= 1) return 1;
     let readers: Readers;
     try {
@@ -141,7 +140,7 @@ export function createGroupHandshake({ queue, client, prefix, groupSize, log, re
         decision.on ? 'group jobs on' : 'group jobs off: a job per task',
       );
     }
-    return decision.on ? groupSizeFor(groupSize, tasks, readers.workers) : 1;
+    return decision.on ? groupSize : 1;
   }
 
   /**

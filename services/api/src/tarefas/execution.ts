@@ -32,12 +32,11 @@ export type JobObservation =
 export interface TaskExecution {
   readonly mode: 'in-process' | 'bullmq';
   /**
-   * Most tasks one job may carry now, for a request of `tasks`: TAREFAS_POR_JOB when every live
-   * worker reads group jobs, spread so that the request gives every connected worker a group
-   * (groupSizeFor); else 1 (a job per task, and no task has a `grupo`). The workers are read by the
-   * adapter at most every few seconds.
+   * Most tasks one job may carry now: TAREFAS_POR_JOB when every live worker reads group jobs
+   * (idle workers then share a running group's tasks, task-groups.ts), else 1 (a job per task,
+   * and no task has a `grupo`). The workers are read by the adapter at most every few seconds.
    */
-  groupSize(tasks: number): Promise<number>;
+  groupSize(): Promise<number>;
   /**
    * Housekeeping: gives a waiting job that no live worker reads (a rollback left it behind) the
    * contract of this API's own jobs, when the live workers read that (SPEC §12). Never throws.

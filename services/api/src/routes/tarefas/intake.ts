@@ -412,7 +412,7 @@ async function createAndQueue(
   const { service } = app.tarefas;
   const admission = request.tarefaAdmission!;
   // One file never makes a group: it asks nothing of the workers' handshake.
-  const tasks = grouped(sent, sent.length > 1 ? await service.execution.groupSize(sent.length) : 1);
+  const tasks = grouped(sent, sent.length > 1 ? await service.execution.groupSize() : 1);
   const created = await service.createTarefas(
     tasks.map((task) => task.record),
     admission.reservation ? { reservation: admission.reservation, digest } : null,
