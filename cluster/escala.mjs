@@ -10,7 +10,7 @@
 //
 //   node cluster/escala.mjs [--profile short|long] [--report FILE] [--out DIR] [--chart FILE]
 //                           [--series workers,cluster,api] [--runs N] [--files-per-core N]
-//                           [--api-files N] [--api-cores C]
+//                           [--api-files N] [--api-cores C] [--api-warmup N] [--minutes N]
 //   node cluster/escala.mjs --cleanup     removes what an interrupted run left behind
 //   npm run cluster -- escala [same options]   (cluster/run.mjs hands the rest over)
 //
@@ -81,6 +81,8 @@ export async function main(argv = process.argv.slice(2)) {
         'files-per-core': { type: 'string' },
         'api-files': { type: 'string' },
         'api-cores': { type: 'string' },
+        'api-warmup': { type: 'string' },
+        minutes: { type: 'string' },
         cleanup: { type: 'boolean', default: false },
       },
     }));
@@ -306,6 +308,20 @@ function applyOverrides(profile, args) {
     const c = Number(args['api-cores']);
     if (!profile.api || !(c >= 0.01 && c <= 1)) throw new Usage('--api-cores must be 0.01 to 1, with the api series');
     profile.api.apiCores = c;
+  }
+  if (args['api-warmup'] !== undefined) {
+    // A fresh API spends more a file on its first thousands (JIT, first connections): warm APIs
+    // compare the per-file cost of one and of more, a fresh one's is its own figure.
+    const n = Number(args['api-warmup']);
+    if (!profile.api || !Number.isInteger(n) || n < 0 || n > 20_000)
+      throw new Usage('--api-warmup must be 0 to 20000 files per API, with the api series');
+    profile.api.warmupPerApi = n;
+  }
+  if (args.minutes !== undefined) {
+    // The profile's time limit: a longer batch (--api-files) or more runs need more than its default.
+    const minutes = Number(args.minutes);
+    if (!Number.isInteger(minutes) || minutes < 1 || minutes > 120) throw new Usage('--minutes must be 1 to 120');
+    profile.maxMs = minutes * 60_000;
   }
   if (!profile.workers && !profile.cluster && !profile.api) throw new Usage('no series left to run');
 }

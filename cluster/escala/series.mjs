@@ -127,8 +127,9 @@ export async function apiSeries(bench, cfg, { dataDir, source, references, warmu
     }
     const url = await bench.startProxy(apis);
     const apiDirect = `http://${net.ipOf('api1')}:${API_PORT}`;
-    if (warmupPerHost > 0) {
-      const n = warmupPerHost * 4 * count;
+    const perApi = cfg.warmupPerApi ?? warmupPerHost * 4;
+    if (perApi > 0) {
+      const n = perApi * count;
       const warm = await bench.batch({
         label: `api-warmup-${count}`,
         folder: linkedFolder(dataDir, source, n),
@@ -155,11 +156,14 @@ export async function apiSeries(bench, cfg, { dataDir, source, references, warmu
       });
       result.throttling = { api: throttling(result, apis), workers: throttling(result, workerHosts) };
       result.intake = bench.intake(apis, result);
+      result.apiSplit = splitOf(result, apis);
       runs.push(result);
       log(
         `api: ${count} API host(s) × ${cfg.apiCores} core, run ${i}: ${result.filesPerSec.toFixed(2)} files/s, ` +
           `intake ${result.intake ? result.intake.filesPerSec.toFixed(2) : 'n/a'} files/s, API ${result.cpuMsPerFile.api.toFixed(1)} ms/file, ` +
-          `API throttled ${(100 * result.throttling.api.share).toFixed(0)} %, workers ${(100 * result.throttling.workers.share).toFixed(0)} %` +
+          `API throttled ${(100 * result.throttling.api.share).toFixed(0)} %, workers ${(100 * result.throttling.workers.share).toFixed(0)} %, ` +
+          `API a file: user ${result.apiSplit.userMs.toFixed(2)} ms, system ${result.apiSplit.systemMs.toFixed(2)} ms, ` +
+          `switches ${result.apiSplit.voluntary.toFixed(1)} voluntary + ${result.apiSplit.involuntary.toFixed(1)} involuntary` +
           `${result.everyFileAnswered ? '' : ' NOT EVERY FILE ANSWERED'}${result.sameOutput ? '' : ' OUTPUT DIFFERS'}`,
       );
     }
@@ -181,4 +185,15 @@ export function withEfficiency(sizes) {
     s.efficiency = s.summary.filesPerSec / (s.hosts * base.summary.filesPerSec * (s.cores / base.cores));
   }
   return sizes;
+}
+
+/** What `hosts` (the APIs) spent a file: user and system CPU time, and their threads' context switches (issue 55: why two cost more than one). */
+function splitOf(result, hosts) {
+  const sum = (pick) => hosts.reduce((total, h) => total + pick(result.hosts[h]), 0) / result.files;
+  return {
+    userMs: sum((d) => d.userMs),
+    systemMs: sum((d) => d.systemMs),
+    voluntary: sum((d) => d.switches.voluntary),
+    involuntary: sum((d) => d.switches.involuntary),
+  };
 }

@@ -129,11 +129,14 @@ it(
   LIMIT_MS,
 );
 
-it('the API series options: refused in words, exit 2 and nothing started, without the api series or out of range', () => {
+it('the options of a longer measurement (--api-files, --api-cores, --api-warmup, --minutes): refused in words, exit 2 and nothing started, without the api series or out of range', () => {
   const cases: [string[], string][] = [
     [['--profile', 'short', '--api-files', '1920'], 'escala: --api-files must be 50 to 20000, with the api series'],
     [['--profile', 'long', '--series', 'api', '--api-files', '10'], 'escala: --api-files must be 50 to 20000, with the api series'],
     [['--profile', 'long', '--series', 'api', '--api-cores', '2'], 'escala: --api-cores must be 0.01 to 1, with the api series'],
+    [['--profile', 'short', '--api-warmup', '500'], 'escala: --api-warmup must be 0 to 20000 files per API, with the api series'],
+    [['--profile', 'long', '--series', 'api', '--api-warmup', '-1'], 'escala: --api-warmup must be 0 to 20000 files per API, with the api series'],
+    [['--profile', 'short', '--minutes', '0'], 'escala: --minutes must be 1 to 120'],
   ];
   for (const [args, message] of cases) {
     const run = spawnSync(process.execPath, [ESCALA, ...args], { cwd: ROOT, encoding: 'utf8', timeout: onThisMachine(30_000) });

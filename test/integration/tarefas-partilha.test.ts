@@ -36,7 +36,7 @@ async function harness(size: number): Promise<Harness> {
 }
 
 /** A worker of one slot whose pool is behind `gate`, and its log lines. */
-async function worker(server: Harness, gate: Gate, options: { claimLeaseMs?: number } = {}) {
+async function worker(server: Harness, gate: Gate) {
   const { lines, sink } = logLines();
   const pool = createJobPool({ threads: 1, maxQueue: 16 });
   pools.push(pool);
@@ -44,7 +44,6 @@ async function worker(server: Harness, gate: Gate, options: { claimLeaseMs?: num
     executor: gated(pool, gate),
     storage: server.storage,
     drainMs: 300,
-    ...options,
   });
   workers.push(running);
   await running.waitUntilReady();

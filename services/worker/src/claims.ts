@@ -7,8 +7,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CLAIM_CHUNK,
-  CLAIM_LEASE_MS,
-  CLAIM_RENEW_MS,
   WAITING_ITEM,
   claimMark,
   claimedItem,
@@ -30,9 +28,9 @@ export interface SharerOptions {
   /** Whether a slot of the tasks' queue is free now. */
   readonly idle: () => boolean;
   readonly log: Logger;
-  /** Claim lease and renewal (tests shorten them). */
-  readonly leaseMs?: number;
-  readonly renewMs?: number;
+  /** How long a claim lasts unless renewed (WORKER_LOCK_DURATION_MS), and how often it is renewed. */
+  readonly leaseMs: number;
+  readonly renewMs: number;
 }
 
 export interface Sharer {
@@ -45,17 +43,7 @@ export interface Sharer {
 /** After a failed look (Redis away), the next one waits this long at least. */
 const RETRY_MS = 1_000;
 
-export function createSharer({
-  redis,
-  prefix,
-  queue,
-  worker,
-  processor,
-  idle,
-  log,
-  leaseMs = CLAIM_LEASE_MS,
-  renewMs = CLAIM_RENEW_MS,
-}: SharerOptions): Sharer {
+export function createSharer({ redis, prefix, queue, worker, processor, idle, log, leaseMs, renewMs }: SharerOptions): Sharer {
   const scripts = groupScripts(redis);
   const keys = groupKeys(prefix, queue);
   const closing = new AbortController();
@@ -121,8 +109,9 @@ export function createSharer({
     async close() {
       closing.abort();
       await looking;
-      // No owner wakes a worker that has gone (one that died is popped, finds nobody listening, and the next is woken).
-      await redis.zrem(keys.idle, worker).catch(() => undefined);
+      // No owner wakes a worker that has gone (one that died is popped, finds nobody listening, and
+      // the next is woken). Not waited for while Redis is away: it would wait for the reconnection.
+      if (redis.status === 'ready') await redis.zrem(keys.idle, worker).catch(() => undefined);
     },
   };
 }

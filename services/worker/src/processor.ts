@@ -370,10 +370,11 @@ export function createProcessor(
 
   /**
    * Tasks this worker claimed from a group it shares (task-groups.ts), run one after the other as
-   * the group's own worker would: each end recorded as it comes, told within TELL_ENDS_MS and at
-   * the last. The claims are renewed while they run; one found gone (cancelled, or taken over
-   * after its lease ran out) stops its task. On `signal` (the worker closing) what has not started
-   * goes back as waiting, and the one running is given back too.
+   * the group's own worker would; their ends recorded together when the claim's last one ends, and
+   * told to the API within TELL_ENDS_MS (tellClaimed tells the rest when the look ends). The claims
+   * are renewed while they run; one found gone (cancelled, or taken over after its lease ran out)
+   * stops its task, and its end is not written. On `signal` (the worker closing), or a failure that
+   * is not the file's, what has not ended goes back as waiting, for the group's own worker.
    */
   async function runClaimed(claim: Claim, signal: AbortSignal): Promise<void> {
     // The same group's steps across its claims: ends told at most every TELL_ENDS_MS, as its owner tells them.

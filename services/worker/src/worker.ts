@@ -76,8 +76,6 @@ export interface StartWorkerOptions {
   readonly addressed?: boolean;
   /** Whether it shares groups with other workers (claims.ts); default true. False plays a worker from before that (tests). */
   readonly shares?: boolean;
-  /** How long its claims on others' group tasks last unless renewed (renewed a third of it); default CLAIM_LEASE_MS (tests shorten it). */
-  readonly claimLeaseMs?: number;
 }
 
 export interface RunningWorker {
@@ -225,7 +223,9 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
         processor: tasks.processor,
         idle: () => runningTasks < concurrency,
         log,
-        ...(options.claimLeaseMs === undefined ? {} : { leaseMs: options.claimLeaseMs, renewMs: Math.max(50, options.claimLeaseMs / 3) }),
+        // A claim is held as a job's lock is: without renewal for WORKER_LOCK_DURATION_MS, its worker is taken for gone.
+        leaseMs: config.workerLockDurationMs,
+        renewMs: Math.max(100, Math.round(config.workerLockDurationMs / 3)),
       })
     : null;
   if (sharer) tasks.worker.on('drained', () => sharer.wake());
@@ -291,7 +291,18 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   }
 
   log.info(
-    { queue: JOB_QUEUE, taskQueue: TASK_QUEUE, prefix: config.queuePrefix, concurrency, contract: contractVersion, name, announces },
+    {
+      queue: JOB_QUEUE,
+      taskQueue: TASK_QUEUE,
+      prefix: config.queuePrefix,
+      concurrency,
+      contract: contractVersion,
+      name,
+      announces,
+      // The id its claims on others' group tasks carry (`"o"` in a task's field) and its channels end with.
+      tasksWorker: tasks.worker.id,
+      shares: sharer !== null,
+    },
     'worker started',
   );
 
@@ -327,7 +338,8 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
         // no job running and Redis out of reach it closes at once; a job the worker holds keeps
         // its drain (Redis may come back in time to record it).
         // Claimed tasks not started go back to their groups first; the one running ends or goes back too.
-        await settlesWithin(sharer?.close() ?? Promise.resolve(), drainMs);
+        // Bounded: with Redis out of reach a claim's commands wait for a reconnection that may not come.
+        await settlesWithin(sharer?.close() ?? Promise.resolve(), connection.status === 'ready' ? drainMs : 1_000);
         const both = [sync.worker, tasks.worker];
         const force = running === 0 && connection.status !== 'ready';
         const closed = Promise.all(both.map((one) => one.close(force).catch((err: unknown) => log.error({ err }, 'worker close failed'))));

@@ -20,7 +20,8 @@
 // the tail short but cost 16 and 23 Redis calls a file with 8 and 16 workers (CLUSTER.md). Instead
 // a worker with nothing to run claims a few waiting tasks from the back of an open group, while
 // the group job's worker (its owner) runs them from the front: a work-stealing deque whose two
-// ends meet. The owner opens its group when it starts it: the group's `partilha` hash holds its
+// ends meet. A claim is leased for as long as a job's lock lasts (WORKER_LOCK_DURATION_MS, 30 s by
+// default), renewed every third of it. The owner opens its group when it starts it: the group's `partilha` hash holds its
 // task order (`ids`) and how far from the back claims have reached (`fim`), the open groups are a
 // sorted set by age, and idle workers hear of it on a channel. A claim is leased: its
 // claimer renews the lease while the task runs, and a lease that runs out (the claimer died) lets
@@ -154,10 +155,6 @@ export const CLAIM_CHUNK = 3;
 
 /** A group's share outlives any group job's run (a group job runs for minutes, not a day). */
 export const SHARE_TTL_MS = 24 * 3_600_000;
-
-/** How long a claim lasts unless renewed, and how often a running claim is renewed. */
-export const CLAIM_LEASE_MS = 30_000;
-export const CLAIM_RENEW_MS = 10_000;
 
 /** How often an owner whose remaining tasks are claimed by others looks at them until they end. */
 export const CLAIMED_POLL_MS = 250;
