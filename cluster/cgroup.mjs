@@ -101,7 +101,7 @@ function acctStat(acctDir) {
 function switchesOf(pids) {
   const out = { voluntary: 0, involuntary: 0 };
   for (const pid of pids) {
-    let tasks = [];
+    let tasks;
     try {
       tasks = readdirSync(`/proc/${pid}/task`);
     } catch {

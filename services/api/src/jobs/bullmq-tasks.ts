@@ -271,9 +271,10 @@ export function createBullmqTaskExecution({
 
   /**
    * Takes a grouped task out of its group (cancelled, deleted, or its end recorded). One that
-   * still runs (its end recorded as a timeout, or cancelled) is stopped by the worker that holds
-   * its group. The group's job goes with its last task; a running group is locked by its worker
-   * (remove answers 0), completes by itself and goes then.
+   * still runs (its end recorded as a timeout, or cancelled) is stopped by the worker that claimed
+   * it from its group (task-groups.ts), else by the worker that holds its group. The group's job
+   * goes with its last task; a running group is locked by its worker (remove answers 0), completes
+   * by itself and goes then.
    *
    * When every task dropped had been finished by the worker, the group's job is not removed here:
    * a worker writes a task's end before the group's job completes, and a completed group job goes
