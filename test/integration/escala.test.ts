@@ -135,7 +135,10 @@ it('the options of a longer measurement (--api-files, --api-cores, --api-warmup,
     [['--profile', 'long', '--series', 'api', '--api-files', '10'], 'escala: --api-files must be 50 to 20000, with the api series'],
     [['--profile', 'long', '--series', 'api', '--api-cores', '2'], 'escala: --api-cores must be 0.01 to 1, with the api series'],
     [['--profile', 'short', '--api-warmup', '500'], 'escala: --api-warmup must be 0 to 20000 files per API, with the api series'],
-    [['--profile', 'long', '--series', 'api', '--api-warmup', '20001'], 'escala: --api-warmup must be 0 to 20000 files per API, with the api series'],
+    [
+      ['--profile', 'long', '--series', 'api', '--api-warmup', '20001'],
+      'escala: --api-warmup must be 0 to 20000 files per API, with the api series',
+    ],
     [['--profile', 'short', '--minutes', '0'], 'escala: --minutes must be 1 to 120'],
   ];
   for (const [args, message] of cases) {
