@@ -14,7 +14,7 @@ import {
 } from '@censo/shared';
 import { startServiceProcess, type ServiceProcess } from '../helpers/processes.js';
 import { useQueuePrelude } from '../helpers/queue-prelude.js';
-import { request, startHarness, waitForTarefa, type Answer, type Harness } from '../helpers/tarefas.js';
+import { createLote, sendReturns, startHarness, tarefaIds, waitForTarefa, type Harness } from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { onThisMachine } from '../helpers/deadline.js';
 
@@ -66,18 +66,10 @@ async function worker(server: Harness, options: { version?: number; announce?: b
 const announced = async (server: Harness) =>
   prelude.redis.zrangebyscore(readerKeys(server.config.queuePrefix, TASK_QUEUE).readers, Date.now(), '+inf');
 
-const createLote = async (server: Harness) =>
-  (await request(server, 'POST', '/api/lotes', { body: '{}', headers: { 'content-type': 'application/json' } })).json().id as string;
-
 async function send(server: Harness, lote: string, count: number): Promise<string[]> {
-  const form = new FormData();
-  for (let i = 0; i < count; i++) {
-    form.append('referencia', `1100000${i}`);
-    form.append('retorno', new Blob([prelude.json]), `escola-${i}.json`);
-  }
-  const answer: Answer = await request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: form });
+  const answer = await sendReturns(server, lote, prelude.json, count);
   expect(answer.status).toBe(202);
-  return (answer.json().tarefas as Array<{ id: string }>).map((t) => t.id);
+  return tarefaIds(answer);
 }
 
 /** The `job done` lines of a worker: which job ran which task, under which contract. */

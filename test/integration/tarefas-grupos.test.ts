@@ -22,7 +22,19 @@ import { fixtureCases } from '../helpers/fixtures.js';
 import { logLines } from '../helpers/log-lines.js';
 import { useQueuePrelude } from '../helpers/queue-prelude.js';
 import { keysMatching } from '../helpers/redis.js';
-import { Gate, areaOf, gated, monitor, request, startHarness, waitForTarefa, type Answer, type Harness } from '../helpers/tarefas.js';
+import {
+  Gate,
+  areaOf,
+  createLote,
+  gated,
+  monitor,
+  request,
+  sendReturns,
+  startHarness,
+  tarefaIds,
+  waitForTarefa,
+  type Harness,
+} from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { onThisMachine } from '../helpers/deadline.js';
 
@@ -68,20 +80,9 @@ async function worker(server: Harness, gate: Gate, options: { contractVersion?: 
   return { running, lines };
 }
 
-const createLote = async (server: Harness) =>
-  (await request(server, 'POST', '/api/lotes', { body: '{}', headers: { 'content-type': 'application/json' } })).json().id as string;
-
-/** `count` copies of the fixture's return in one request to the batch, each with its referencia. */
-async function send(server: Harness, lote: string, count: number): Promise<Answer> {
-  const form = new FormData();
-  for (let i = 0; i < count; i++) {
-    form.append('referencia', `1100000${i}`);
-    form.append('retorno', new Blob([prelude.json]), `escola-${i}.json`);
-  }
-  return request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: form });
-}
-
-const idsOf = (answer: Answer) => (answer.json().tarefas as Array<{ id: string }>).map((t) => t.id);
+/** `count` copies of the fixture's return in one request to the batch. */
+const send = (server: Harness, lote: string, count: number) => sendReturns(server, lote, prelude.json, count);
+const idsOf = tarefaIds;
 const groupHashes = (server: Harness) => keysMatching(prelude.redis, `${server.config.queuePrefix}:${TASK_QUEUE}:grupo:*`);
 const loteCounts = async (server: Harness, lote: string) =>
   (await request(server, 'GET', `/api/lotes/${lote}`)).json().tarefas as Record<string, number>;

@@ -13,7 +13,18 @@ import { startWorker, type RunningWorker } from '@censo/worker';
 import { logLines } from '../helpers/log-lines.js';
 import { useQueuePrelude } from '../helpers/queue-prelude.js';
 import { keysMatching } from '../helpers/redis.js';
-import { Gate, gated, monitor, request, startHarness, waitForTarefa, type Answer, type Harness } from '../helpers/tarefas.js';
+import {
+  Gate,
+  createLote,
+  gated,
+  monitor,
+  request,
+  sendReturns,
+  startHarness,
+  tarefaIds,
+  waitForTarefa,
+  type Harness,
+} from '../helpers/tarefas.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { onThisMachine } from '../helpers/deadline.js';
 
@@ -56,17 +67,25 @@ const closedGate = () => {
   return gate;
 };
 
+/** A new batch and `count` copies of the fixture's return sent to it in one request (one group). */
 async function send(server: Harness, count: number): Promise<string[]> {
-  const lote = (await request(server, 'POST', '/api/lotes', { body: '{}', headers: { 'content-type': 'application/json' } })).json()
-    .id as string;
-  const form = new FormData();
-  for (let i = 0; i < count; i++) {
-    form.append('referencia', `1100000${i}`);
-    form.append('retorno', new Blob([prelude.json]), `escola-${i}.json`);
-  }
-  const answer: Answer = await request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: form });
+  const answer = await sendReturns(server, await createLote(server), prelude.json, count);
   expect(answer.status).toBe(202);
-  return (answer.json().tarefas as Array<{ id: string }>).map((t) => t.id);
+  return tarefaIds(answer);
+}
+
+/**
+ * A group worker holding its first task behind a closed gate, then a second worker, its gate closed
+ * too, holding the first task it claimed from the group's back.
+ */
+async function ownerAndHelperHolding(server: Harness) {
+  const ownerGate = closedGate();
+  const owner = await worker(server, ownerGate);
+  await waitFor(() => ownerGate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the group worker to hold its first task' });
+  const helperGate = closedGate();
+  const helper = await worker(server, helperGate);
+  await waitFor(() => helperGate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the helper to hold a claimed task' });
+  return { owner, ownerGate, helper, helperGate };
 }
 
 const keysOf = (server: Harness) => groupKeys(server.config.queuePrefix, TASK_QUEUE);
@@ -121,12 +140,7 @@ describe('an idle worker shares a running group', () => {
   it('DELETE of a claimed task stops it on the worker that claimed it, and the rest of the group runs', async () => {
     const server = await harness(3);
     const ids = await send(server, 3);
-    const ownerGate = closedGate();
-    await worker(server, ownerGate);
-    await waitFor(() => ownerGate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the group worker to hold its first task' });
-    const helperGate = closedGate();
-    const helper = await worker(server, helperGate);
-    await waitFor(() => helperGate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the helper to hold a claimed task' });
+    const { ownerGate, helper, helperGate } = await ownerAndHelperHolding(server);
     expect(areas(helperGate)).toEqual([ids[2]]);
     expect((await monitor(server, ids[2]!)).estado).toBe('processando');
 
@@ -148,12 +162,7 @@ describe('an idle worker shares a running group', () => {
   it('a worker that closes gives its claims back: the group worker runs them, each once to its end', async () => {
     const server = await harness(3);
     const ids = await send(server, 3);
-    const ownerGate = closedGate();
-    await worker(server, ownerGate);
-    await waitFor(() => ownerGate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the group worker to hold its first task' });
-    const helperGate = closedGate();
-    const helper = await worker(server, helperGate);
-    await waitFor(() => helperGate.held === 1, { timeoutMs: onThisMachine(10_000), what: 'the helper to hold a claimed task' });
+    const { ownerGate, helper, helperGate } = await ownerAndHelperHolding(server);
     await helper.running.close();
     expect(helperGate.seen[0]!.signal?.aborted).toBe(true);
     expect((await monitor(server, ids[2]!)).estado).toBe('aguardando');
