@@ -259,7 +259,9 @@ return run`;
  * far claims reached, is kept on a retry) and its place among the open groups; then it wakes up to
  * ARGV[7] idle workers, each with HELP_MESSAGE on its own channel (ARGV[5] followed by its id),
  * the longest idle first. Nothing is broadcast: a worker hears of a group only when it is woken
- * to share it. A popped worker nobody listens for (gone) wakes the next one. KEYS: share, open,
+ * to share it. A popped worker nobody listens for (gone) wakes the next one. (On a Redis Cluster
+ * PUBLISH counts only the subscribers of the node it ran on, so a worker listening on another node
+ * counts as gone and one more is woken: a look more, never a task run twice.) KEYS: share, open,
  * idle; ARGV: the ids joined by ',', the share's lifetime (ms), the group's id, now, the channels'
  * prefix, the owner's id ('' unknown: it is not idle any more), how many to wake. One round trip a group.
  */
