@@ -4,29 +4,16 @@
 // The real API, workers and job pool; the gate holds a task "running" so each state is reached
 // without depending on this machine's speed.
 import { Queue } from 'bullmq';
-import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  ERRORS,
-  GROUP_JOB,
-  GROUP_JOB_CONTRACT_VERSION,
-  TASK_QUEUE,
-  createJobPool,
-  finishedItem,
-  httpMessages,
-  type JobExecutor,
-  type JobPool,
-} from '@censo/shared';
-import { startWorker, type RunningWorker } from '@censo/worker';
+import { describe, expect, it } from 'vitest';
+import { ERRORS, GROUP_JOB, GROUP_JOB_CONTRACT_VERSION, TASK_QUEUE, finishedItem, httpMessages } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
-import { logLines } from '../helpers/log-lines.js';
+import { useGatedWorkers } from '../helpers/gated-workers.js';
 import { useQueuePrelude } from '../helpers/queue-prelude.js';
 import { keysMatching } from '../helpers/redis.js';
 import {
   Gate,
   areaOf,
   createLote,
-  gated,
   monitor,
   request,
   sendReturns,
@@ -43,41 +30,14 @@ const DIVERGENCIAS = (basico.expectedDivergencias as { divergencias: unknown[] }
 
 const prelude = useQueuePrelude();
 
-const harnesses: Harness[] = [];
-const workers: RunningWorker[] = [];
-const pools: JobPool[] = [];
-afterEach(async () => {
-  for (const worker of workers.splice(0)) await worker.close();
-  for (const harness of harnesses.splice(0)) await harness.dispose();
-  for (const pool of pools.splice(0)) await pool.close();
-});
+const { track, worker } = useGatedWorkers();
 
 async function harness(
   env: Record<string, string>,
   options: { noWorker?: boolean; intervals?: { reconcileMs?: number } } = {},
 ): Promise<Harness> {
   const server = await startHarness('queue', { redisUrl: prelude.url, env: { TAREFAS_POR_JOB: '3', ...env }, ...options });
-  harnesses.push(server);
-  return server;
-}
-
-/**
- * A worker of the test's own on `server`'s queue, with the job pool behind `gate` (or `around` the
- * pool, when given), and its log lines.
- */
-async function worker(server: Harness, gate: Gate, options: { contractVersion?: number; around?: (pool: JobPool) => JobExecutor } = {}) {
-  const { lines, sink } = logLines();
-  const pool = createJobPool({ threads: 1, maxQueue: 16 });
-  pools.push(pool);
-  const running = await startWorker({ ...server.config, workerConcurrency: 1 }, pino({ level: 'info' }, sink), {
-    executor: options.around ? options.around(pool) : gated(pool, gate),
-    storage: server.storage,
-    drainMs: 300,
-    ...(options.contractVersion === undefined ? {} : { contractVersion: options.contractVersion }),
-  });
-  workers.push(running);
-  await running.waitUntilReady();
-  return { running, lines };
+  return track(server);
 }
 
 /** `count` copies of the fixture's return in one request to the batch. */

@@ -6,17 +6,14 @@
 // Real API, workers and job pools; each worker's pool behind a gate of its own, so that who runs
 // what is decided by the test, not by this machine's speed.
 import { Queue } from 'bullmq';
-import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
-import { TASK_QUEUE, claimedItem, createJobPool, groupKeys, type JobPool } from '@censo/shared';
-import { startWorker, type RunningWorker } from '@censo/worker';
-import { logLines } from '../helpers/log-lines.js';
+import { describe, expect, it } from 'vitest';
+import { TASK_QUEUE, claimedItem, groupKeys } from '@censo/shared';
+import { useGatedWorkers } from '../helpers/gated-workers.js';
 import { useQueuePrelude } from '../helpers/queue-prelude.js';
 import { keysMatching } from '../helpers/redis.js';
 import {
   Gate,
   createLote,
-  gated,
   monitor,
   request,
   sendReturns,
@@ -30,35 +27,12 @@ import { onThisMachine } from '../helpers/deadline.js';
 
 const prelude = useQueuePrelude();
 
-const harnesses: Harness[] = [];
-const workers: RunningWorker[] = [];
-const pools: JobPool[] = [];
-afterEach(async () => {
-  for (const worker of workers.splice(0)) await worker.close();
-  for (const harness of harnesses.splice(0)) await harness.dispose();
-  for (const pool of pools.splice(0)) await pool.close();
-});
+const { track, worker } = useGatedWorkers();
 
 /** An API without a worker of its own, groups of up to `size` tasks. */
 async function harness(size: number): Promise<Harness> {
   const server = await startHarness('queue', { redisUrl: prelude.url, env: { TAREFAS_POR_JOB: String(size) }, noWorker: true });
-  harnesses.push(server);
-  return server;
-}
-
-/** A worker of one slot whose pool is behind `gate`, and its log lines. */
-async function worker(server: Harness, gate: Gate) {
-  const { lines, sink } = logLines();
-  const pool = createJobPool({ threads: 1, maxQueue: 16 });
-  pools.push(pool);
-  const running = await startWorker({ ...server.config, workerConcurrency: 1 }, pino({ level: 'info' }, sink), {
-    executor: gated(pool, gate),
-    storage: server.storage,
-    drainMs: 300,
-  });
-  workers.push(running);
-  await running.waitUntilReady();
-  return { running, lines };
+  return track(server);
 }
 
 const closedGate = () => {
