@@ -98,7 +98,11 @@ beforeAll(async () => {
     LOG_LEVEL: 'silent',
     WORKER_CONCURRENCY: '1',
   });
-  monitor = await new Redis(port, '127.0.0.1').monitor();
+  // monitor() opens a connection of its own: the client it came from is closed here, or it would
+  // outlive the server, reconnecting in this test process (shared with later files) for good.
+  const base = new Redis(port, '127.0.0.1');
+  monitor = await base.monitor();
+  base.disconnect();
   monitor.on('monitor', (_time: string, args: string[], source: string) => commands.push({ source, args }));
 });
 
