@@ -151,8 +151,8 @@ describe('Redis calls per file (issue 55)', () => {
       const [one, fourWorkers, twoApis] = runs as [Measured, Measured, Measured];
       for (const run of [one, twoApis]) expect(callsPerFile(run, { scripts: true })).toBeLessThan(MAX_WITH_SCRIPTS + clocked(run));
       // A request of 50 stays one group, shared by the idle workers (16.2 a file before, with a
-      // group per worker): measured 10.0 to 11.6 a file with four on a quiet machine, against 10.5
-      // to 10.7 with one; in CI's full run, 13.2 (more, smaller claims as the workers interleave).
+      // group per worker): measured 10.0 to 11.6 a file with four on a quiet machine, against 10.0
+      // with one; in CI's full run, 13.2 (more, smaller claims as the workers interleave).
       // So, as above, sharing is bounded by its claims, and the claims by the design: the 60 files
       // go as a group of 50 and one of 10.
       const claims = claimsOf(fourWorkers);

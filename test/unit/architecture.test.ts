@@ -165,7 +165,9 @@ describe("@censo/api's public surface and its testing entry", () => {
     const seams = Object.keys(testing).sort();
     expect(seams).toEqual([
       'MAX_QUIET_SKIP',
+      'MISSED_END_MS',
       'Maintenance',
+      'TarefasService',
       'checkWebhookDestination',
       'createMemoryStore',
       'createRedisStore',

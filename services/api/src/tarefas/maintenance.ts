@@ -2,6 +2,7 @@
 // records ends whose hint was missed and stops tasks past JOB_TIMEOUT_MS, and the sweep, which
 // deletes what has expired, closes idle batches and resumes interrupted batch deletions. Each is
 // safe on several replicas at once: every change goes through the service's guarded commits.
+import { TELL_ENDS_MS } from '@censo/shared';
 import { isFinal } from './model.js';
 import type { TarefasService } from './service.js';
 import { keys } from './store.js';
@@ -15,6 +16,13 @@ export const LOTE_IDLE_MS = 24 * 3_600_000;
  * whose hint was missed (an API restart, a failover) is still recorded within 8 s at the default pace.
  */
 export const MAX_QUIET_SKIP = 3;
+/**
+ * An end is the reconciler's once it is this old (by its job's clock, as start times are): before
+ * that its worker's tell is on its way, at most TELL_ENDS_MS behind (issue 55). A scan that
+ * recorded those raced the tell it was there to back up, and every such end held the scan at every
+ * pass while a batch ran: a second's worth of untold ends is always there then.
+ */
+export const MISSED_END_MS = 3 * TELL_ENDS_MS;
 
 export class Maintenance {
   readonly #service: TarefasService;
@@ -56,7 +64,11 @@ export class Maintenance {
     // The page's tasks told in one tick: one commit reads their records in one MGET and their jobs
     // in one look per group (the group job's state once, not once per task: issue 55, that look,
     // a script of four ZSCOREs and two LPOSes, was the first Redis command per file).
-    const told = await Promise.all(page.filter(({ member: id }) => !running.has(id)).map(({ member: id }) => this.#service.finish(id)));
+    // Ends younger than MISSED_END_MS are left to their tell: found fresh, a task counts as waiting.
+    const late = { endedBefore: now - MISSED_END_MS };
+    const told = await Promise.all(
+      page.filter(({ member: id }) => !running.has(id)).map(({ member: id }) => this.#service.finish(id, undefined, late)),
+    );
     const recorded = told.filter(Boolean).length;
     // Back off while scans find only tasks that wait (1, 2, 3 passes skipped); at once to every
     // pass when one recorded an end, since hints are being missed.

@@ -58,6 +58,8 @@ const parse = <T>(raw: string): T => JSON.parse(raw) as T;
 interface TaskEnd {
   readonly id: string;
   readonly given: JobObservation | undefined;
+  /** Record it only if its job ended before this (the reconciler's scan: maintenance.ts MISSED_END_MS). */
+  readonly endedBefore?: number;
 }
 
 /** Ends recorded by one commit at most (its Lua script writes about four keys per task). */
@@ -195,8 +197,8 @@ export class TarefasService {
    * that arrive while this process's previous commit is under way go in its next one. True when
    * this call's commit recorded it (false: still running or waiting, or recorded by someone else).
    */
-  async finish(id: string, given?: JobObservation): Promise<boolean> {
-    return (await this.#ends.add({ id, given })).has(id);
+  async finish(id: string, given?: JobObservation, only?: { readonly endedBefore: number }): Promise<boolean> {
+    return (await this.#ends.add({ id, given, ...(only ? { endedBefore: only.endedBefore } : {}) })).has(id);
   }
 
   /** Ends waiting for the next commit (see finish). */
@@ -206,8 +208,12 @@ export class TarefasService {
   async #finishTogether(ends: readonly TaskEnd[]): Promise<ReadonlySet<string>> {
     const observations = new Map<string, JobObservation>();
     for (const end of ends) if (end.given) observations.set(end.id, end.given);
-    // A task told twice (its event and a look at it) is one end.
+    // A task told twice (its event and a look at it) is one end; told once without a cutoff, it has none.
     const ids = [...new Set(ends.map((end) => end.id))];
+    const cutoffs = new Map<string, number>();
+    for (const end of ends)
+      if (end.endedBefore !== undefined) cutoffs.set(end.id, Math.max(cutoffs.get(end.id) ?? -Infinity, end.endedBefore));
+    for (const end of ends) if (end.endedBefore === undefined) cutoffs.delete(end.id);
     /** Each batch's creation, as the winning commit read it: the round's date in the ledger. */
     const criados = new Map<string, number>();
     const won = await retrying(async () => {
@@ -230,6 +236,9 @@ export class TarefasService {
         const observation = observations.get(record.id)!;
         if (observation.state === 'waiting' || observation.state === 'active') continue;
         if (observation.state === 'missing' && now - record.criadaEm < SUBMIT_GRACE_MS) continue;
+        const cutoff = cutoffs.get(record.id);
+        if (cutoff !== undefined && (observation.state === 'done' || observation.state === 'failed') && observation.finishedAt > cutoff)
+          continue;
         const end = ending(observation, now);
         const finished: TarefaRecord = { ...record, ...end, expiraEm: record.lote === null ? end.concluidaEm + this.ttlMs : null };
         guards.push({ key: keys.tarefa(record.id), value: raw });
