@@ -18,6 +18,7 @@ import {
 } from '@censo/shared';
 import { fixtureCases } from '../helpers/fixtures.js';
 import { useTestRedis } from '../helpers/redis.js';
+import { waitingTarefa } from '../helpers/tarefa-record.js';
 import { MODES, monitor, request, startHarness, waitForTarefa, type Answer, type Harness, type Mode } from '../helpers/tarefas.js';
 import { readdir, readFile, rm, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -308,27 +309,10 @@ describe('queue mode, a rolling upgrade', () => {
       await area.write('retorno.json', Readable.from([content]), { bytes: 0 }, new AbortController().signal);
       const created = await service.createTarefas(
         [
-          {
-            id,
-            dono: 'integracao',
-            rota: 'divergencias-rf',
-            formato: 'json',
-            estado: 'aguardando',
-            criadaEm: Date.now(),
-            iniciadaEm: null,
-            concluidaEm: null,
-            expiraEm: null,
-            erro: null,
-            resultado: null,
-            referencia: null,
-            lote: null,
-            seq: 0,
-            arquivo: 'retorno.json',
-            txtName: null,
+          waitingTarefa(id, {
             arquivos: [{ campo: 'retorno', nome: 'retorno.json', bytes: content.length, sha256: '' }],
             entradas: ['retorno.json'],
-            idem: null,
-          },
+          }),
         ],
         null,
       );

@@ -6,15 +6,8 @@
 // a fresh one whatever its age.
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@censo/shared';
-import {
-  createMemoryStore,
-  Maintenance,
-  MISSED_END_MS,
-  TarefasService,
-  type JobObservation,
-  type TarefaRecord,
-  type TaskExecution,
-} from '@censo/api/testing';
+import { createMemoryStore, Maintenance, MISSED_END_MS, TarefasService, type JobObservation, type TaskExecution } from '@censo/api/testing';
+import { waitingTarefa } from '../helpers/tarefa-record.js';
 
 // The reconciler compares ends with the clock (its jobs' own, as start times): the tests run on it.
 const NOW = Date.now();
@@ -48,30 +41,6 @@ function endedAt(
   };
 }
 
-function task(id: string): TarefaRecord {
-  return {
-    id,
-    dono: 'chave-0',
-    rota: 'divergencias-rf',
-    formato: 'json',
-    estado: 'aguardando',
-    criadaEm: NOW - 120_000,
-    iniciadaEm: null,
-    concluidaEm: null,
-    expiraEm: null,
-    erro: null,
-    resultado: null,
-    referencia: null,
-    lote: null,
-    seq: 0,
-    arquivo: 'retorno.json',
-    txtName: null,
-    arquivos: [],
-    entradas: [],
-    idem: null,
-  };
-}
-
 async function serviceWith(finishedAt: () => number, ids: readonly string[] = ['a'], firstLook?: Promise<void>) {
   const execution = endedAt(finishedAt, firstLook);
   const service = new TarefasService({
@@ -91,7 +60,7 @@ async function serviceWith(finishedAt: () => number, ids: readonly string[] = ['
     log: createLogger({ logLevel: 'silent' }, {}),
     now: () => NOW,
   });
-  for (const id of ids) expect((await service.createTarefas([task(id)], null)).ok).toBe(true);
+  for (const id of ids) expect((await service.createTarefas([waitingTarefa(id, { criadaEm: NOW - 120_000 })], null)).ok).toBe(true);
   return { service, execution, maintenance: new Maintenance(service, 60_000) };
 }
 
