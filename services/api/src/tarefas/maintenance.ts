@@ -13,7 +13,8 @@ export const LOTE_IDLE_MS = 24 * 3_600_000;
  * The reconciler's scan of waiting tasks runs at most this many passes apart once it keeps finding
  * nothing to record (every end then came by its hint): a backlog of waiting tasks costs a page of
  * job reads every 8 s rather than every 2 s (issue 47: no polling where Redis notifies), and an end
- * whose hint was missed (an API restart, a failover) is still recorded within 8 s at the default pace.
+ * whose hint was missed (an API restart, a failover) is still recorded within 8 s of becoming the
+ * reconciler's (MISSED_END_MS after it ended) at the default pace.
  */
 export const MAX_QUIET_SKIP = 3;
 /**
