@@ -20,12 +20,12 @@
 // the tail short but cost 16 and 23 Redis calls a file with 8 and 16 workers (CLUSTER.md). Instead
 // a worker with nothing to run claims a few waiting tasks from the back of an open group, while
 // the group job's worker (its owner) runs them from the front: a work-stealing deque whose two
-// ends meet. A claim is leased for as long as a job's lock lasts (WORKER_LOCK_DURATION_MS, 30 s by
-// default), renewed every third of it. The owner opens its group when it starts it: the group's `partilha` hash holds its
+// ends meet. The owner opens its group when it starts it: the group's `partilha` hash holds its
 // task order (`ids`) and how far from the back claims have reached (`fim`), the open groups are a
-// sorted set by age, and idle workers hear of it on a channel. A claim is leased: its
-// claimer renews the lease while the task runs, and a lease that runs out (the claimer died) lets
-// the owner run the task itself. The owner's job ends only when every task of the group has ended
+// sorted set by age, and idle workers hear of it on a channel. A claim is leased as a job's lock
+// is (WORKER_LOCK_DURATION_MS, 30 s by default): its claimer renews the lease every third of it
+// while the task runs, and a lease that runs out (the claimer died) lets the owner run the task
+// itself. The owner's job ends only when every task of the group has ended
 // or gone, so a group job's end still means all of its tasks' ends are written.
 import type { JobResult, JobData } from '../core/types.js';
 import type { RedisClient } from './connection.js';

@@ -198,7 +198,7 @@ export class TarefasService {
    * this call's commit recorded it (false: still running or waiting, or recorded by someone else).
    */
   async finish(id: string, given?: JobObservation, only?: { readonly endedBefore: number }): Promise<boolean> {
-    return (await this.#ends.add({ id, given, ...(only ? { endedBefore: only.endedBefore } : {}) })).has(id);
+    return (await this.#ends.add({ id, given, ...only })).has(id);
   }
 
   /** Ends waiting for the next commit (see finish). */
