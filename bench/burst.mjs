@@ -24,6 +24,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { BURST_BEFORE_REV, treeAt } from './before.mjs';
 import { schoolReturn } from './cli.mjs';
+import { measureJobCost } from './job-cost.mjs';
 import { API_KEY, MULTIPART_TYPE, deploy, multipartBody } from './http.mjs';
 import { DATA, ROOT, cpuSecondsOf, memoryOf, percentile, profileArgs, sleep } from './lib.mjs';
 
@@ -331,6 +332,9 @@ export async function runBurst({ quick, redisUrl, files, serviceOnly = false, no
   };
   const localDigest = await sha256Of(localOut);
   log(`  burst: local ${local.filesPerSec.toFixed(1)} files/s`);
+  // What the worker's share is made of: the same return as one job, alone in a process.
+  const jobCost = await measureJobCost({ source: one, files: quick ? 100 : 300 });
+  log(`  burst: one job ${jobCost.direta.cpuMsPerFile.toFixed(2)} ms a file as a direct task, ${jobCost.lote.cpuMsPerFile.toFixed(2)} as a batch's`);
 
   const results = {};
   for (const build of service) {
@@ -359,6 +363,7 @@ export async function runBurst({ quick, redisUrl, files, serviceOnly = false, no
     rowsPerFile,
     beforeRev: BURST_BEFORE_REV,
     local,
+    jobCost,
     before: results.before,
     now: results.now,
     grupos: results.grupos,

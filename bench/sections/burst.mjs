@@ -4,6 +4,33 @@ import { BIG_FILES, PROBE_GAP_MS, runBurst } from '../burst.mjs';
 import { fmt, table } from '../lib.mjs';
 import { MiB } from './report.mjs';
 
+/**
+ * The worker's share of the burst against one job alone (bench/job-cost.mjs): a batch's task
+ * stores its divergences twice, as the JSON answer and as its lines of the combined CSV.
+ */
+function jobCostText(cost, local, workerPerFile) {
+  const ms = (x) => fmt(x, 2);
+  return [
+    `What the worker's share is made of: the same return as one job, alone in a process (\`bench/job-cost.mjs\`: \`runJob\` on one thread, ${fmt(cost.files)} jobs a round after a warm-up, ${cost.rounds} rounds alternating, medians; ${fmt(cost.divergencias)} divergences a file).`,
+    '',
+    table(
+      ['one job of this return', 'CPU ms per file', 'of which system', 'vs the local `censo lote` a file'],
+      [
+        ['as a direct task (its JSON answer)', ms(cost.direta.cpuMsPerFile), ms(cost.direta.systemMsPerFile), `${(cost.direta.cpuMsPerFile / local.cpuPerFileMs).toFixed(2)}×`],
+        [
+          "as a batch's task (its JSON answer and its lines of the combined CSV)",
+          ms(cost.lote.cpuMsPerFile),
+          ms(cost.lote.systemMsPerFile),
+          `${(cost.lote.cpuMsPerFile / local.cpuPerFileMs).toFixed(2)}×`,
+        ],
+        ['the worker process in the burst, group jobs (probe included)', ms(workerPerFile), '', `${(workerPerFile / local.cpuPerFileMs).toFixed(2)}×`],
+      ],
+    ),
+    '',
+    `The local \`censo lote\` writes each divergence once, into the combined output (${ms(local.cpuPerFileMs)} ms a file in all, its main thread included); a batch's task writes it twice, and the second form costs ${ms(cost.lote.cpuMsPerFile - cost.direta.cpuMsPerFile)} ms a file.`,
+  ].join('\n');
+}
+
 export async function burstSection({ log, section, target, measure, quick, redisUrl, redisVersion }) {
   log("\nA state's burst (censo lote --servidor), before and now...");
   const burst = await measure(redisVersion, 'burst', () => runBurst({ quick, redisUrl, log }));
@@ -62,6 +89,8 @@ export async function burstSection({ log, section, target, measure, quick, redis
           ['**all four**', 'total'],
         ].map(([what, key]) => [what, ...builds.map(([, r]) => perFile(r.cpu[key]))]),
       ),
+      '',
+      jobCostText(b.jobCost, b.local, (b.grupos.cpu.worker * 1000) / b.files),
       '',
       table(
         ['process', 'build', 'RSS first third MiB', 'RSS last third MiB', 'last / first', 'peak MiB'],
