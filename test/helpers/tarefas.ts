@@ -340,11 +340,11 @@ export async function createLote(server: { url: string }): Promise<string> {
   return (await request(server, 'POST', '/api/lotes', { body: '{}', headers: { 'content-type': 'application/json' } })).json().id as string;
 }
 
-/** `count` copies of the return `json` (its bytes) in one request to batch `lote`, each with its own referencia (1100000<i>). */
+/** `count` copies of the return `json` (its bytes) in one request to batch `lote`, each with its own referencia (an 8-digit INEP code, 11000000 + i). */
 export async function sendReturns(server: { url: string }, lote: string, json: Uint8Array, count: number): Promise<Answer> {
   const form = new FormData();
   for (let i = 0; i < count; i++) {
-    form.append('referencia', `1100000${i}`);
+    form.append('referencia', String(11_000_000 + i));
     form.append('retorno', new Blob([json]), `escola-${i}.json`);
   }
   return request(server, 'POST', `/api/lotes/${lote}/divergencias-rf`, { body: form });
