@@ -334,7 +334,9 @@ export async function runBurst({ quick, redisUrl, files, serviceOnly = false, no
   log(`  burst: local ${local.filesPerSec.toFixed(1)} files/s`);
   // What the worker's share is made of: the same return as one job, alone in a process.
   const jobCost = await measureJobCost({ source: one, files: quick ? 100 : 300 });
-  log(`  burst: one job ${jobCost.direta.cpuMsPerFile.toFixed(2)} ms a file as a direct task, ${jobCost.lote.cpuMsPerFile.toFixed(2)} as a batch's`);
+  log(
+    `  burst: one job ${jobCost.direta.cpuMsPerFile.toFixed(2)} ms a file as a direct task, ${jobCost.lote.cpuMsPerFile.toFixed(2)} as a batch's`,
+  );
 
   const results = {};
   for (const build of service) {

@@ -92,6 +92,12 @@ if (process.argv[1] && path.resolve(process.argv[1]) === SELF) {
       console.error('usage: node bench/job-cost.mjs <return.xlsx> [--files N] [--rounds N]');
       process.exit(2);
     }
-    console.log(JSON.stringify(await measureJobCost({ source: path.resolve(args[0]), files: option('--files', 300), rounds: option('--rounds', 3) }), null, 2));
+    console.log(
+      JSON.stringify(
+        await measureJobCost({ source: path.resolve(args[0]), files: option('--files', 300), rounds: option('--rounds', 3) }),
+        null,
+        2,
+      ),
+    );
   }
 }

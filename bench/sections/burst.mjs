@@ -16,14 +16,24 @@ function jobCostText(cost, local, workerPerFile) {
     table(
       ['one job of this return', 'CPU ms per file', 'of which system', 'vs the local `censo lote` a file'],
       [
-        ['as a direct task (its JSON answer)', ms(cost.direta.cpuMsPerFile), ms(cost.direta.systemMsPerFile), `${(cost.direta.cpuMsPerFile / local.cpuPerFileMs).toFixed(2)}×`],
+        [
+          'as a direct task (its JSON answer)',
+          ms(cost.direta.cpuMsPerFile),
+          ms(cost.direta.systemMsPerFile),
+          `${(cost.direta.cpuMsPerFile / local.cpuPerFileMs).toFixed(2)}×`,
+        ],
         [
           "as a batch's task (its JSON answer and its lines of the combined CSV)",
           ms(cost.lote.cpuMsPerFile),
           ms(cost.lote.systemMsPerFile),
           `${(cost.lote.cpuMsPerFile / local.cpuPerFileMs).toFixed(2)}×`,
         ],
-        ['the worker process in the burst, group jobs (probe included)', ms(workerPerFile), '', `${(workerPerFile / local.cpuPerFileMs).toFixed(2)}×`],
+        [
+          'the worker process in the burst, group jobs (probe included)',
+          ms(workerPerFile),
+          '',
+          `${(workerPerFile / local.cpuPerFileMs).toFixed(2)}×`,
+        ],
       ],
     ),
     '',
