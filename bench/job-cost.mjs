@@ -59,8 +59,8 @@ async function child(mode, source, files) {
 }
 
 /**
- * Each mode `rounds` times, alternating, `files` jobs a round: the median CPU a file of each, and
- * how much the batch's lines add to a direct task's job.
+ * Each mode `rounds` times, alternating, `files` jobs a round: the median CPU a file of each (the
+ * batch's lines cost the difference) and every round's figures.
  */
 export async function measureJobCost({ source, files = 300, rounds = 3 }) {
   const runs = Object.fromEntries(JOB_MODES.map((mode) => [mode, []]));
