@@ -316,9 +316,11 @@ describe('the staff page, accessible', () => {
       'P003 INEP: Sim',
       'P003 Data de nascimento: Sim',
     ]);
-    expect(await page.locator('#explica-divergencias').textContent()).toContain(
-      '6 divergências, uma por linha da tabela. 4 são corrigidas',
-    );
+    // The explanation is written once the whole answer is in, a moment after the rows show
+    // (CI on Node 24 read it empty once): waited for as the rows are.
+    await expect
+      .poll(() => page.locator('#explica-divergencias').textContent())
+      .toContain('6 divergências, uma por linha da tabela. 4 são corrigidas');
     // The staff's spreadsheet says the same, row by row (the core writes that column).
     const xlsx = await downloaded(page, dir, () => page.getByRole('button', { name: 'Baixar planilha (XLSX)' }).click());
     const [header, ...cells] = (await workbookSheets(xlsx.bytes))[0]!.rows;
