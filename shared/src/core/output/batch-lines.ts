@@ -4,6 +4,7 @@
 // and wrote each line again, about half of its CPU in a state's burst (issue 35).
 import { csvField } from './csv.js';
 import { ResultFile } from './result-file.js';
+import { cellValue } from './table.js';
 
 /** Lines are written in text of about this many characters. */
 const BATCH_CHARS = 64 * 1024;
@@ -16,18 +17,14 @@ export function batchLinePrefix(leading: readonly string[]): string {
 /**
  * `item`'s line: the same bytes as `csvLine([...leading, ...cellValues(item, columns)])`
  * (test/unit/batch-lines.test.ts holds the two to that), built field by field. A batch's task
- * writes one a divergence, tens of millions in a state's batch, and that expression's two arrays
- * and join cost a school's return of 745 divergences about 0.35 ms of its job's 6 ms (bench/job-cost.mjs's
+ * writes one a divergence, tens of millions in a state's batch; that expression's two arrays and
+ * join cost a return of 745 divergences about 0.35 ms of its job's 6 ms (bench/job-cost.mjs's
  * batch task, 8 rounds of 300 alternating: 5.96 → 5.61 ms a file, medians; issue 55).
  */
 export function batchLine(prefix: string, item: object, columns: readonly string[]): string {
   const record = item as Record<string, unknown>;
   let line = prefix;
-  for (let i = 0; i < columns.length; i++) {
-    const value = record[columns[i]!];
-    if (i > 0) line += ',';
-    if (value !== null && value !== undefined) line += csvField(String(value));
-  }
+  for (let i = 0; i < columns.length; i++) line += (i > 0 ? ',' : '') + csvField(cellValue(record[columns[i]!]));
   return `${line}\r\n`;
 }
 

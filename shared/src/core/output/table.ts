@@ -43,13 +43,14 @@ export interface TableShape {
 export const DIVERGENCIAS_TABLE: TableShape = { key: 'divergencias', columns: DIVERGENCIA_COLUMNS, planilha: DIVERGENCIAS_PLANILHA };
 export const PESSOAS_TABLE: TableShape = { key: 'pessoas', columns: PESSOA_COLUMNS, planilha: PESSOAS_PLANILHA };
 
-/** Booleans as `true`/`false`, a null `chave` as an empty cell. */
+/** One value as its cell's text: booleans as `true`/`false`, a null `chave` as an empty cell. */
+export function cellValue(value: unknown): string {
+  return value === null || value === undefined ? '' : String(value);
+}
+
 export function cellValues(item: object, columns: readonly string[]): string[] {
   const record = item as Record<string, unknown>;
-  return columns.map((column) => {
-    const value = record[column];
-    return value === null || value === undefined ? '' : String(value);
-  });
+  return columns.map((column) => cellValue(record[column]));
 }
 
 export async function* tableRows(items: AsyncIterable<object> | Iterable<object>, columns: readonly string[]): AsyncGenerator<string[]> {
