@@ -15,7 +15,7 @@ import { DATA, ROOT, median, runNodeJson } from './lib.mjs';
 const SELF = fileURLToPath(import.meta.url);
 const WARMUP = 20;
 /** The two kinds of job a worker runs for a divergencias-rf task. */
-export const JOB_MODES = ['direta', 'lote'];
+const JOB_MODES = ['direta', 'lote'];
 
 /** In a child process: `files` jobs of `mode` on `source`, their CPU and wall time a file. */
 async function child(mode, source, files) {

@@ -10,6 +10,7 @@ import { MiB } from './report.mjs';
  */
 function jobCostText(cost, local, workerPerFile) {
   const ms = (x) => fmt(x, 2);
+  const vsLocal = (perFile) => `${(perFile / local.cpuPerFileMs).toFixed(2)}×`;
   return [
     `What the worker's share is made of: the same return as one job, alone in a process (\`bench/job-cost.mjs\`: \`runJob\` on one thread, ${fmt(cost.files)} jobs a round after a warm-up, ${cost.rounds} rounds alternating, medians; ${fmt(cost.divergencias)} divergences a file).`,
     '',
@@ -20,20 +21,15 @@ function jobCostText(cost, local, workerPerFile) {
           'as a direct task (its JSON answer)',
           ms(cost.direta.cpuMsPerFile),
           ms(cost.direta.systemMsPerFile),
-          `${(cost.direta.cpuMsPerFile / local.cpuPerFileMs).toFixed(2)}×`,
+          vsLocal(cost.direta.cpuMsPerFile),
         ],
         [
           "as a batch's task (its JSON answer and its lines of the combined CSV)",
           ms(cost.lote.cpuMsPerFile),
           ms(cost.lote.systemMsPerFile),
-          `${(cost.lote.cpuMsPerFile / local.cpuPerFileMs).toFixed(2)}×`,
+          vsLocal(cost.lote.cpuMsPerFile),
         ],
-        [
-          'the worker process in the burst, group jobs (probe included)',
-          ms(workerPerFile),
-          '',
-          `${(workerPerFile / local.cpuPerFileMs).toFixed(2)}×`,
-        ],
+        ['the worker process in the burst, group jobs (probe included)', ms(workerPerFile), '', vsLocal(workerPerFile)],
       ],
     ),
     '',
