@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
@@ -110,6 +111,15 @@ class LongFirstSequencer extends BaseSequencer {
   }
 }
 
+// Node 24's V8 write-protects its JIT and WebAssembly code pages with the CPU's memory protection
+// keys (PKU, on most Xeon and EPYC) and keeps a registry of them that PGlite's WebAssembly churn
+// (databases created and closed file after file in one test process) can put out of step: a
+// completo test process aborted in CI with `Check failed: jit_page_->allocations_.erase(addr) == 1`
+// (nodejs/node#64500, open). The test processes run without that protection where this Node's V8
+// has the flag; Node 20's does not know it, and refuses it.
+const v8Flags = spawnSync(process.execPath, ['--v8-options'], { encoding: 'utf8' }).stdout ?? '';
+const testExecArgv = /^\s*--memory-protection-keys\b/m.test(v8Flags) ? ['--no-memory-protection-keys'] : [];
+
 // Deadlines scale with the machine's speed at the start (test/helpers/deadline.ts): a test or a
 // hook gets its quiet-machine budget times the slowdown, and the test processes inherit the factor.
 const slowdownFactor = slowdown();
@@ -119,7 +129,13 @@ export default defineConfig({
   test: {
     testTimeout: onThisMachine(30_000),
     hookTimeout: onThisMachine(60_000),
+    // expect.poll waits on a page or a service that answers after a round trip (an upload, a
+    // task, Chromium re-rendering): vitest's own 1 s default failed a browser test in CI whose
+    // answer came later under the completo group's load. A poll that succeeds ends at once, so a
+    // longer bound costs only a failing test's time.
+    expect: { poll: { timeout: onThisMachine(10_000) } },
     pool: 'forks',
+    execArgv: testExecArgv,
     setupFiles: ['test/setup.ts'],
     sequence: { sequencer: LongFirstSequencer },
     projects: [

@@ -9,7 +9,7 @@
 // read from its group's cpuacct.usage, and every host's throttling from its cpu.stat.
 //
 //   node cluster/escala.mjs [--profile short|long] [--report FILE] [--out DIR] [--chart FILE]
-//                           [--series workers,cluster,api] [--runs N] [--files-per-core N]
+//                           [--series workers,cluster,api] [--runs N] [--files-per-core N] [--shards N]
 //                           [--api-files N] [--api-cores C] [--api-warmup N] [--minutes N]
 //   node cluster/escala.mjs --cleanup     removes what an interrupted run left behind
 //   npm run cluster -- escala [same options]   (cluster/run.mjs hands the rest over)
@@ -83,6 +83,7 @@ export async function main(argv = process.argv.slice(2)) {
         'api-cores': { type: 'string' },
         'api-warmup': { type: 'string' },
         minutes: { type: 'string' },
+        shards: { type: 'string' },
         cleanup: { type: 'boolean', default: false },
       },
     }));
@@ -322,6 +323,12 @@ function applyOverrides(profile, args) {
     const minutes = Number(args.minutes);
     if (!Number.isInteger(minutes) || minutes < 1 || minutes > 120) throw new Usage('--minutes must be 1 to 120');
     profile.maxMs = minutes * 60_000;
+  }
+  if (args.shards !== undefined) {
+    // QUEUE_SHARDS for every API and worker (issue 55): with the cluster series, each shard's slot on its master.
+    const n = Number(args.shards);
+    if (!Number.isInteger(n) || n < 1 || n > 8) throw new Usage('--shards must be 1 to 8');
+    profile.shards = n;
   }
   if (!profile.workers && !profile.cluster && !profile.api) throw new Usage('no series left to run');
 }

@@ -4,7 +4,7 @@
 // seeded schedule of faults, with a history of every request and fault and a checker over it.
 // Writes CLUSTER.md. Needs root (ip netns) and redis-server; traffic stays on the suite's own
 // private /24 and loopback.
-//   node cluster/run.mjs [--profile long|short] [--seed N] [--out DIR] [--report FILE]
+//   node cluster/run.mjs [--profile long|short] [--seed N] [--out DIR] [--report FILE] [--shards N]
 //   node cluster/run.mjs --cleanup      removes what an interrupted run left behind
 //   node cluster/run.mjs escala [...]   the scale profile instead (cluster/escala.mjs)
 // Exit code: 0 when every check held, 1 when one did not (or the run broke), 2 for usage.
@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { Queue } from 'bullmq';
-import { closeRedisClient, createLogger, createRedisClient, loadConfig } from '@censo/shared';
+import { closeRedisClient, createLogger, createRedisClient, loadConfig, shardPrefixes } from '@censo/shared';
 import { startServer } from '@censo/api';
 import { generate } from '../bench/gen-big.mjs';
 import { multipartBody, MULTIPART_TYPE } from '../bench/http.mjs';
@@ -77,6 +77,8 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
     report: { type: 'string', default: path.join(ROOT, 'CLUSTER.md') },
     cleanup: { type: 'boolean', default: false },
+    // QUEUE_SHARDS for every service (issue 55): the same faults with the jobs over N queues.
+    shards: { type: 'string', default: '1' },
   },
 });
 const log = (msg) => console.log(`[cluster ${new Date().toISOString().slice(11, 19)}] ${msg}`);
@@ -92,8 +94,10 @@ if (args.cleanup) {
   log(`removed ${removed.namespaces} namespaces and ${removed.links} links`);
   process.exit(0);
 }
-const profile = PROFILES[args.profile];
-if (!profile) fail(`--profile must be one of ${Object.keys(PROFILES).join(', ')}`);
+if (!PROFILES[args.profile]) fail(`--profile must be one of ${Object.keys(PROFILES).join(', ')}`);
+const shards = Number(args.shards);
+if (!Number.isInteger(shards) || shards < 1 || shards > 8) fail('--shards must be 1 to 8');
+const profile = { ...PROFILES[args.profile], shards };
 const seed = Number(args.seed);
 if (!Number.isInteger(seed)) fail('--seed must be a whole number');
 
@@ -223,7 +227,9 @@ async function endState(topology, faults) {
   // The synchronous requests' queue and the tasks' (SPEC §7.5): the load sends requests, and the
   // rolling restart's rollback one batch; a job of either left unfinished is a defect.
   const QUEUES = ['censo-jobs', 'censo-tarefas'];
-  const queues = QUEUES.map((name) => new Queue(name, { connection: redis, prefix: config.queuePrefix }));
+  // Every shard's (--shards): shard 0's prefix is QUEUE_PREFIX, the others' carry their number.
+  const prefixes = shardPrefixes(config.queuePrefix, config.queueShards);
+  const queues = prefixes.flatMap((prefix) => QUEUES.map((name) => new Queue(name, { connection: redis, prefix })));
   const STATES = ['wait', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'];
   const counts = async () => {
     const all = await Promise.all(queues.map((queue) => queue.getJobCounts(...STATES)));
@@ -242,10 +248,12 @@ async function endState(topology, faults) {
     const queueCounts = await counts();
     // How many times each kept job was started: more than once is a duplicate execution.
     const attempts = [];
-    for (const name of QUEUES) {
-      for (const state of ['completed', 'failed']) {
-        for (const id of await redis.zrange(`${config.queuePrefix}:${name}:${state}`, 0, -1)) {
-          attempts.push(Number((await redis.hget(`${config.queuePrefix}:${name}:${id}`, 'ats')) ?? 1));
+    for (const prefix of prefixes) {
+      for (const name of QUEUES) {
+        for (const state of ['completed', 'failed']) {
+          for (const id of await redis.zrange(`${prefix}:${name}:${state}`, 0, -1)) {
+            attempts.push(Number((await redis.hget(`${prefix}:${name}:${id}`, 'ats')) ?? 1));
+          }
         }
       }
     }
@@ -254,12 +262,13 @@ async function endState(topology, faults) {
     do {
       const [next, keys] = await redis.scan(cursor, 'COUNT', 1000);
       cursor = next;
-      for (const key of keys.filter((key) => !QUEUES.some((name) => key.startsWith(`${config.queuePrefix}:${name}:`)))) {
+      const queueKey = (key) => prefixes.some((prefix) => QUEUES.some((name) => key.startsWith(`${prefix}:${name}:`)));
+      for (const key of keys.filter((key) => !queueKey(key))) {
         // The rolling restart's rollback sends one batch (faults.mjs) and deletes it: what its
         // owner keeps beside it (a rate window, say) expires by itself; a record without a TTL is stray.
         if (key.startsWith(`${config.queuePrefix}:tarefas:`) && (await redis.pttl(key)) > 0) continue;
-        // An API's ends stream (addressed.ts): a killed API leaves it, and it goes within an hour by itself.
-        if (key.startsWith(`${config.queuePrefix}:fim:`) && (await redis.pttl(key)) > 0) continue;
+        // An API's ends stream (addressed.ts), one a shard: a killed API leaves it, and it goes within an hour by itself.
+        if (prefixes.some((prefix) => key.startsWith(`${prefix}:fim:`)) && (await redis.pttl(key)) > 0) continue;
         strayKeys.push(key);
       }
     } while (cursor !== '0');

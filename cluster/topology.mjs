@@ -22,6 +22,8 @@ export function serviceSettings(profile) {
   return {
     API_KEY: 'cluster-key',
     QUEUE_PREFIX: '{censo}',
+    // --shards (behind Sentinel every shard is on the one master: what it proves is the routing under faults).
+    QUEUE_SHARDS: String(profile.shards ?? 1),
     REDIS_SENTINEL_NAME: 'censo',
     S3_BUCKET: 'censo-cluster',
     JOB_TIMEOUT_MS: String(profile.jobTimeoutMs),

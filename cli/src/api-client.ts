@@ -1,7 +1,44 @@
 // The censo-api as `lote --servidor` and `lotes` talk to it: the base URL and key checked before
 // the first request, and every refusal turned into one Portuguese line that says what to do
 // (a wrong key, a service that is down, an address that is not a censo-api).
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ERRORS } from '@censo/shared/local';
 import { BadUsage, InputError, quote } from './failures.js';
+
+/** A request the service answers busy (503, 429) is tried again this many times, as its Retry-After says. */
+export const BUSY_RETRIES = 30;
+/** Waits between tries: the answer's Retry-After, within these bounds. */
+const RETRY_MIN_MS = 250;
+const RETRY_MAX_MS = 5_000;
+
+/** The wait a busy answer asks for (Retry-After, in seconds), within RETRY_MIN_MS and RETRY_MAX_MS. */
+export function retryAfterMs(response: Response): number {
+  const seconds = Number(response.headers.get('retry-after'));
+  return Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : RETRY_MAX_MS));
+}
+
+/**
+ * The 503s no wait mends: a setting the service lacks (SPEC §4). Every other 503 says "in a
+ * moment": the queue or the storage away for a failover, a full backlog (SPEC §5, §9), or a proxy
+ * whose service restarts (its page is not the service's JSON).
+ */
+const LASTING = new Set<string>([ERRORS.API_NOT_CONFIGURED.message, ERRORS.QUERY_NOT_CONFIGURED.message]);
+
+/**
+ * Whether an answer says the service is busy for a moment, to be sent again after its Retry-After:
+ * 429, or a 503 other than a LASTING one. The one rule of the looks (ApiClient.call) and the
+ * uploads' loops (servidor.ts). Reads a clone: the answer's body stays the caller's.
+ */
+export async function isBusy(response: Response): Promise<boolean> {
+  if (response.status === 429) return true;
+  if (response.status !== 503) return false;
+  try {
+    const erro = ((await response.clone().json()) as { erro?: unknown }).erro;
+    return !(typeof erro === 'string' && LASTING.has(erro));
+  } catch {
+    return true;
+  }
+}
 
 export interface ServerOptions {
   /** The service's base URL (`--servidor`). */
@@ -56,7 +93,22 @@ export class ApiClient {
     return new ApiClient(baseUrl(options.servidor), key);
   }
 
+  /**
+   * One request. Without a body (a look at a batch or a task, a download, `fechar`, a deletion: the
+   * same request again asks the same thing) an answer that says the service is busy for a moment
+   * (isBusy: a Redis failover, say) is waited out as its Retry-After says, up to BUSY_RETRIES
+   * times; the uploads, which carry a body, wait in their own loops (servidor.ts).
+   */
   async call(method: string, route: string, init: { body?: FormData | string; headers?: Record<string, string> } = {}): Promise<Response> {
+    for (let attempt = 0; ; attempt++) {
+      const response = await this.#fetch(method, route, init);
+      if (init.body !== undefined || attempt >= BUSY_RETRIES || !(await isBusy(response))) return response;
+      await response.arrayBuffer();
+      await sleep(retryAfterMs(response));
+    }
+  }
+
+  async #fetch(method: string, route: string, init: { body?: FormData | string; headers?: Record<string, string> }): Promise<Response> {
     try {
       return await fetch(`${this.base}${route}`, { method, ...init, headers: { 'x-api-key': this.#key, ...init.headers } });
     } catch (err) {

@@ -27,7 +27,7 @@ import { createRequire } from 'node:module';
 import { getPriority, setPriority } from 'node:os';
 import type * as CliProgress from 'cli-progress';
 import { BATCH_NICENESS, csvLine, LOTE_COLUMNS, ofDados, type Divergencia } from '@censo/shared/local';
-import { ApiClient, type ServerOptions } from './api-client.js';
+import { ApiClient, BUSY_RETRIES, isBusy, retryAfterMs, type ServerOptions } from './api-client.js';
 import { withoutSecondField } from './combined-csv.js';
 import { deferred } from './deferred.js';
 import { InputError, quote } from './failures.js';
@@ -80,11 +80,6 @@ interface Lote {
 
 /** The first wait for the batch's end once every file is sent (then doubling, up to its Retry-After). */
 const FIRST_LOOK_MS = 100;
-/** Waits between looks at the batch: its Retry-After, within these bounds. */
-const POLL_MIN_MS = 250;
-const POLL_MAX_MS = 5_000;
-/** A file refused with 503/429 (the service is busy) is tried again this many times. */
-const BUSY_RETRIES = 30;
 /** Pages of the batch's task list read at most (1000 tasks each). */
 const MAX_PAGES = 1_000;
 /** Requests sending files at the same time, unless -c says otherwise. */
@@ -98,11 +93,6 @@ async function sha256(file: string): Promise<string> {
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
   return hash.digest('hex');
-}
-
-function retryAfterMs(response: Response): number {
-  const seconds = Number(response.headers.get('retry-after'));
-  return Math.min(POLL_MAX_MS, Math.max(POLL_MIN_MS, Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : POLL_MAX_MS));
 }
 
 /** A bar on a terminal's stderr, nothing otherwise or with --quiet. */
@@ -174,9 +164,9 @@ function groupsOf(files: readonly FileToSend[]): FileToSend[][] {
   return groups;
 }
 
-/** A busy service (the backlog, the rate limit, the same request still arriving from an earlier run). */
-function isBusy(response: Response): boolean {
-  return response.status === 503 || response.status === 429 || (response.status === 409 && response.headers.has('retry-after'));
+/** An upload's busy answer: the service's (isBusy), or the same request still arriving from an earlier run (409 with Retry-After). */
+async function uploadBusy(response: Response): Promise<boolean> {
+  return (response.status === 409 && response.headers.has('retry-after')) || isBusy(response);
 }
 
 /**
@@ -209,7 +199,7 @@ async function sendGroup(servidor: ApiClient, lote: string, group: readonly File
       }
       return tarefas;
     }
-    if (isBusy(response)) {
+    if (await uploadBusy(response)) {
       await response.arrayBuffer();
       if (attempt >= BUSY_RETRIES) return 'ocupado';
       await sleep(retryAfterMs(response));
@@ -234,7 +224,7 @@ async function send(servidor: ApiClient, lote: string, file: FileToSend): Promis
     const response = await servidor.call('POST', `/api/lotes/${lote}/divergencias-rf`, { body: form, headers: { 'idempotency-key': key } });
     if (response.status === 202) return servidor.body<Tarefa>(response, (task) => typeof task.id === 'string');
     // Busy (the backlog, the rate limit, the same file still arriving from an earlier run): wait as told.
-    if (isBusy(response) && attempt < BUSY_RETRIES) {
+    if (attempt < BUSY_RETRIES && (await uploadBusy(response))) {
       await response.arrayBuffer();
       await sleep(retryAfterMs(response));
       continue;

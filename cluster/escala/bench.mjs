@@ -9,6 +9,9 @@ import { REDIS_PORT, SENTINEL_PORT, redisServerArgs, sentinelConfig } from '../t
 import { ask, commandCallsOf, machineBusyMs, sha256Of } from './measures.mjs';
 import { API_KEY, API_PORT, CLI, CLUSTER_PORTS, PREFIX, PROXY_PORT, REDIS_HOSTS, WORKER_PORT, net, run } from './settings.mjs';
 
+/** How long the Redis hosts' CPU at rest is read before a batch, with --shards. */
+const IDLE_SAMPLE_MS = 5_000;
+
 /** The run's state: the hosts' groups, the processes, the Redis in use. */
 export class Bench {
   constructor({ runDir, profile, profileName }) {
@@ -58,6 +61,8 @@ export class Bench {
     return {
       API_KEY,
       QUEUE_PREFIX: '{censo}',
+      // --shards: the jobs over that many queues, each in its own slot (shared/src/queue/shards.ts).
+      QUEUE_SHARDS: String(this.profile.shards ?? 1),
       ...this.redis.env,
       // One folder for every host (the machine's disk, as an NFS share would be): the files of a
       // task go from the API to a worker by path, as they do in any single-folder deployment.
@@ -273,8 +278,20 @@ export class Bench {
     mkdirSync(path.dirname(out), { recursive: true });
     const hosts = Object.values(roles).flat();
     const masters = measured ? await this.redis.masters() : [];
+    // A Redis host's CPU at rest (the cluster bus, its replica, its cron), read over a few seconds
+    // before the batch: what the batch itself costs each host is its CPU less that (--shards).
+    const redisHosts = roles.redis ?? [];
+    let redisIdleMsPerSec = {};
+    if (measured && this.profile.shards !== undefined) {
+      const idleFrom = Object.fromEntries(redisHosts.map((h) => [h, this.group(h).sample()]));
+      const idleStarted = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, IDLE_SAMPLE_MS));
+      const seconds = (Date.now() - idleStarted) / 1000;
+      redisIdleMsPerSec = Object.fromEntries(redisHosts.map((h) => [h, delta(idleFrom[h], this.group(h).sample()).cpuMs / seconds]));
+    }
     const before = Object.fromEntries(hosts.map((h) => [h, this.group(h).sample()]));
     const callsBefore = measured ? await commandCallsOf(masters) : {};
+    const byMasterBefore = measured ? await Promise.all(masters.map((master) => commandCallsOf([master]))) : [];
     const busyBefore = machineBusyMs();
     const timeoutMs = Math.min(15 * 60_000, 60_000 + files * 1_000);
     const started = Date.now();
@@ -293,6 +310,7 @@ export class Bench {
     const after = Object.fromEntries(hosts.map((h) => [h, this.group(h).sample()]));
     const busyMs = machineBusyMs() - busyBefore;
     const callsAfter = measured ? await commandCallsOf(masters) : {};
+    const byMasterAfter = measured ? await Promise.all(masters.map((master) => commandCallsOf([master]))) : [];
 
     const cliLog = readFileSync(cli.logFile, 'utf8');
     const lote = /Lote (\S+): criado\./.exec(cliLog)?.[1] ?? null;
@@ -345,6 +363,22 @@ export class Bench {
       nodes: masters.length,
       callsPerFile: diff.reduce((sum, [, calls]) => sum + calls, 0) / files,
       top: diff.slice(0, 5).map(([command, calls]) => ({ command, perFile: calls / files })),
+      // Each Redis host's CPU a file less its CPU at rest over the batch's time (--shards only).
+      ...(this.profile.shards === undefined
+        ? {}
+        : {
+            idleMsPerSec: redisIdleMsPerSec,
+            busyMsPerFile: Object.fromEntries(
+              redisHosts.map((h) => [h, (result.hosts[h].cpuMs - (redisIdleMsPerSec[h] ?? 0) * (wallMs / 1000)) / files]),
+            ),
+          }),
+      // Each master's own share (QUEUE_SHARDS spreads the queues' slots over them).
+      perMaster: Object.fromEntries(
+        masters.map((master, i) => {
+          const total = (calls) => Object.entries(calls).reduce((sum, [command, n]) => (command === 'info' ? sum : sum + n), 0);
+          return [master, (total(byMasterAfter[i]) - total(byMasterBefore[i])) / files];
+        }),
+      ),
     };
     // Cores: what the quotas promise plus what the unlimited processes used, against the machine's.
     let quotaCores = 0;

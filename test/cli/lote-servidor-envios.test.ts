@@ -165,33 +165,44 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
   afterAll(async () => {
     await server?.dispose();
   });
+  /**
+   * A case about the command's own side (how it cuts, sends again and writes), which the service
+   * answers the same way in both modes: run in one. The cases in both are those the queue changes:
+   * group jobs and the Idempotency-Key's record in Redis.
+   */
+  const commandSide = (name: string, fn: () => Promise<void>, timeout?: number) => {
+    if (mode === 'embedded') it(name, fn, timeout);
+  };
 
-  it('a service from before several files per request (400 to a second retorno): the files go one by one, the same output, one task each', async () => {
-    const { folder, names } = await schools(60);
-    // What such a service answers (receiveFiles: a repeated field).
-    const proxy = await startProxy(server.url, (files) =>
-      files.length > 1 ? { status: 400, erro: 'Campo enviado mais de uma vez: retorno.' } : null,
-    );
-    try {
-      const sent = await remote(folder, proxy.url);
-      const expected = await local(folder);
-      expect(sent.code, sent.stderr).toBe(0);
-      expect(sent.stdout.toString()).toBe(expected.stdout.toString());
-      expect(sent.stderr).toBe(`Lote ${batchOf(sent)}: criado.\n${expected.stderr}`);
-      // The first request (50 files; one request at a time) was refused; its files then went
-      // alone and were all taken, so the other 10 went alone from the start: each file once.
-      expect(several(proxy.uploads).map((upload) => [upload.files.length, upload.status])).toEqual([[50, 400]]);
-      expect(
-        alone(proxy.uploads)
-          .map((upload) => upload.files[0])
-          .sort(),
-      ).toEqual(names);
-      expect(alone(proxy.uploads).every((upload) => upload.status === 202)).toBe(true);
-      expect(await referencias(server, batchOf(sent)!)).toEqual(names);
-    } finally {
-      await proxy.close();
-    }
-  });
+  commandSide(
+    'a service from before several files per request (400 to a second retorno): the files go one by one, the same output, one task each',
+    async () => {
+      const { folder, names } = await schools(60);
+      // What such a service answers (receiveFiles: a repeated field).
+      const proxy = await startProxy(server.url, (files) =>
+        files.length > 1 ? { status: 400, erro: 'Campo enviado mais de uma vez: retorno.' } : null,
+      );
+      try {
+        const sent = await remote(folder, proxy.url);
+        const expected = await local(folder);
+        expect(sent.code, sent.stderr).toBe(0);
+        expect(sent.stdout.toString()).toBe(expected.stdout.toString());
+        expect(sent.stderr).toBe(`Lote ${batchOf(sent)}: criado.\n${expected.stderr}`);
+        // The first request (50 files; one request at a time) was refused; its files then went
+        // alone and were all taken, so the other 10 went alone from the start: each file once.
+        expect(several(proxy.uploads).map((upload) => [upload.files.length, upload.status])).toEqual([[50, 400]]);
+        expect(
+          alone(proxy.uploads)
+            .map((upload) => upload.files[0])
+            .sort(),
+        ).toEqual(names);
+        expect(alone(proxy.uploads).every((upload) => upload.status === 202)).toBe(true);
+        expect(await referencias(server, batchOf(sent)!)).toEqual(names);
+      } finally {
+        await proxy.close();
+      }
+    },
+  );
 
   it('120 files go in 3 requests (50, 50, 20) under keys made of their files: the same output as the local lote, one task each; the rerun sends nothing', async () => {
     const { folder, names } = await schools(120);
@@ -224,28 +235,31 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     }
   });
 
-  it('tasks made out of path order (two requests at a time, the first held back): each file is read on its own, the same output', async () => {
-    const { folder, names } = await schools(60);
-    // The first request (50 files) reaches the service after the second (10): its tasks come later.
-    const proxy = await startProxy(server.url, undefined, undefined, (files) => (files[0] === names[0] && files.length > 1 ? 1_500 : 0));
-    try {
-      const sent = await remote(folder, proxy.url, ['-c', '2']);
-      const expected = await local(folder);
-      expect(sent.code, sent.stderr).toBe(0);
-      expect(sent.stdout.toString()).toBe(expected.stdout.toString());
-      const lote = batchOf(sent)!;
-      const { tarefas } = (await request(server, 'GET', `/api/lotes/${lote}/tarefas?limit=1000`)).json() as {
-        tarefas: Array<{ referencia: string }>;
-      };
-      expect(tarefas.map((t) => t.referencia)).toEqual([...names.slice(50), ...names.slice(0, 50)]);
-      expect(proxy.requests.filter((r) => r.startsWith(`GET /api/lotes/${lote}/divergencias`))).toEqual([]);
-      expect(proxy.requests.filter((r) => r.includes('/resultado')).length).toBeGreaterThanOrEqual(60);
-    } finally {
-      await proxy.close();
-    }
-  });
+  commandSide(
+    'tasks made out of path order (two requests at a time, the first held back): each file is read on its own, the same output',
+    async () => {
+      const { folder, names } = await schools(60);
+      // The first request (50 files) reaches the service after the second (10): its tasks come later.
+      const proxy = await startProxy(server.url, undefined, undefined, (files) => (files[0] === names[0] && files.length > 1 ? 1_500 : 0));
+      try {
+        const sent = await remote(folder, proxy.url, ['-c', '2']);
+        const expected = await local(folder);
+        expect(sent.code, sent.stderr).toBe(0);
+        expect(sent.stdout.toString()).toBe(expected.stdout.toString());
+        const lote = batchOf(sent)!;
+        const { tarefas } = (await request(server, 'GET', `/api/lotes/${lote}/tarefas?limit=1000`)).json() as {
+          tarefas: Array<{ referencia: string }>;
+        };
+        expect(tarefas.map((t) => t.referencia)).toEqual([...names.slice(50), ...names.slice(0, 50)]);
+        expect(proxy.requests.filter((r) => r.startsWith(`GET /api/lotes/${lote}/divergencias`))).toEqual([]);
+        expect(proxy.requests.filter((r) => r.includes('/resultado')).length).toBeGreaterThanOrEqual(60);
+      } finally {
+        await proxy.close();
+      }
+    },
+  );
 
-  it('in xlsx too, the same bytes as the local lote (the workbook carries no time of its own)', async () => {
+  commandSide('in xlsx too, the same bytes as the local lote (the workbook carries no time of its own)', async () => {
     const { folder } = await schools(4);
     const [localXlsx, sentXlsx] = [path.join(work, `local-${mode}.xlsx`), path.join(work, `servidor-${mode}.xlsx`)];
     expect((await run(['lote', folder, '--format', 'xlsx', '-o', localXlsx])).code).toBe(0);
@@ -284,75 +298,81 @@ describe.each(MODES)('%s mode', (mode: Mode) => {
     }
   });
 
-  it('a workbook that is not a zip among several files fails alone, as in the local lote; a file over 25 MB goes alone and is refused as before', async () => {
-    const folder = path.join(work, `mistura-${mode}`);
-    await mkdir(folder, { recursive: true });
-    await cp(basico.retorno.json, path.join(folder, '01.json'));
-    await cp(utf8.retorno.xlsx, path.join(folder, '02.xlsx'));
-    await writeFile(path.join(folder, '03-quebrado.xlsx'), 'not a zip');
-    // Over the service's 25 MB, and not a return for the local lote either.
-    await writeFile(path.join(folder, '04-grande.json'), Buffer.alloc(26 * 1024 * 1024, ' '));
-    await cp(basico.retorno.xlsx, path.join(folder, '05.xlsx'));
-    await cp(utf8.retorno.json, path.join(folder, '06.json'));
-    const proxy = await startProxy(server.url);
-    try {
-      const sent = await remote(folder, proxy.url);
-      const expected = await local(folder);
-      expect(sent.code).toBe(1);
-      expect(expected.code).toBe(1);
-      expect(sent.stdout.toString()).toBe(expected.stdout.toString());
-      expect(expected.stderr).toMatch(/^censo: "03-quebrado\.xlsx": .+\ncenso: "04-grande\.json": .+\n/);
-      // The local lote cannot read the big file; the service does not take it (413), as before.
-      expect(sent.stderr).toBe(
-        `Lote ${batchOf(sent)}: criado.\n` +
-          expected.stderr.replace(/^censo: "04-grande\.json": .+$/m, 'censo: "04-grande.json": Arquivo excede o limite de 25 MB.'),
-      );
-      expect(proxy.uploads.map((upload) => [upload.files, upload.status]).sort()).toEqual([
-        [['01.json', '02.xlsx', '03-quebrado.xlsx'], 202],
-        [['04-grande.json'], 413],
-        [['05.xlsx', '06.json'], 202],
-      ]);
-    } finally {
-      await proxy.close();
-    }
-  });
+  commandSide(
+    'a workbook that is not a zip among several files fails alone, as in the local lote; a file over 25 MB goes alone and is refused as before',
+    async () => {
+      const folder = path.join(work, `mistura-${mode}`);
+      await mkdir(folder, { recursive: true });
+      await cp(basico.retorno.json, path.join(folder, '01.json'));
+      await cp(utf8.retorno.xlsx, path.join(folder, '02.xlsx'));
+      await writeFile(path.join(folder, '03-quebrado.xlsx'), 'not a zip');
+      // Over the service's 25 MB, and not a return for the local lote either.
+      await writeFile(path.join(folder, '04-grande.json'), Buffer.alloc(26 * 1024 * 1024, ' '));
+      await cp(basico.retorno.xlsx, path.join(folder, '05.xlsx'));
+      await cp(utf8.retorno.json, path.join(folder, '06.json'));
+      const proxy = await startProxy(server.url);
+      try {
+        const sent = await remote(folder, proxy.url);
+        const expected = await local(folder);
+        expect(sent.code).toBe(1);
+        expect(expected.code).toBe(1);
+        expect(sent.stdout.toString()).toBe(expected.stdout.toString());
+        expect(expected.stderr).toMatch(/^censo: "03-quebrado\.xlsx": .+\ncenso: "04-grande\.json": .+\n/);
+        // The local lote cannot read the big file; the service does not take it (413), as before.
+        expect(sent.stderr).toBe(
+          `Lote ${batchOf(sent)}: criado.\n` +
+            expected.stderr.replace(/^censo: "04-grande\.json": .+$/m, 'censo: "04-grande.json": Arquivo excede o limite de 25 MB.'),
+        );
+        expect(proxy.uploads.map((upload) => [upload.files, upload.status]).sort()).toEqual([
+          [['01.json', '02.xlsx', '03-quebrado.xlsx'], 202],
+          [['04-grande.json'], 413],
+          [['05.xlsx', '06.json'], 202],
+        ]);
+      } finally {
+        await proxy.close();
+      }
+    },
+  );
 
-  it('a request of several refused for one of its files: they go again one by one, that file is reported as alone, the others go on, and the next requests carry several again', async () => {
-    const { folder, names } = await schools(110);
-    const refused = 'escola-007.xlsx';
-    const proxy = await startProxy(server.url, (files) =>
-      files.includes(refused) ? { status: 400, erro: 'Arquivo recusado pelo teste.' } : null,
-    );
-    try {
-      const sent = await remote(folder, proxy.url);
-      const expected = await local(folder);
-      expect(sent.code).toBe(1);
-      // The local rows without the refused file's.
-      const rows = expected.stdout
-        .toString()
-        .split('\r\n')
-        .filter((row) => !row.startsWith(`${refused},`))
-        .join('\r\n');
-      expect(sent.stdout.toString()).toBe(rows);
-      expect(sent.stderr).toMatch(
-        new RegExp(
-          `^Lote ${ID}: criado\\.\\ncenso: "escola-007\\.xlsx": Arquivo recusado pelo teste\\.\\n.*\\nCom falha: "escola-007\\.xlsx"\\.\\n$`,
-        ),
+  commandSide(
+    'a request of several refused for one of its files: they go again one by one, that file is reported as alone, the others go on, and the next requests carry several again',
+    async () => {
+      const { folder, names } = await schools(110);
+      const refused = 'escola-007.xlsx';
+      const proxy = await startProxy(server.url, (files) =>
+        files.includes(refused) ? { status: 400, erro: 'Arquivo recusado pelo teste.' } : null,
       );
-      expect(several(proxy.uploads).map((upload) => [upload.files[0], upload.files.length, upload.status])).toEqual(
-        expect.arrayContaining([
-          ['escola-000.json', 50, 400],
-          ['escola-050.json', 50, 202],
-          ['escola-100.json', 10, 202],
-        ]),
-      );
-      expect(several(proxy.uploads)).toHaveLength(3);
-      expect(alone(proxy.uploads).map((upload) => [upload.files[0], upload.status])).toEqual(
-        names.slice(0, 50).map((name) => [name, name === refused ? 400 : 202]),
-      );
-      expect(await referencias(server, batchOf(sent)!)).toEqual(names.filter((name) => name !== refused));
-    } finally {
-      await proxy.close();
-    }
-  });
+      try {
+        const sent = await remote(folder, proxy.url);
+        const expected = await local(folder);
+        expect(sent.code).toBe(1);
+        // The local rows without the refused file's.
+        const rows = expected.stdout
+          .toString()
+          .split('\r\n')
+          .filter((row) => !row.startsWith(`${refused},`))
+          .join('\r\n');
+        expect(sent.stdout.toString()).toBe(rows);
+        expect(sent.stderr).toMatch(
+          new RegExp(
+            `^Lote ${ID}: criado\\.\\ncenso: "escola-007\\.xlsx": Arquivo recusado pelo teste\\.\\n.*\\nCom falha: "escola-007\\.xlsx"\\.\\n$`,
+          ),
+        );
+        expect(several(proxy.uploads).map((upload) => [upload.files[0], upload.files.length, upload.status])).toEqual(
+          expect.arrayContaining([
+            ['escola-000.json', 50, 400],
+            ['escola-050.json', 50, 202],
+            ['escola-100.json', 10, 202],
+          ]),
+        );
+        expect(several(proxy.uploads)).toHaveLength(3);
+        expect(alone(proxy.uploads).map((upload) => [upload.files[0], upload.status])).toEqual(
+          names.slice(0, 50).map((name) => [name, name === refused ? 400 : 202]),
+        );
+        expect(await referencias(server, batchOf(sent)!)).toEqual(names.filter((name) => name !== refused));
+      } finally {
+        await proxy.close();
+      }
+    },
+  );
 });

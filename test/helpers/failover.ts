@@ -206,6 +206,8 @@ export interface FailoverReport {
   readonly recoveryMs: number;
   /** Uploads started after that first success: every one must have succeeded. */
   readonly afterRecovery: number;
+  /** Uploads started between the kill and the promotion: how many succeeded, how many did not. */
+  readonly duringFailover: { readonly ok: number; readonly failed: number };
 }
 
 interface Record_ {
@@ -314,12 +316,14 @@ export async function failoverUnderLoad(options: {
     const status = (r.answer as Answer).status;
     byStatus[status] = (byStatus[status] ?? 0) + 1;
   }
+  const duringFailover = records.filter((r) => r.start >= killedAt && r.start < promotedAt);
   return {
     requests: records.length,
     byStatus,
     promotionMs,
     recoveryMs,
     afterRecovery: records.filter((r) => r.start >= recoveredAt).length,
+    duringFailover: { ok: duringFailover.filter(succeeded).length, failed: duringFailover.filter((r) => !succeeded(r)).length },
   };
 }
 

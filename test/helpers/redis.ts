@@ -63,7 +63,9 @@ export async function keysMatching(redis: Redis, pattern: string): Promise<strin
 export async function deleteKeys(url: string, prefix: string): Promise<void> {
   const redis = new Redis(url, { maxRetriesPerRequest: 1 });
   try {
-    const keys = await keysMatching(redis, `${prefix}:*`);
+    // Its shards' keys too (QUEUE_SHARDS): `{p}` has shards `{p-1}`, `{p-2}`… (shards.ts).
+    const shards = prefix.endsWith('}') ? [`${prefix.slice(0, -1)}-*}:*`] : [];
+    const keys = (await Promise.all([`${prefix}:*`, ...shards].map((pattern) => keysMatching(redis, pattern)))).flat();
     for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
   } finally {
     redis.disconnect();

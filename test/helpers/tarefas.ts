@@ -22,8 +22,8 @@ import {
 } from '@censo/shared';
 import {
   buildApp,
-  createBullmqRunner,
   createInProcessRunner,
+  createQueueRunner,
   embeddedTaskBackend,
   queueTaskBackend,
   type BullmqRunner,
@@ -129,6 +129,8 @@ export interface HarnessOptions {
   readonly sameAs?: Harness;
   /** Queue mode without a worker: the test starts its own (other versions, stops mid-job). */
   readonly noWorker?: boolean;
+  /** The queue's prefix, another harness's after it stopped (default: one of its own). */
+  readonly queuePrefix?: string;
   /** A folder of the test's own (removed with the harness). */
   readonly uploadDir?: string;
   /** Keeps every log line (LOG_LEVEL from env, else info). */
@@ -141,7 +143,7 @@ export interface HarnessOptions {
 
 export async function startHarness(mode: Mode, options: HarnessOptions): Promise<Harness> {
   const uploadDir = options.sameAs?.uploadDir ?? options.uploadDir ?? (await mkdtemp(path.join(os.tmpdir(), 'censo-tarefas-')));
-  const queuePrefix = options.sameAs?.config.queuePrefix ?? uniqueQueuePrefix();
+  const queuePrefix = options.sameAs?.config.queuePrefix ?? options.queuePrefix ?? uniqueQueuePrefix();
   const config = loadConfig({
     API_KEY,
     HOST: '127.0.0.1',
@@ -155,6 +157,8 @@ export async function startHarness(mode: Mode, options: HarnessOptions): Promise
     ...(mode === 'queue' ? { REDIS_URL: options.redisUrl, QUEUE_PREFIX: queuePrefix } : {}),
     // The suites run as production's default (a job per task); TEST_TAREFAS_POR_JOB runs them with group jobs.
     ...(process.env.TEST_TAREFAS_POR_JOB ? { TAREFAS_POR_JOB: process.env.TEST_TAREFAS_POR_JOB } : {}),
+    // TEST_QUEUE_SHARDS runs them over several queues (shards.ts).
+    ...(process.env.TEST_QUEUE_SHARDS ? { QUEUE_SHARDS: process.env.TEST_QUEUE_SHARDS } : {}),
     ...options.env,
   });
   const lines = options.logLines;
@@ -171,7 +175,7 @@ export async function startHarness(mode: Mode, options: HarnessOptions): Promise
     runner = createInProcessRunner(gated(pool, gate), storage);
     tasks = embeddedTaskBackend(runner, config, options.now ? { now: options.now } : {});
   } else {
-    const queue: BullmqRunner = createBullmqRunner(config, logger);
+    const queue: BullmqRunner = createQueueRunner(config, logger);
     runner = queue;
     tasks = queueTaskBackend(queue, config);
     if (!options.sameAs && !options.noWorker) {

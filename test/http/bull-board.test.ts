@@ -124,6 +124,23 @@ describe('on (BULL_BOARD_TOKEN and REDIS_URL)', () => {
     }
   });
 
+  it("QUEUE_SHARDS=2: every shard's two queues, the second shard's named shard-1/", async () => {
+    const sharded = await startTestServer({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, BULL_BOARD_TOKEN: TOKEN, QUEUE_SHARDS: '2' });
+    try {
+      const response = await get(sharded, `${BASE}/api/queues`, { authorization: `Bearer ${TOKEN}` });
+      expect(response.status).toBe(200);
+      const { queues } = (await response.json()) as { queues: Array<{ name: string }> };
+      expect(queues.map((queue) => queue.name).sort()).toEqual([
+        'censo-jobs',
+        'censo-tarefas',
+        'shard-1/censo-jobs',
+        'shard-1/censo-tarefas',
+      ]);
+    } finally {
+      await sharded.dispose();
+    }
+  });
+
   it('stays out of the OpenAPI document', async () => {
     const doc = (await (await fetch(`${server.url}/docs/json`)).json()) as { paths: Record<string, unknown> };
     expect(Object.keys(doc.paths).filter((path) => path.startsWith('/admin'))).toEqual([]);

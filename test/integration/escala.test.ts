@@ -129,7 +129,7 @@ it(
   LIMIT_MS,
 );
 
-it('the options of a longer measurement (--api-files, --api-cores, --api-warmup, --minutes): refused in words, exit 2 and nothing started, without the api series or out of range', () => {
+it('the options of a longer measurement (--api-files, --api-cores, --api-warmup, --minutes, --shards): refused in words, exit 2 and nothing started, without the api series or out of range', () => {
   const cases: [string[], string][] = [
     [['--profile', 'short', '--api-files', '1920'], 'escala: --api-files must be 50 to 20000, with the api series'],
     [['--profile', 'long', '--series', 'api', '--api-files', '10'], 'escala: --api-files must be 50 to 20000, with the api series'],
@@ -140,6 +140,8 @@ it('the options of a longer measurement (--api-files, --api-cores, --api-warmup,
       'escala: --api-warmup must be 0 to 20000 files per API, with the api series',
     ],
     [['--profile', 'short', '--minutes', '0'], 'escala: --minutes must be 1 to 120'],
+    [['--profile', 'short', '--shards', '9'], 'escala: --shards must be 1 to 8'],
+    [['--profile', 'short', '--shards', '1.5'], 'escala: --shards must be 1 to 8'],
   ];
   for (const [args, message] of cases) {
     const run = spawnSync(process.execPath, [ESCALA, ...args], { cwd: ROOT, encoding: 'utf8', timeout: onThisMachine(30_000) });

@@ -218,7 +218,13 @@ describe('property: only the corrected fields of changed record-30 lines differ'
   const text = fc.stringMatching(/^[A-Za-z0-9 \u00c0-\u00ff.,'-]{0,12}$/);
   const end = fc.constantFrom('\n', '\r\n', '\r');
   const line = fc.oneof(
-    fc.record({ kind: fc.constant('30' as const), fields: fc.array(text, { minLength: 8, maxLength: 14 }), end }),
+    fc.record({
+      kind: fc.constant('30' as const),
+      fields: fc.array(text, { minLength: 8, maxLength: 14 }),
+      // Field 8 (filiação): declared, not declared or any text, so that rule 4 of filiação 1 is met often.
+      filiacao: fc.constantFrom('1', '0', null),
+      end,
+    }),
     fc.record({ kind: fc.constantFrom('10', '20', '40', '60'), fields: fc.array(text, { minLength: 1, maxLength: 6 }), end }),
   );
   const CHAVES = [
@@ -238,7 +244,11 @@ describe('property: only the corrected fields of changed record-30 lines differ'
         async (lines, finalNewline, picks) => {
           const it = picks[Symbol.iterator]();
           const next = () => it.next().value as number;
-          const records = lines.map((l, i) => (l.kind === '30' ? `30|1|C${i}|${l.fields.join('|')}` : `${l.kind}|${l.fields.join('|')}`));
+          const records = lines.map((l, i) =>
+            l.kind === '30'
+              ? `30|1|C${i}|${l.fields.map((field, k) => (k === 4 && l.filiacao !== null ? l.filiacao : field)).join('|')}`
+              : `${l.kind}|${l.fields.join('|')}`,
+          );
           // Every line ends; the record 99 INEP requires last, with or without a final newline.
           const body = records.map((r, i) => r + lines[i]!.end).join('');
           const txt = latin1(`${SCHOOL}\n${body}99|${finalNewline ? '\n' : ''}`);
@@ -259,13 +269,22 @@ describe('property: only the corrected fields of changed record-30 lines differ'
           // Line ends, line by line: the same separators in the same places.
           expect(bytes.toString('latin1').replace(/[^\r\n]/g, '')).toBe(txt.toString('latin1').replace(/[^\r\n]/g, ''));
           const changed = new Set(rows.map((r) => Number(r.linha) - 1));
+          const mothers = new Set(rows.filter((r) => r.campo === 'Filiação 1').map((r) => Number(r.linha) - 1));
           before.forEach((old, i) => {
             if (!changed.has(i)) return expect(after[i]).toBe(old);
             const a = old.split('|');
             const b = after[i]!.split('|');
             expect(b.length).toBe(a.length);
             a.forEach((field, f) => {
-              if (f < 3 || f > 6) expect(b[f]).toBe(field);
+              if (f >= 3 && f <= 6) return;
+              // Field 9 (index 8, filiação 1) may take the Receita's mother's name (SPEC §3.4, §11
+              // rule 4): only on a line with that divergence whose field 8 declares a filiation.
+              if (f === 8 && b[f] !== field) {
+                expect(mothers.has(i), `line ${i + 1}: filiação 1 changed without its divergence`).toBe(true);
+                expect(a[7], `line ${i + 1}: filiação 1 written without a declared filiation`).toBe('1');
+                return;
+              }
+              expect(b[f]).toBe(field);
             });
           });
         },

@@ -4,6 +4,7 @@
 // such "recorded" end held its scan at every 2 s instead of backing off to every 8 s, for nothing.
 // An end is the reconciler's once it is MISSED_END_MS old; the tell (or a look at the task) records
 // a fresh one whatever its age.
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@censo/shared';
 import { createMemoryStore, Maintenance, MISSED_END_MS, TarefasService, type JobObservation, type TaskExecution } from '@censo/api/testing';
@@ -23,6 +24,7 @@ function endedAt(
     looks,
     mode: 'bullmq',
     groupSize: async () => 1,
+    idSource: () => () => randomUUID(),
     submit: async () => undefined,
     inspect: async () => {
       looks.count++;

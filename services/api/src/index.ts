@@ -9,6 +9,7 @@ export { queryRoutes } from './routes/query.js';
 export { loadCatalog } from './query/catalog.js';
 export { errorsPlugin } from './plugins/errors.js';
 export { createBullmqRunner, type BullmqRunner } from './jobs/bullmq.js';
+export { createQueueRunner } from './jobs/sharded.js';
 export { embeddedTaskBackend, type TaskBackend } from './jobs/task-backend.js';
 export { queueTaskBackend } from './jobs/queue-task-backend.js';
 // A receiver checks a delivery's signature with the function the service signs with.

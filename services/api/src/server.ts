@@ -54,14 +54,14 @@ async function createRunner(
       worker: null,
     };
   }
-  const { createBullmqRunner } = await import('./jobs/bullmq.js');
+  const { createQueueRunner } = await import('./jobs/sharded.js');
   const { queueTaskBackend } = await import('./jobs/queue-task-backend.js');
   const { startWorker } = await import('@censo/worker');
   // The process's logger already binds `role`: binding it again would write the key twice in
   // every worker line, which log pipelines such as OpenSearch refuse (SPEC §9). `component`
   // tells the worker's lines apart instead, as `tarefas` does for its own.
   const worker = role === 'all' ? await startWorker(config, logger.child({ component: 'worker' }), { storage }) : null;
-  const runner = createBullmqRunner(config, logger);
+  const runner = createQueueRunner(config, logger);
   return { runner, tasks: queueTaskBackend(runner, config), worker };
 }
 

@@ -49,8 +49,8 @@ function createWorkerMetrics(running: RunningWorker) {
   });
   const observe = (kind: string, outcome: string, processedOn?: number, finishedOn?: number) =>
     jobs.observe(kind, outcome, processedOn ? ((finishedOn ?? Date.now()) - processedOn) / 1000 : undefined);
-  // Both queues' jobs: the synchronous requests' and the tasks'.
-  for (const worker of [running.worker, running.tasks]) {
+  // Every queue it takes from (each shard's): the synchronous requests' and the tasks'.
+  for (const worker of running.queues) {
     // A group job (several tasks) is ok once it ran them: each task's own outcome is in its result.
     worker.on('completed', (job, result: JobResult | GroupSummary) =>
       observe(job.name, 'tarefas' in result || result.ok ? 'ok' : 'rejected', job.processedOn, job.finishedOn),
@@ -90,7 +90,7 @@ export async function startHealthServer(config: Config, running: RunningWorker, 
     if (path === '/healthz') return send(res, 200, { status: 'ok' });
     if (path === '/readyz') {
       const checks: Record<string, 'ok' | 'falha'> = {
-        redis: running.worker.isRunning() && running.tasks.isRunning() && (await redis.answers()) ? 'ok' : 'falha',
+        redis: running.queues.every((queue) => queue.isRunning()) && (await redis.answers()) ? 'ok' : 'falha',
       };
       // A worker that cannot reach the bucket would fail every job it takes.
       if (running.storage.kind === 's3') checks.storage = (await running.storage.isReady()) ? 'ok' : 'falha';

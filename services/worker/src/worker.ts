@@ -1,6 +1,6 @@
 // The worker role: takes jobs from the BullMQ queue and runs them on a worker-thread pool.
 // Used alone by `npm run start:worker` and next to the API by `npm start` (Redis configured).
-import { QueueEvents, Worker, type Job, type QueueEventsListener } from 'bullmq';
+import { QueueEvents, WaitingError, Worker, type Job, type QueueEventsListener } from 'bullmq';
 import {
   ABORT_CANCELLED,
   ABORT_SHUTDOWN,
@@ -18,6 +18,7 @@ import {
   announceEveryMs,
   announceReader,
   newWorkerName,
+  shardPrefixes,
   readerKeys,
   withdrawReader,
   cancelChannel,
@@ -45,6 +46,7 @@ import type { Metric } from 'prom-client';
 import { createSharer } from './claims.js';
 import { createFailoverMetrics } from './failover-metrics.js';
 import { HAND_BACK_PAUSE_MS, createProcessor, type JobProcessor } from './processor.js';
+import { Threads } from './threads.js';
 
 export interface StartWorkerOptions {
   /** Runs the jobs instead of a new worker-thread pool (tests). Closed with the worker. */
@@ -83,6 +85,8 @@ export interface RunningWorker {
   readonly worker: Worker<QueuedJobData, JobResult | GroupSummary>;
   /** The asynchronous tasks' jobs (TASK_QUEUE), on threads of their own at a lower priority. */
   readonly tasks: Worker<QueuedJobData, JobResult | GroupSummary>;
+  /** Every queue it takes from: `worker` and `tasks`, then each further shard's two (QUEUE_SHARDS). */
+  readonly queues: readonly Worker<QueuedJobData, JobResult | GroupSummary>[];
   /** Where its jobs' files are (readiness checks the bucket). */
   readonly storage: Storage;
   /** The name of its Redis connections, under which it announces its contract (readers.ts). */
@@ -103,11 +107,32 @@ type CancelListener = QueueEventsListener & { [CANCEL_EVENT]: (args: { jobId?: s
 /** Grace given to processors to hand their jobs back once the drain time is over. */
 const HAND_BACK_MS = 5_000;
 
-/** Does not wait for Redis: a worker started while Redis is down connects when it returns. */
+/** What a process's shards share: one pool per kind, one storage, one count of busy threads per kind, one name. */
+interface ShardShared {
+  readonly executor: JobExecutor & { close?(): Promise<void> };
+  readonly taskExecutor: JobExecutor & { close?(): Promise<void> };
+  readonly storage: Storage;
+  /** Whether the storage is this worker's own (closed with it). */
+  readonly ownsStorage: boolean;
+  /** The pools' threads, by queue: a job that finds every thread of its kind taken goes back (threads.ts). */
+  readonly threads: { readonly sync: Threads; readonly tasks: Threads };
+  readonly name: string;
+  /** Only shard 0 counts failovers: every shard's connections follow the same sentinels. */
+  readonly countsFailovers: boolean;
+}
+
+/**
+ * Does not wait for Redis: a worker started while Redis is down connects when it returns. With
+ * QUEUE_SHARDS above 1 it takes from every shard (shards.ts): a shard's queues, cancellations and
+ * announcement each as a worker of one shard has them, over one pool per kind, so the process runs
+ * WORKER_CONCURRENCY jobs of each kind at a time whichever shards they come from: each shard's
+ * BullMQ worker may take up to WORKER_CONCURRENCY (a shard alone busy must fill the pool), and a
+ * job that finds every thread of its kind taken by other shards' jobs goes back to its queue
+ * (threads.ts).
+ */
 export async function startWorker(config: Config, log: Logger, options: StartWorkerOptions = {}): Promise<RunningWorker> {
   if (!config.redis) throw new Error('REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES is required to run a worker');
   const concurrency = config.workerConcurrency;
-  const drainMs = options.drainMs ?? Math.min(config.jobTimeoutMs, 20_000);
   // One thread per parallel job: BullMQ's concurrency and the pool size are the same number.
   // Two pools, two queues (SPEC §7.5): the synchronous requests' jobs never wait for a slot or a
   // thread behind a burst of tasks, and the tasks' threads run at BATCH_NICENESS, so when both
@@ -117,15 +142,73 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   const taskExecutor =
     options.taskExecutor ?? options.executor ?? createJobPool({ threads: concurrency, vocabulary, niceness: BATCH_NICENESS });
   const storage = options.storage ?? (await createStorage(config, log));
+  // One shard: BullMQ's concurrency already bounds the jobs, and a count without a bound never hands one back.
+  const bound = config.queueShards > 1 ? concurrency : Infinity;
+  const threads = { sync: new Threads(bound), tasks: new Threads(bound) };
+  const shared = { executor, taskExecutor, storage, ownsStorage: !options.storage, threads };
+  // Its connections carry this name (CLIENT LIST), and its announcement says what that name reads.
+  const name = newWorkerName();
+  if (config.queueShards <= 1) return startShard(config, log, options, { ...shared, name, countsFailovers: true }, null);
+
+  const prefixes = shardPrefixes(config.queuePrefix, config.queueShards);
+  // The pools and the storage are the process's: a shard's close leaves them to the whole.
+  const kept = { executor: { run: executor.run.bind(executor) }, taskExecutor: { run: taskExecutor.run.bind(taskExecutor) } };
+  const shards = await Promise.all(
+    prefixes.map((queuePrefix, shard) =>
+      startShard(
+        { ...config, queuePrefix },
+        log,
+        options,
+        { ...shared, ...kept, ownsStorage: false, name, countsFailovers: shard === 0 },
+        shard,
+      ),
+    ),
+  );
+  let closing: Promise<void> | undefined;
+  return {
+    worker: shards[0]!.worker,
+    tasks: shards[0]!.tasks,
+    queues: shards.flatMap((shard) => shard.queues),
+    storage,
+    name,
+    metrics: shards[0]!.metrics,
+    async waitUntilReady() {
+      await Promise.all(shards.map((shard) => shard.waitUntilReady()));
+    },
+    close() {
+      closing ??= (async () => {
+        const closed = Promise.allSettled(shards.map((shard) => shard.close()));
+        // A shard waiting for a thread stops waiting: it is closing.
+        threads.sync.wakeAll();
+        threads.tasks.wakeAll();
+        await closed;
+        await Promise.allSettled([executor.close?.(), taskExecutor === executor ? undefined : taskExecutor.close?.()]);
+        if (!options.storage) storage.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** One shard's worker (the whole worker when there is one shard): `config.queuePrefix` is the shard's. */
+async function startShard(
+  config: Config,
+  baseLog: Logger,
+  options: StartWorkerOptions,
+  { executor, taskExecutor, storage, ownsStorage, threads, name, countsFailovers }: ShardShared,
+  shard: number | null,
+): Promise<RunningWorker> {
+  if (!config.redis) throw new Error('REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES is required to run a worker');
+  const log = shard === null ? baseLog : baseLog.child({ shard });
+  const concurrency = config.workerConcurrency;
+  const drainMs = options.drainMs ?? Math.min(config.jobTimeoutMs, 20_000);
   // Lazy: the Workers and the cancellations' subscriber below each open their own copies of it, all following
   // the sentinels through one watcher, which reports each failover once.
-  const failovers = createFailoverMetrics(config.redis);
+  const failovers = countsFailovers ? createFailoverMetrics(config.redis) : null;
   const connection = createRedisClient(config.redis, 'worker', {}, { onMasterSwitch: failovers?.onMasterSwitch });
   const onError = throttledErrorLog(log);
   const contractVersion = options.contractVersion ?? JOB_CONTRACT_VERSION;
   const addressed = options.addressed ?? true;
-  // Its connections carry this name (CLIENT LIST), and its announcement says what that name reads.
-  const name = newWorkerName();
   const traced = queueTelemetry();
   const telemetry = traced ? { telemetry: traced } : {};
 
@@ -133,21 +216,30 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   // of the lock's duration after the job started): that lock is gone with the job, and renewing
   // it would log an error.
   const handBackPauseMs = Math.min(HAND_BACK_PAUSE_MS, config.workerLockDurationMs / 8);
-  /** Jobs whose processor runs now, on both queues: with none, a closing worker has nothing to drain. */
+  // A shard waiting for a thread (threads.ts) is woken when one frees; this bounds how often a
+  // saturated worker's other shards look again (each look a fetch and a hand-back).
+  const threadWaitMs = config.workerLockDurationMs / 8;
+  /** This shard's jobs whose processor runs now: with none, a closing shard has nothing to drain. */
   let running = 0;
-  /** Of those, the tasks' queue's: a worker with a slot free there shares others' groups (claims.ts). */
-  let runningTasks = 0;
   const counted =
     (processor: JobProcessor, queue: string): JobProcessor =>
     // Three declared parameters, as the processor's own: BullMQ passes the signal by arity.
     async (job, token, signal) => {
+      const kind = queue === TASK_QUEUE ? threads.tasks : threads.sync;
+      if (!kind.tryTake()) {
+        // Every thread of its kind runs another shard's job: back to its queue, its attempt not
+        // spent, where an idle worker may take it; this shard waits for a thread (threads.ts).
+        if (!token) throw new Error('a job can only be given back with its lock token');
+        await job.moveToWait(token);
+        await kind.freed(threadWaitMs, signal);
+        throw new WaitingError();
+      }
       running++;
-      if (queue === TASK_QUEUE) runningTasks++;
       try {
         return await processor(job, token, signal);
       } finally {
         running--;
-        if (queue === TASK_QUEUE) runningTasks--;
+        kind.release();
       }
     };
   // A worker shares groups (claims.ts) unless a test plays one from before that: one of an older
@@ -221,7 +313,8 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
         queue: TASK_QUEUE,
         worker: tasks.worker.id,
         processor: tasks.processor,
-        idle: () => runningTasks < concurrency,
+        // The process's slots, not the shard's: its pool runs every shard's tasks.
+        idle: () => threads.tasks.taken < concurrency,
         log,
         // A claim is held as a job's lock is: without renewal for WORKER_LOCK_DURATION_MS, its worker is taken for gone.
         leaseMs: config.workerLockDurationMs,
@@ -310,6 +403,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
   return {
     worker,
     tasks: tasks.worker,
+    queues: [sync.worker, tasks.worker],
     storage,
     name,
     metrics: failovers ? [failovers.counter] : [],
@@ -358,7 +452,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
           taskExecutor === executor ? undefined : taskExecutor.close?.(),
         ]);
         await closeRedisClient(connection);
-        if (!options.storage) storage.close();
+        if (ownsStorage) storage.close();
         log.info('worker closed');
       })();
       return closing;

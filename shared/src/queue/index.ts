@@ -4,4 +4,5 @@ export * from './task-groups.js';
 export * from './readers.js';
 export * from './addressed.js';
 export * from './connection.js';
+export * from './shards.js';
 export { MasterSwitchWatcher, parseSwitch } from './master-switch.js';

@@ -4,6 +4,7 @@
 import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { MAX_QUEUE_SHARDS } from '../queue/shards.js';
 
 export interface Config {
   readonly host: string;
@@ -20,6 +21,12 @@ export interface Config {
   /** Where the queue lives (SPEC §9); null: no queue, jobs run in-process (embedded mode). */
   readonly redis: RedisConfig | null;
   readonly queuePrefix: string;
+  /**
+   * How many queues the jobs are spread over (QUEUE_SHARDS, queue mode; default 1). Each shard is a
+   * copy of the queue in a hash slot of its own (shared/src/queue/shards.ts), so a Redis Cluster
+   * spreads them over its masters; every worker takes from all of them.
+   */
+  readonly queueShards: number;
   readonly databaseUrl: string | null;
   readonly databasePoolMax: number;
   readonly queriesFile: string | null;
@@ -157,6 +164,7 @@ export function loadConfig(env: Env): Config {
     cursorSecret: text(env.CURSOR_SECRET) ?? `censo-cursor:${[...(queryKeys.length > 0 ? queryKeys : apiKeys)].sort().join(',')}`,
     redis: redis(env),
     queuePrefix: queuePrefix(env),
+    queueShards: integer(env, 'QUEUE_SHARDS', 1, 1, MAX_QUEUE_SHARDS),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
     queriesFile: text(env.QUERIES_FILE),

@@ -40,7 +40,7 @@ import {
   type JobResult,
   type Logger,
 } from '@censo/shared';
-import type { JobObservation, QueuedTask, TaskExecution, TaskRef } from '../tarefas/execution.js';
+import { freshIds, type JobObservation, type QueuedTask, type TaskExecution, type TaskRef } from '../tarefas/execution.js';
 import { sendCancel, sendCancelTo, type CancelRoute } from './cancels.js';
 import { createGroupHandshake } from './group-handshake.js';
 
@@ -319,6 +319,7 @@ export function createBullmqTaskExecution({
   return {
     mode: 'bullmq',
     groupSize: groupSizeNow,
+    idSource: () => freshIds,
     heard,
 
     async rescue() {

@@ -90,6 +90,12 @@ export interface BullmqRunnerOptions {
    * them and the API's path for such a worker is exercised.
    */
   readonly coreContract?: number;
+  /**
+   * The shard this runner queues to, when QUEUE_SHARDS is above 1 (sharded.ts): it then says in
+   * its log when no worker takes from it, as a worker started with fewer shards than the APIs
+   * would leave its jobs waiting.
+   */
+  readonly shard?: number;
 }
 
 export function createBullmqRunner(config: Config, log: Logger, options: BullmqRunnerOptions = {}): BullmqRunner {
@@ -251,6 +257,8 @@ export function createBullmqRunner(config: Config, log: Logger, options: BullmqR
     return events;
   }
   let looking = false;
+  /** Whether the last look found no worker on this shard's tasks queue (said once each way). */
+  let unread = false;
   async function lookForOlderWorkers(): Promise<void> {
     if (looking || closed) return;
     looking = true;
@@ -263,6 +271,12 @@ export function createBullmqRunner(config: Config, log: Logger, options: BullmqR
       );
       const older = readers.versions.filter((version) => version < ADDRESSED_CONTRACT_VERSION).length;
       if (closed) return;
+      if (options.shard !== undefined && (readers.workers === 0) !== unread) {
+        unread = readers.workers === 0;
+        // The logger binds `shard` already (a key twice in a line is refused by log pipelines, SPEC §9).
+        if (unread) log.warn("no worker takes from this shard: start the workers with QUEUE_SHARDS as large as the APIs'");
+        else log.info({ workers: readers.workers }, 'workers take from this shard');
+      }
       if (older > 0 && !broadcast) {
         broadcast = [listen(JOB_QUEUE), listen(TASK_QUEUE)];
         log.info({ older, workers: readers.workers }, 'reading the events streams: a connected worker tells no job end to its API');

@@ -1,7 +1,7 @@
 // The embedded adapter of the tasks' execution port (tarefas/execution.ts): the in-process pool's
 // runner behind a FIFO of its own. Queue mode's adapter is bullmq-tasks.ts.
 import { JobTimeoutError, type JobData } from '@censo/shared';
-import type { JobObservation, TaskExecution } from '../tarefas/execution.js';
+import { freshIds, type JobObservation, type TaskExecution } from '../tarefas/execution.js';
 import type { JobRunner } from './runner.js';
 
 interface EmbeddedJob {
@@ -60,6 +60,7 @@ export function createEmbeddedExecution(runner: JobRunner, options: { concurrenc
     mode: 'in-process',
     // One thread's FIFO in this process: nothing to share between tasks.
     groupSize: async () => 1,
+    idSource: () => freshIds,
     async submit(submitted) {
       for (const { id, data } of submitted) {
         jobs.set(id, { data, observation: { state: 'waiting' }, controller: null, forgotten: false });

@@ -23,5 +23,7 @@ export interface JobRunner {
   isReady(): Promise<boolean>;
   /** For /metrics: jobs in the queue by state (waiting, active, delayed, failed); bullmq only. */
   counts?(): Promise<Record<string, number>>;
+  /** For /metrics: how many rests each shard has started (shard-choice.ts); QUEUE_SHARDS above 1 only. */
+  shardRests?(): readonly number[];
   close(): Promise<void>;
 }

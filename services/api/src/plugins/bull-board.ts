@@ -10,6 +10,7 @@ import fp from 'fastify-plugin';
 import {
   JOB_QUEUE,
   TASK_QUEUE,
+  shardPrefixes,
   bearerToken,
   closeRedisClient,
   createKeyMatcher,
@@ -27,7 +28,7 @@ const COOKIE_MAX_AGE_S = 12 * 3600;
 const UNAUTHORIZED = 'Credencial inválida (BULL_BOARD_TOKEN).';
 
 export interface BullBoardOptions {
-  readonly config: Pick<Config, 'bullBoardToken' | 'redis' | 'queuePrefix'>;
+  readonly config: Pick<Config, 'bullBoardToken' | 'redis' | 'queuePrefix' | 'queueShards'>;
   readonly runner: Pick<JobRunner, 'mode'>;
   readonly logger: Logger;
 }
@@ -92,7 +93,11 @@ async function bullBoard(app: FastifyInstance, { config, runner, logger }: BullB
   // gives up on a command quickly while Redis is away (the page shows an error), and reconnects.
   // Offline queue kept: BullMQ's Queue issues its setup commands before the connection is up.
   const connection = createRedisClient(config.redis, 'fail-fast', { enableOfflineQueue: true });
-  const queues = [JOB_QUEUE, TASK_QUEUE].map((name) => new Queue(name, { connection, prefix: config.queuePrefix }));
+  // Every shard's two queues (QUEUE_SHARDS); a shard past the first is named `shard-<n>/<queue>` on the page.
+  const shards = shardPrefixes(config.queuePrefix, config.queueShards).flatMap((prefix, shard) =>
+    [JOB_QUEUE, TASK_QUEUE].map((name) => ({ queue: new Queue(name, { connection, prefix }), shard })),
+  );
+  const queues = shards.map(({ queue }) => queue);
   const logRedisError = throttledErrorLog(logger);
   for (const queue of queues) queue.on('error', (err) => logRedisError('bull-board queue', err));
 
@@ -103,7 +108,9 @@ async function bullBoard(app: FastifyInstance, { config, runner, logger }: BullB
       // Read-only: every job belongs to an HTTP request that waits for it (or has gone and took
       // its upload with it), so retrying, promoting or adding jobs by hand can only produce
       // results nobody receives. Finished jobs are trimmed by the retention in JOB_OPTIONS.
-      queues: queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: true })),
+      queues: shards.map(
+        ({ queue, shard }) => new BullMQAdapter(queue, { readOnlyMode: true, ...(shard > 0 ? { prefix: `shard-${shard}/` } : {}) }),
+      ),
       serverAdapter,
       options: { uiConfig: { boardTitle: 'censo-api' } },
     });

@@ -45,7 +45,7 @@ declare module 'fastify' {
 export interface MetricsOptions {
   /** `redis`: with Sentinel, the API counts the failovers too (censo_redis_failovers_total). */
   readonly config: Pick<Config, 'apiKeys' | 'metricsToken'> & Partial<Pick<Config, 'redis'>>;
-  readonly runner: Pick<JobRunner, 'counts'>;
+  readonly runner: Pick<JobRunner, 'counts' | 'shardRests'>;
   readonly logger: Pick<Logger, 'warn'>;
 }
 
@@ -122,6 +122,21 @@ export function createMetrics(runner: MetricsOptions['runner'], logger: MetricsO
           if (!warned) logger.warn({ err }, 'queue depth unavailable for /metrics');
           warned = true;
         }
+      },
+    });
+  }
+
+  if (runner.shardRests) {
+    const rests = runner.shardRests.bind(runner);
+    new Counter({
+      name: 'censo_queue_shard_rests_total',
+      help: 'Times a shard refused work and was passed over for new requests for a few seconds (QUEUE_SHARDS above 1), by shard.',
+      labelNames: ['shard'] as const,
+      registers: [registry],
+      collect() {
+        // The count lives in the shard choice; a scrape copies it.
+        this.reset();
+        rests().forEach((count, shard) => this.inc({ shard: String(shard) }, count));
       },
     });
   }

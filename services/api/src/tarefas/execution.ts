@@ -3,6 +3,16 @@
 // queue). The task's state is read from here (the job) and from the task's record, never from an
 // event stream: events only say "look now".
 import type { JobData, JobResult } from '@censo/shared';
+import { newId } from './model.js';
+
+/**
+ * New ids for one request's tasks (`prefix` '') and group jobs (GROUP_ID_PREFIX): each call a
+ * fresh id as newId makes them, behind the prefix.
+ */
+export type NewIds = (prefix?: string) => string;
+
+/** Ids that promise nothing about where their jobs go: one queue has nowhere else to put them. */
+export const freshIds: NewIds = (prefix = '') => `${prefix}${newId()}`;
 
 /** A task as its executor knows it: its id, and the group job that carries it, if one does. */
 export interface TaskRef {
@@ -37,6 +47,13 @@ export interface TaskExecution {
    * and no task has a `grupo`). The workers are read by the adapter at most every few seconds.
    */
   groupSize(): Promise<number>;
+  /**
+   * Where one request's new ids come from: every job an id of one source names goes to the same
+   * queue, so the request's submit is one queue's, all or none by itself. Over several queues
+   * (QUEUE_SHARDS) a request split between them could only be undone by cancelling the part one
+   * queue took, and a worker may have run it by then.
+   */
+  idSource(): NewIds;
   /**
    * Housekeeping: gives a waiting job that no live worker reads (a rollback left it behind) the
    * contract of this API's own jobs, when the live workers read that (SPEC §12). Never throws.

@@ -20,7 +20,6 @@ import { loteLeading, RETRY_AFTER_S } from './results.js';
 import {
   isFinal,
   isId,
-  newId,
   RESULT_FILE,
   tarefaMonitor,
   type ArquivoTarefa,
@@ -28,6 +27,7 @@ import {
   type TarefaAgora,
   type TarefaRecord,
 } from '../../tarefas/model.js';
+import type { NewIds } from '../../tarefas/execution.js';
 import type { IdempotencyReservation, IdempotencyState } from '../../tarefas/idempotency.js';
 import type { TarefasService } from '../../tarefas/service.js';
 
@@ -214,9 +214,10 @@ export async function intakeTarefa(
 ): Promise<FastifyReply> {
   // A batch's divergencias-rf route takes several returns per request (SPEC §7.3, decided).
   if (loteId !== null && route.kind === 'divergencias') return intakeReturns(app, request, reply, route, loteId);
-  const { storage, config } = app.tarefas;
+  const { storage, config, service } = app.tarefas;
   const admission = request.tarefaAdmission!;
-  const id = newId();
+  const ids = service.execution.idSource();
+  const id = ids();
   const area = storage.area(id);
   annotateRequestLog(request, { jobId: id, kind: route.kind, tarefa: id });
   removeUnlessKept(request, reply, [area]);
@@ -252,7 +253,7 @@ export async function intakeTarefa(
     // A list task always stores the JSON answer: every format is converted from it (results.ts).
     data: jobData(route.kind, files, 'json', area.ref(RESULT_FILE)),
   };
-  const [created] = await createAndQueue(app, request, reply, [task], digest);
+  const [created] = await createAndQueue(app, request, reply, [task], digest, ids);
   return replyAccepted(app.tarefas.service, request, reply, { record: created!, estado: 'aguardando', iniciadaEm: null }, false);
 }
 
@@ -272,6 +273,8 @@ async function intakeReturns(
   const { service, storage, config, admitted } = app.tarefas;
   const admission = request.tarefaAdmission!;
   const areas: RequestArea[] = [];
+  // Every task and group of the request on one queue (idSource): its submit is all or none.
+  const ids = service.execution.idSource();
   removeUnlessKept(request, reply, areas);
   const releases: (() => void)[] = [];
   const releaseAll = () => {
@@ -281,7 +284,7 @@ async function intakeReturns(
   const files = await receiveReturns(
     request,
     async () => {
-      const area = storage.area(newId());
+      const area = storage.area(ids());
       areas.push(area);
       await area.open();
       return area;
@@ -329,7 +332,7 @@ async function intakeReturns(
     ...(tasks.length === 1 ? { jobId: tasks[0]!.record.id, tarefa: tasks[0]!.record.id } : {}),
   });
   try {
-    const created = await createAndQueue(app, request, reply, tasks, digest);
+    const created = await createAndQueue(app, request, reply, tasks, digest, ids);
     if (created.length === 1)
       return replyAccepted(service, request, reply, { record: created[0]!, estado: 'aguardando', iniciadaEm: null }, false);
     return replyAcceptedMany(
@@ -408,11 +411,12 @@ async function createAndQueue(
   reply: FastifyReply,
   sent: readonly NewTask[],
   digest: string,
+  ids: NewIds,
 ): Promise<TarefaRecord[]> {
   const { service } = app.tarefas;
   const admission = request.tarefaAdmission!;
   // One file never makes a group: it asks nothing of the workers' handshake.
-  const tasks = grouped(sent, sent.length > 1 ? await service.execution.groupSize() : 1);
+  const tasks = grouped(sent, sent.length > 1 ? await service.execution.groupSize() : 1, ids);
   const created = await service.createTarefas(
     tasks.map((task) => task.record),
     admission.reservation ? { reservation: admission.reservation, digest } : null,
@@ -440,8 +444,9 @@ async function createAndQueue(
 /**
  * A request's tasks, `size` at a time carried by one group job (TAREFAS_POR_JOB): each record
  * names its group, so any API finds its task's state there. A group of one is a job of its own.
+ * Group ids come from the request's source, as its tasks' ids do: all on one queue.
  */
-function grouped(tasks: readonly NewTask[], size: number): readonly NewTask[] {
+function grouped(tasks: readonly NewTask[], size: number, ids: NewIds): readonly NewTask[] {
   if (size <= 1 || tasks.length <= 1) return tasks;
   const out: NewTask[] = [];
   for (let at = 0; at < tasks.length; at += size) {
@@ -450,7 +455,7 @@ function grouped(tasks: readonly NewTask[], size: number): readonly NewTask[] {
       out.push(chunk[0]!);
       continue;
     }
-    const grupo = `${GROUP_ID_PREFIX}${newId()}`;
+    const grupo = ids(GROUP_ID_PREFIX);
     for (const task of chunk) out.push({ ...task, record: { ...task.record, grupo } });
   }
   return out;
