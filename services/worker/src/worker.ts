@@ -347,7 +347,12 @@ async function startShard(
     else cancel(byChannel.get(channel), jobId);
   });
   const subscribed = addressed ? cancels.subscribe(...byChannel.keys()).then(() => undefined) : playOlder();
-  subscribed.catch((err: unknown) => onError('cancellations', err));
+  // A worker stopped as it starts (a rollout's SIGTERM, a scale-down) closes this client while its
+  // SUBSCRIBE is on the way, and ioredis fails it with "Connection is closed.": the close's doing, not Redis's.
+  let stopping = false;
+  subscribed.catch((err: unknown) => {
+    if (!stopping) onError('cancellations', err);
+  });
 
   /** A worker from before ADDRESSED_CONTRACT_VERSION (tests): the queues' events streams, read for CANCEL_EVENT. */
   async function playOlder(): Promise<void> {
@@ -411,6 +416,7 @@ async function startShard(
       await Promise.all([sync.worker.waitUntilReady(), tasks.worker.waitUntilReady(), subscribed]);
     },
     close() {
+      stopping = true;
       closing ??= (async () => {
         // Its announcement goes first: an API that asks now counts it no more, so it queues no
         // group for a worker that is leaving (its connection is gone from the list soon after).
