@@ -10,7 +10,8 @@
 //
 //   node cluster/escala.mjs [--profile short|long] [--report FILE] [--out DIR] [--chart FILE]
 //                           [--series workers,cluster,api] [--runs N] [--files-per-core N] [--shards N]
-//                           [--api-files N] [--api-cores C] [--api-warmup N] [--minutes N]
+//                           [--api-files N] [--api-cores C] [--api-warmup N] [--api-counts 1,2,3]
+//                           [--api-concurrency N] [--minutes N]
 //   node cluster/escala.mjs --cleanup     removes what an interrupted run left behind
 //   npm run cluster -- escala [same options]   (cluster/run.mjs hands the rest over)
 //
@@ -29,7 +30,7 @@ import { cgroupsAvailable, groupsWithPrefix, removeLeftoverGroups } from './cgro
 import { renderChart, renderSection } from './escala-report.mjs';
 import { Bench } from './escala/bench.mjs';
 import { apiSeries, withEfficiency, workerSeries } from './escala/series.mjs';
-import { LOCK, log, net, PREFIX, PROFILES, REDIS_HOSTS, run, size, SUBNET, Usage } from './escala/settings.mjs';
+import { LOCK, log, MAX_APIS, net, PREFIX, PROFILES, REDIS_HOSTS, run, size, SUBNET, Usage } from './escala/settings.mjs';
 import { ROOT, killAll } from './procs.mjs';
 import { withEscalaSection } from './sections.mjs';
 import { fitUsl } from './usl.mjs';
@@ -82,6 +83,8 @@ export async function main(argv = process.argv.slice(2)) {
         'api-files': { type: 'string' },
         'api-cores': { type: 'string' },
         'api-warmup': { type: 'string' },
+        'api-counts': { type: 'string' },
+        'api-concurrency': { type: 'string' },
         minutes: { type: 'string' },
         shards: { type: 'string' },
         cleanup: { type: 'boolean', default: false },
@@ -317,6 +320,20 @@ function applyOverrides(profile, args) {
     if (!profile.api || !Number.isInteger(n) || n < 0 || n > 20_000)
       throw new Usage('--api-warmup must be 0 to 20000 files per API, with the api series');
     profile.api.warmupPerApi = n;
+  }
+  if (args['api-counts'] !== undefined) {
+    // Which API counts to run (default 1, 2, 3): one count alone, or one API at several client rates.
+    const counts = args['api-counts'].split(',').map(Number);
+    if (!profile.api || counts.some((n) => !Number.isInteger(n) || n < 1 || n > MAX_APIS))
+      throw new Usage(`--api-counts must be a list of 1 to ${MAX_APIS}, with the api series`);
+    profile.api.counts = counts;
+  }
+  if (args['api-concurrency'] !== undefined) {
+    // The client's requests in flight (default 4): fewer offer the APIs less than they can take, so
+    // one API's cost a file can be read at the rate each of several APIs runs at.
+    const n = Number(args['api-concurrency']);
+    if (!profile.api || !Number.isInteger(n) || n < 1 || n > 16) throw new Usage('--api-concurrency must be 1 to 16, with the api series');
+    profile.api.concurrency = n;
   }
   if (args.minutes !== undefined) {
     // The profile's time limit: a longer batch (--api-files) or more runs need more than its default.

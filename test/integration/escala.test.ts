@@ -129,7 +129,7 @@ it(
   LIMIT_MS,
 );
 
-it('the options of a longer measurement (--api-files, --api-cores, --api-warmup, --minutes, --shards): refused in words, exit 2 and nothing started, without the api series or out of range', () => {
+it('the options of a longer measurement (--api-files, --api-cores, --api-warmup, --api-counts, --api-concurrency, --minutes, --shards): refused in words, exit 2 and nothing started, without the api series or out of range', () => {
   const cases: [string[], string][] = [
     [['--profile', 'short', '--api-files', '1920'], 'escala: --api-files must be 50 to 20000, with the api series'],
     [['--profile', 'long', '--series', 'api', '--api-files', '10'], 'escala: --api-files must be 50 to 20000, with the api series'],
@@ -139,6 +139,9 @@ it('the options of a longer measurement (--api-files, --api-cores, --api-warmup,
       ['--profile', 'long', '--series', 'api', '--api-warmup', '20001'],
       'escala: --api-warmup must be 0 to 20000 files per API, with the api series',
     ],
+    [['--profile', 'short', '--api-counts', '1'], 'escala: --api-counts must be a list of 1 to 3, with the api series'],
+    [['--profile', 'long', '--series', 'api', '--api-counts', '1,4'], 'escala: --api-counts must be a list of 1 to 3, with the api series'],
+    [['--profile', 'long', '--series', 'api', '--api-concurrency', '0'], 'escala: --api-concurrency must be 1 to 16, with the api series'],
     [['--profile', 'short', '--minutes', '0'], 'escala: --minutes must be 1 to 120'],
     [['--profile', 'short', '--shards', '9'], 'escala: --shards must be 1 to 8'],
     [['--profile', 'short', '--shards', '1.5'], 'escala: --shards must be 1 to 8'],
