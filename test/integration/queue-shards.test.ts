@@ -152,9 +152,14 @@ describe('QUEUE_SHARDS=2 on one Redis', () => {
     const env = { TAREFAS_POR_JOB: '1' };
     const before = track(await startHarness('queue', { redisUrl: prelude.url, env, noWorker: true }));
     const lote = await createLote(before);
-    const sent = await sendReturns(before, lote, prelude.json, 8);
-    expect(sent.status).toBe(202);
-    const ids = tarefaIds(sent);
+    // A task's id is random: requests of 8 until one belongs to shard 1 (all 8 on shard 0 is 1 in
+    // 256, which a CI run met; 10 requests all on shard 0 is 2^-80).
+    const ids: string[] = [];
+    for (let i = 0; i < 10 && !ids.some((id) => shardOf(id, 2) === 1); i++) {
+      const sent = await sendReturns(before, lote, prelude.json, 8);
+      expect(sent.status).toBe(202);
+      ids.push(...tarefaIds(sent));
+    }
     expect(ids.some((id) => shardOf(id, 2) === 1)).toBe(true);
     await before.stop();
 
