@@ -190,7 +190,10 @@ export class Bench {
     // ESCALA_CPU_PROF=<folder>: each API writes a V8 CPU profile there when it stops, to name where
     // an API's time per file goes (issue 55: it grew with the replicas).
     const profiling = process.env.ESCALA_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.join(process.env.ESCALA_CPU_PROF, host)}`] : [];
-    this.start(host, host, process.execPath, [...profiling, path.join(ROOT, 'services/api/dist/main.js'), '--role=api'], {
+    // ESCALA_API_NODE_FLAGS="--min-semi-space-size=16 …": Node/V8 flags for each API, to try a
+    // runtime setting on the same series (issue 55: the APIs' garbage collector a file grew with them).
+    const flags = (process.env.ESCALA_API_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+    this.start(host, host, process.execPath, [...profiling, ...flags, path.join(ROOT, 'services/api/dist/main.js'), '--role=api'], {
       ...this.serviceEnv(),
       HOST: net.ipOf(host),
       PORT: String(API_PORT),
