@@ -183,7 +183,7 @@ export async function startWorker(config: Config, log: Logger, options: StartWor
         threads.tasks.wakeAll();
         await closed;
         await Promise.allSettled([executor.close?.(), taskExecutor === executor ? undefined : taskExecutor.close?.()]);
-        if (!options.storage) storage.close();
+        if (shared.ownsStorage) storage.close();
       })();
       return closing;
     },
@@ -349,9 +349,9 @@ async function startShard(
   const subscribed = addressed ? cancels.subscribe(...byChannel.keys()).then(() => undefined) : playOlder();
   // A worker stopped as it starts (a rollout's SIGTERM, a scale-down) closes this client while its
   // SUBSCRIBE is on the way, and ioredis fails it with "Connection is closed.": the close's doing, not Redis's.
-  let stopping = false;
+  let closing: Promise<void> | undefined;
   subscribed.catch((err: unknown) => {
-    if (!stopping) onError('cancellations', err);
+    if (!closing) onError('cancellations', err);
   });
 
   /** A worker from before ADDRESSED_CONTRACT_VERSION (tests): the queues' events streams, read for CANCEL_EVENT. */
@@ -404,7 +404,6 @@ async function startShard(
     'worker started',
   );
 
-  let closing: Promise<void> | undefined;
   return {
     worker,
     tasks: tasks.worker,
@@ -416,7 +415,6 @@ async function startShard(
       await Promise.all([sync.worker.waitUntilReady(), tasks.worker.waitUntilReady(), subscribed]);
     },
     close() {
-      stopping = true;
       closing ??= (async () => {
         // Its announcement goes first: an API that asks now counts it no more, so it queues no
         // group for a worker that is leaving (its connection is gone from the list soon after).
