@@ -152,3 +152,74 @@ it('the options of a longer measurement (--api-files, --api-cores, --api-warmup,
   }
   expect(ourNamespaces()).toEqual([]);
 });
+
+// cluster/api-replicas.mjs: the API series on loopback, with no host of its own (CLUSTER.md, "The
+// API's cost a file on loopback"). What can fail: a batch not answered as the local run answers
+// it, a count not measured, a quota not applied, and processes, cgroups or folders left behind.
+const REPLICAS = path.join(ROOT, 'cluster/api-replicas.mjs');
+const replicaGroups = () =>
+  ['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpuacct'].flatMap((hierarchy) =>
+    readdirSync(hierarchy).filter((name) => name.startsWith('censo-apirep-')),
+  );
+const replicaFolders = () => readdirSync(os.tmpdir()).filter((name) => name.startsWith('censo-api-replicas-'));
+
+it('api-replicas: its options refused in words, exit 2 and nothing started', () => {
+  const cases: [string[], string][] = [
+    [['--files', '5'], 'api-replicas: --files must be 10 to 20000'],
+    [['--runs', '0'], 'api-replicas: --runs must be 1 to 10'],
+    [['--workers', '1.5'], 'api-replicas: --workers must be 1 to 16'],
+    [['--counts', '1,9'], 'api-replicas: --counts must be a list of 1 to 8'],
+    [['--api-cores', '2'], 'api-replicas: --api-cores must be 0.01 to 1'],
+    [['--api-cores', 'x'], 'api-replicas: --api-cores must be 0.01 to 1'],
+    [['--bogus'], 'api-replicas: the options are --files, --runs, --counts, --workers and --api-cores, each with a value'],
+    [['--files'], 'api-replicas: the options are --files, --runs, --counts, --workers and --api-cores, each with a value'],
+  ];
+  for (const [args, message] of cases) {
+    const run = spawnSync(process.execPath, [REPLICAS, ...args], { cwd: ROOT, encoding: 'utf8', timeout: onThisMachine(30_000) });
+    expect({ status: run.status, stderr: run.stderr.trim(), stdout: run.stdout }, args.join(' ')).toEqual({
+      status: 2,
+      stderr: message,
+      stdout: '',
+    });
+  }
+  expect(replicaFolders()).toEqual([]);
+});
+
+it(
+  'api-replicas: one and two APIs under a quota each answer the batch as the local run does, each count measured, nothing left',
+  () => {
+    const run = spawnSync(
+      process.execPath,
+      [REPLICAS, '--files', '30', '--runs', '1', '--counts', '1,2', '--workers', '2', '--api-cores', '0.5'],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: onThisMachine(120_000),
+      },
+    );
+    const said = `${run.stdout}\n${run.stderr.slice(-3000)}`;
+    expect(run.status, said).toBe(0);
+    const rows = run.stdout
+      .split('\n')
+      .filter((line) => /^\| \d+ \|/.test(line))
+      .map((line) => line.split('|').map((cell) => cell.trim()));
+    expect(
+      rows.map((cells) => [cells[1], cells[6]]),
+      said,
+    ).toEqual([
+      ['1', "the local run's"],
+      ['2', "the local run's"],
+    ]);
+    for (const cells of rows) {
+      expect(Number(cells[2]), said).toBeGreaterThan(0); // files a second
+      expect(Number(cells[4]), said).toBeGreaterThan(0); // API CPU a file
+    }
+    // Each API ran under its quota: its throttling was read, once per API of the count.
+    expect(run.stderr.match(/^run 1, 2 API\(s\): .*, throttled \d+ % \/ \d+ %$/m), said).not.toBeNull();
+    expect(replicaGroups()).toEqual([]);
+    expect(replicaFolders()).toEqual([]);
+    const left = spawnSync('pgrep', ['-f', 'censo-api-replicas-'], { encoding: 'utf8' }).stdout.trim();
+    expect(left, 'processes of the run still up').toBe('');
+  },
+  onThisMachine(150_000),
+);
