@@ -25,6 +25,11 @@ const METRICS_TOKEN = 'token-das-metricas';
  * test/integration/redis-failover-metric.test.ts reads it from every role on Sentinel.
  */
 const SENTINEL_ONLY = ['censo_redis_failovers_total'];
+/**
+ * Exported only with QUEUE_SHARDS above 1, while these processes run one queue:
+ * test/integration/queue-shards.test.ts reads it from an API with two shards.
+ */
+const SHARDS_ONLY = ['censo_queue_shard_rests_total'];
 const basicoRetorno = path.join(FIXTURES_DIR, 'basico', 'retorno.json');
 const retorno: UploadFile = { field: 'retorno', path: basicoRetorno, filename: 'retorno.json' };
 
@@ -210,6 +215,7 @@ describe(DASHBOARD, () => {
     expect(uses(/censo_redis_failovers_total/)).toBe(true);
     expect(uses(/censo_process_resident_memory_bytes/)).toBe(true);
     expect(uses(/censo_tarefas_total/)).toBe(true);
+    expect(uses(/by \(shard\) \(increase\(censo_queue_shard_rests_total/)).toBe(true);
     // Base units: seconds and bytes, never milliseconds.
     expect(exprs.filter((expr) => /_ms\b|_milliseconds/.test(expr))).toEqual([]);
   });
@@ -230,15 +236,17 @@ describe(DASHBOARD, () => {
       for (const { expr } of panel.targets!) {
         for (const name of metricNames(expr)) {
           checked++;
-          const known = name.includes(':') ? recorded.has(name) : names.has(baseName(name, histograms)) || SENTINEL_ONLY.includes(name);
+          const known = name.includes(':')
+            ? recorded.has(name)
+            : names.has(baseName(name, histograms)) || SENTINEL_ONLY.includes(name) || SHARDS_ONLY.includes(name);
           if (!known) missing.push(`${panel.title}: ${name}`);
         }
       }
     }
     expect(checked).toBeGreaterThan(20);
     expect(missing).toEqual([]);
-    // The exception is for the Sentinel-only names, and they are absent here indeed.
-    expect(SENTINEL_ONLY.filter((name) => names.has(name))).toEqual([]);
+    // The exceptions are for the Sentinel-only and shards-only names, and they are absent here indeed.
+    expect([...SENTINEL_ONLY, ...SHARDS_ONLY].filter((name) => names.has(name))).toEqual([]);
   });
 
   it('the provisioning file loads it from a folder of files', () => {
