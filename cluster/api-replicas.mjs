@@ -1,12 +1,14 @@
 // The API series of the scale profile without its hosts (issue 55): 1, 2 and 3 APIs on this
-// machine's loopback behind one Caddy (round robin, as escala's), one Redis, a few workers and one
-// `censo lote --servidor`, with no network namespace and, unless asked, no CPU quota. It answers
-// one question escala cannot on its own: does an API's CPU a file grow with the replicas because
-// of what each API does (the design), or because of the hosts they stand on (a quota, a veth)?
-// Each count starts fresh processes, warms every API on a batch through the proxy, then sends the
-// measured batch; the counts alternate, run after run, so that none gets the quieter minutes.
+// machine's loopback behind one Caddy (round robin, as escala's), one Redis, a few workers and a
+// `censo lote --servidor` per client, with no network namespace and, unless asked, no CPU quota.
+// It answers one question escala cannot on its own: does an API's CPU a file grow with the
+// replicas because of what each API does (the design), or because of the hosts they stand on (a
+// quota, a veth)? Each count starts fresh processes, warms every API on a batch through the proxy,
+// then sends the measured batches; the counts alternate, run after run, so that none gets the
+// quieter minutes. A client keeps at most 4 requests in flight on 2 cores (`censo lote -c`), so
+// an intake that APIs under a quota bound needs several clients (`--clients`).
 //
-//   node cluster/api-replicas.mjs [--files 600] [--runs 2] [--counts 1,2,3] [--workers 4]
+//   node cluster/api-replicas.mjs [--files 600] [--runs 2] [--counts 1,2,3] [--workers 4] [--clients 1]
 //                                 [--api-cores 0.45]   (a quota per API: cgroup v1, as root)
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -76,19 +78,33 @@ async function stop(children) {
   );
 }
 
-/** `censo lote --servidor url folder`: its wall time; throws when it fails. */
-function sendBatch(url, folder, out) {
+/** `censo lote --servidor url <folder>` for each folder at once (one client each): their wall time; throws when one fails. */
+async function sendBatches(url, folders) {
   const t0 = performance.now();
-  const result = spawnSync(process.execPath, [CLI, 'lote', '--servidor', url, folder, '-o', out], {
-    env: { ...process.env, CENSO_API_KEY: API_KEY },
-    encoding: 'utf8',
-    timeout: 600_000,
-  });
-  if (result.status !== 0) throw new Error(`censo lote failed (${result.status}): ${result.stderr}`);
+  await Promise.all(
+    folders.map(
+      ({ folder, out }) =>
+        new Promise((resolve, reject) => {
+          const child = spawn(process.execPath, [CLI, 'lote', '--servidor', url, folder, '-o', out], {
+            env: { ...process.env, CENSO_API_KEY: API_KEY },
+            stdio: ['ignore', 'ignore', 'pipe'],
+          });
+          let stderr = '';
+          child.stderr.on('data', (chunk) => (stderr += chunk));
+          const timer = setTimeout(() => child.kill('SIGKILL'), 600_000);
+          child.on('error', reject);
+          child.on('exit', (code) => {
+            clearTimeout(timer);
+            if (code === 0) resolve();
+            else reject(new Error(`censo lote failed (${code}): ${stderr}`));
+          });
+        }),
+    ),
+  );
   return (performance.now() - t0) / 1000;
 }
 
-async function oneRun({ count, files, workers, apiCores, redisPort, source, work, expected }) {
+async function oneRun({ count, files, clients, workers, apiCores, redisPort, source, work, expected }) {
   const dir = path.join(work, `apis${count}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(path.join(dir, 'uploads'), { recursive: true });
@@ -156,7 +172,9 @@ async function oneRun({ count, files, workers, apiCores, redisPort, source, work
       if (!ready) throw new Error(`127.0.0.1:${port} not ready in 60 s (logs in ${dir})`);
     }
     const proxy = `http://127.0.0.1:${proxyPort}`;
-    sendBatch(proxy, linkedFolder(path.join(dir, 'warmup'), source, WARMUP_FILES * count), path.join(dir, 'warmup.csv'));
+    await sendBatches(proxy, [
+      { folder: linkedFolder(path.join(dir, 'warmup'), source, WARMUP_FILES * count), out: path.join(dir, 'warmup.csv') },
+    ]);
     if (apiCores !== null) {
       apis.forEach((api, i) => {
         const group = createGroup(`${GROUP_PREFIX}-${process.pid}-${count}-${i + 1}`);
@@ -166,11 +184,15 @@ async function oneRun({ count, files, workers, apiCores, redisPort, source, work
       });
     }
     await sleep(2_000);
-    const folder = linkedFolder(path.join(dir, 'batch'), source, files);
+    // Each client its own folder and batch, as the regional offices of one state send theirs.
+    const batches = Array.from({ length: clients }, (_, i) => ({
+      folder: linkedFolder(path.join(dir, `batch${i + 1}`), source, files / clients),
+      out: path.join(dir, `batch${i + 1}.csv`),
+    }));
     const before = apis.map((api) => cpuMsOf(api.pid));
     const stats = groups.map((group) => group.sample());
-    const seconds = sendBatch(proxy, folder, path.join(dir, 'batch.csv'));
-    const identical = sha256Of(path.join(dir, 'batch.csv')) === expected;
+    const seconds = await sendBatches(proxy, batches);
+    const identical = batches.every(({ out }) => sha256Of(out) === expected);
     const apiMs = apis.map((api, i) => cpuMsOf(api.pid) - before[i]);
     const throttled = groups.map((group, i) => delta(stats[i], group.sample())).map((d) => (d.periods > 0 ? d.throttled / d.periods : 0));
     return {
@@ -200,27 +222,30 @@ function optionsOf(argv) {
         runs: { type: 'string', default: '2' },
         counts: { type: 'string', default: '1,2,3' },
         workers: { type: 'string', default: '4' },
+        clients: { type: 'string', default: '1' },
         'api-cores': { type: 'string' },
       },
     }));
   } catch {
     // Node's own words for a bad option change between versions.
-    return { error: 'api-replicas: the options are --files, --runs, --counts, --workers and --api-cores, each with a value' };
+    return { error: 'api-replicas: the options are --files, --runs, --counts, --workers, --clients and --api-cores, each with a value' };
   }
   const whole = (text, min, max) => (/^\d+$/.test(text) && Number(text) >= min && Number(text) <= max ? Number(text) : null);
   const files = whole(values.files, 10, 20_000);
   const runs = whole(values.runs, 1, 10);
   const workers = whole(values.workers, 1, 16);
+  const clients = whole(values.clients, 1, 8);
   const counts = values.counts.split(',').map((count) => whole(count, 1, 8));
   const apiCores = values['api-cores'] === undefined ? null : Number(values['api-cores']);
   if (files === null) return { error: 'api-replicas: --files must be 10 to 20000' };
   if (runs === null) return { error: 'api-replicas: --runs must be 1 to 10' };
   if (workers === null) return { error: 'api-replicas: --workers must be 1 to 16' };
+  if (clients === null || files % clients !== 0) return { error: 'api-replicas: --clients must be 1 to 8, and divide --files' };
   if (counts.includes(null)) return { error: 'api-replicas: --counts must be a list of 1 to 8' };
   if (apiCores !== null && !(apiCores >= 0.01 && apiCores <= 1)) return { error: 'api-replicas: --api-cores must be 0.01 to 1' };
   if (apiCores !== null && !cgroupsAvailable())
     return { error: 'api-replicas: --api-cores needs the cgroup v1 cpu and cpuacct hierarchies (as root)' };
-  return { files, runs, workers, counts, apiCores };
+  return { files, runs, workers, clients, counts, apiCores };
 }
 
 async function main() {
@@ -229,16 +254,20 @@ async function main() {
     console.error(options.error);
     process.exit(2);
   }
-  const { files, runs, workers, counts, apiCores } = options;
+  const { files, runs, workers, clients, counts, apiCores } = options;
   if (apiCores !== null) removeLeftoverGroups(GROUP_PREFIX);
   const { file: source } = await schoolReturn();
   const work = path.join(os.tmpdir(), `censo-api-replicas-${process.pid}`);
   // What every measured batch must answer: the local `censo lote` of the same folder, byte for byte.
   const localOut = path.join(work, 'local.csv');
-  const local = spawnSync(process.execPath, [CLI, 'lote', linkedFolder(path.join(work, 'local'), source, files), '-o', localOut], {
-    encoding: 'utf8',
-    timeout: 600_000,
-  });
+  const local = spawnSync(
+    process.execPath,
+    [CLI, 'lote', linkedFolder(path.join(work, 'local'), source, files / clients), '-o', localOut],
+    {
+      encoding: 'utf8',
+      timeout: 600_000,
+    },
+  );
   if (local.status !== 0) throw new Error(`the local censo lote failed (${local.status}): ${local.stderr}`);
   const expected = sha256Of(localOut);
   const redisPort = await freePort();
@@ -256,7 +285,7 @@ async function main() {
     if (!up) throw new Error(`redis-server on ${redisPort} did not answer in 10 s`);
     for (let run = 1; run <= runs; run++) {
       for (const count of counts) {
-        const result = await oneRun({ count, files, workers, apiCores, redisPort, source, work, expected });
+        const result = await oneRun({ count, files, clients, workers, apiCores, redisPort, source, work, expected });
         results.push({ run, ...result });
         console.error(
           `run ${run}, ${count} API(s): ${result.filesPerSec.toFixed(1)} files/s, API CPU ${result.apiMsPerFile.toFixed(2)} ms a file` +

@@ -169,10 +169,12 @@ it('api-replicas: its options refused in words, exit 2 and nothing started', () 
     [['--runs', '0'], 'api-replicas: --runs must be 1 to 10'],
     [['--workers', '1.5'], 'api-replicas: --workers must be 1 to 16'],
     [['--counts', '1,9'], 'api-replicas: --counts must be a list of 1 to 8'],
+    [['--clients', '9'], 'api-replicas: --clients must be 1 to 8, and divide --files'],
+    [['--files', '601', '--clients', '2'], 'api-replicas: --clients must be 1 to 8, and divide --files'],
     [['--api-cores', '2'], 'api-replicas: --api-cores must be 0.01 to 1'],
     [['--api-cores', 'x'], 'api-replicas: --api-cores must be 0.01 to 1'],
-    [['--bogus'], 'api-replicas: the options are --files, --runs, --counts, --workers and --api-cores, each with a value'],
-    [['--files'], 'api-replicas: the options are --files, --runs, --counts, --workers and --api-cores, each with a value'],
+    [['--bogus'], 'api-replicas: the options are --files, --runs, --counts, --workers, --clients and --api-cores, each with a value'],
+    [['--files'], 'api-replicas: the options are --files, --runs, --counts, --workers, --clients and --api-cores, each with a value'],
   ];
   for (const [args, message] of cases) {
     const run = spawnSync(process.execPath, [REPLICAS, ...args], { cwd: ROOT, encoding: 'utf8', timeout: onThisMachine(30_000) });
@@ -186,11 +188,11 @@ it('api-replicas: its options refused in words, exit 2 and nothing started', () 
 });
 
 it(
-  'api-replicas: one and two APIs under a quota each answer the batch as the local run does, each count measured, nothing left',
+  "api-replicas: one and two APIs under a quota each answer two clients' batches as the local run does, each count measured, nothing left",
   () => {
     const run = spawnSync(
       process.execPath,
-      [REPLICAS, '--files', '30', '--runs', '1', '--counts', '1,2', '--workers', '2', '--api-cores', '0.5'],
+      [REPLICAS, '--files', '30', '--runs', '1', '--counts', '1,2', '--workers', '2', '--clients', '2', '--api-cores', '0.5'],
       {
         cwd: ROOT,
         encoding: 'utf8',
