@@ -13,12 +13,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync, linkSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { schoolReturn } from '../bench/cli.mjs';
-import { median } from '../bench/lib.mjs';
+import { freePort } from '../bench/http.mjs';
+import { cpuSecondsOf, median, waitFor } from '../bench/lib.mjs';
 import { cgroupsAvailable, createGroup, delta, removeGroup, removeLeftoverGroups } from './cgroup.mjs';
 import { ROOT, sleep, until } from './procs.mjs';
 
@@ -26,24 +26,6 @@ const API_KEY = 'api-replicas-key';
 const GROUP_PREFIX = 'censo-apirep';
 const CLI = path.join(ROOT, 'cli', 'bin', 'censo.js');
 const WARMUP_FILES = 100;
-/** Seconds of clock ticks in /proc/<pid>/stat (USER_HZ, 100 on Linux). */
-const TICK_MS = 10;
-
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-
-/** CPU ms a process used so far (every thread: user and system time). */
-function cpuMsOf(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-}
-
 const sha256Of = (file) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
 /** `count` hard links to `file` in a fresh folder. */
@@ -158,19 +140,7 @@ async function oneRun({ count, files, clients, workers, apiCores, redisPort, sou
     children.push(
       start('caddy', 'caddy', ['run', '--config', caddyfile, '--adapter', 'caddyfile'], { XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir }, dir),
     );
-    for (const port of [...apiPorts, proxyPort]) {
-      const ready = await until(
-        async () => {
-          try {
-            return (await fetch(`http://127.0.0.1:${port}/readyz`)).ok;
-          } catch {
-            return false;
-          }
-        },
-        { timeoutMs: 60_000 },
-      );
-      if (!ready) throw new Error(`127.0.0.1:${port} not ready in 60 s (logs in ${dir})`);
-    }
+    for (const port of [...apiPorts, proxyPort]) await waitFor(`http://127.0.0.1:${port}/readyz`, { timeoutMs: 60_000 });
     const proxy = `http://127.0.0.1:${proxyPort}`;
     await sendBatches(proxy, [
       { folder: linkedFolder(path.join(dir, 'warmup'), source, WARMUP_FILES * count), out: path.join(dir, 'warmup.csv') },
@@ -189,11 +159,11 @@ async function oneRun({ count, files, clients, workers, apiCores, redisPort, sou
       folder: linkedFolder(path.join(dir, `batch${i + 1}`), source, files / clients),
       out: path.join(dir, `batch${i + 1}.csv`),
     }));
-    const before = apis.map((api) => cpuMsOf(api.pid));
+    const before = apis.map((api) => cpuSecondsOf(api.pid) * 1000);
     const stats = groups.map((group) => group.sample());
     const seconds = await sendBatches(proxy, batches);
     const identical = batches.every(({ out }) => sha256Of(out) === expected);
-    const apiMs = apis.map((api, i) => cpuMsOf(api.pid) - before[i]);
+    const apiMs = apis.map((api, i) => cpuSecondsOf(api.pid) * 1000 - before[i]);
     const throttled = groups.map((group, i) => delta(stats[i], group.sample())).map((d) => (d.periods > 0 ? d.throttled / d.periods : 0));
     return {
       count,
